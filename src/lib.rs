@@ -1,1 +1,64 @@
+//! redis-ratelimit: rate limiting inside Redis, on compact custom types.
+//!
+//! - `core`: the algorithms, pure and unit-tested without a server;
+//! - `args`: arguments to validated parameters, and the error table;
+//! - `commands`: the commands, each readable top to bottom;
+//! - `types`: the custom data types' callbacks;
+//! - `server`: the raw server calls, wrapped; `clock`: the one clock.
+
+mod args;
+mod clock;
+mod commands;
 pub mod core;
+mod server;
+mod types;
+
+use redis_module::{redis_module, Context, RedisString, Status};
+
+use types::{GCRA_TYPE, SLICE_TYPE, SLIDE_TYPE};
+
+// Redis's allocator inside the server, so that INFO memory and MEMORY
+// USAGE see what the module allocates; the system allocator in unit tests,
+// which run without a server.
+#[cfg(not(test))]
+type Allocator = redis_module::alloc::RedisAlloc;
+#[cfg(not(test))]
+const ALLOCATOR: Allocator = redis_module::alloc::RedisAlloc;
+#[cfg(test)]
+type Allocator = std::alloc::System;
+#[cfg(test)]
+const ALLOCATOR: Allocator = std::alloc::System;
+
+fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+    if let Some(name) = server::missing_api() {
+        ctx.log_warning(&format!(
+            "ratelimit: this server lacks RedisModule_{name}; Redis 7.0 or newer (or Valkey 8 or newer) is required"
+        ));
+        return Status::Err;
+    }
+    let raw_ctx = ctx.get_raw();
+    // SAFETY: called once during OnLoad with the load context.
+    unsafe {
+        if let Some(set_options) = crate::api!(RedisModule_SetModuleOptions) {
+            set_options(
+                raw_ctx,
+                (redis_module::raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS
+                    | redis_module::raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED)
+                    as i32,
+            );
+        }
+    }
+    if let Err(message) = commands::register(raw_ctx) {
+        ctx.log_warning(&format!("ratelimit: {}", message.to_string_lossy()));
+        return Status::Err;
+    }
+    Status::Ok
+}
+
+redis_module! {
+    name: "ratelimit",
+    version: 1,
+    allocator: (Allocator, ALLOCATOR),
+    data_types: [GCRA_TYPE, SLIDE_TYPE, SLICE_TYPE],
+    init: init,
+}

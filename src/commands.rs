@@ -1,0 +1,503 @@
+//! The commands. Each one: parse, open the key, read the clock once, decide,
+//! store, expire, replicate, reply.
+//!
+//! What reaches the replicas and the AOF is never the command as the client
+//! sent it but its canonical time-carrying form,
+//! `RL.X key <numbers> <quantity> MS AT <master's clock in ns>`, so that a
+//! replica, an AOF replay and a restart reach the master's exact state.
+//! Only allowed requests that take units change anything; only they are
+//! replicated.
+
+use std::ffi::{c_int, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use redis_module::raw;
+
+use crate::args::{self, ArgError, Bounds, Request};
+use crate::clock;
+use crate::core::gcra::{self, GcraParams, Tat};
+use crate::core::slice::{SliceParams, SliceUpdate, SliceWindow};
+use crate::core::slide::{SlideLog, SlideParams, SlideUpdate};
+use crate::core::{Decision, Nanos};
+use crate::server::{self, Ctx, Held, Key, RString};
+use crate::types::Stored;
+
+/// Why a command failed; `reply` sends the error.
+enum Error {
+    Arity,
+    Arg(ArgError),
+    WrongType,
+    /// The server refused to store a value; never expected.
+    Store,
+    /// A payload of `RL.STATE` that does not decode.
+    BadState,
+    StateFromClient,
+}
+
+impl From<ArgError> for Error {
+    fn from(e: ArgError) -> Error {
+        Error::Arg(e)
+    }
+}
+
+impl Error {
+    fn reply(self, ctx: Ctx) {
+        match self {
+            Error::Arity => server::reply_wrong_arity(ctx),
+            Error::Arg(e) => server::reply_error(ctx, &e.message()),
+            Error::WrongType => server::reply_error(
+                ctx,
+                c"WRONGTYPE Operation against a key holding the wrong kind of value",
+            ),
+            Error::Store => server::reply_error(ctx, c"ERR the server refused to store the value"),
+            Error::BadState => {
+                server::reply_error(ctx, c"ERR RL.STATE payload is not a valid limiter state")
+            }
+            Error::StateFromClient => server::reply_error(
+                ctx,
+                c"ERR RL.STATE is accepted only from the master or the AOF",
+            ),
+        }
+    }
+}
+
+/// One algorithm as the commands see it: its state type, parameters and
+/// the update an allowed request makes.
+trait Limiter: Stored {
+    type Params;
+    type Update;
+    const NAME: &'static CStr;
+    fn decide(
+        state: Option<&Self>,
+        now: Nanos,
+        params: &Self::Params,
+        quantity: u64,
+    ) -> (Decision, Option<Self::Update>);
+    /// Applies `update` to the stored state, or builds the state of a new key.
+    fn apply(state: Option<&mut Self>, update: Self::Update) -> Option<Self>;
+}
+
+impl Limiter for Tat {
+    type Params = GcraParams;
+    type Update = Tat;
+    const NAME: &'static CStr = c"RL.THROTTLE";
+    fn decide(
+        state: Option<&Tat>,
+        now: Nanos,
+        params: &GcraParams,
+        quantity: u64,
+    ) -> (Decision, Option<Tat>) {
+        gcra::decide(state, now, params, quantity)
+    }
+    fn apply(state: Option<&mut Tat>, update: Tat) -> Option<Tat> {
+        match state {
+            Some(tat) => {
+                *tat = update;
+                None
+            }
+            None => Some(update),
+        }
+    }
+}
+
+impl Limiter for SlideLog {
+    type Params = SlideParams;
+    type Update = SlideUpdate;
+    const NAME: &'static CStr = c"RL.SLIDE";
+    fn decide(
+        state: Option<&SlideLog>,
+        now: Nanos,
+        params: &SlideParams,
+        quantity: u64,
+    ) -> (Decision, Option<SlideUpdate>) {
+        match state {
+            Some(log) => log.decide(now, params, quantity),
+            None => SlideLog::new().decide(now, params, quantity),
+        }
+    }
+    fn apply(state: Option<&mut SlideLog>, update: SlideUpdate) -> Option<SlideLog> {
+        match state {
+            Some(log) => {
+                log.apply(update);
+                None
+            }
+            None => {
+                let mut log = SlideLog::new();
+                log.apply(update);
+                Some(log)
+            }
+        }
+    }
+}
+
+impl Limiter for SliceWindow {
+    type Params = SliceParams;
+    type Update = SliceUpdate;
+    const NAME: &'static CStr = c"RL.SLICE";
+    fn decide(
+        state: Option<&SliceWindow>,
+        now: Nanos,
+        params: &SliceParams,
+        quantity: u64,
+    ) -> (Decision, Option<SliceUpdate>) {
+        match state {
+            Some(window) => window.decide(now, params, quantity),
+            None => SliceWindow::new().decide(now, params, quantity),
+        }
+    }
+    fn apply(state: Option<&mut SliceWindow>, update: SliceUpdate) -> Option<SliceWindow> {
+        match state {
+            Some(window) => {
+                window.apply(update);
+                None
+            }
+            None => {
+                let mut window = SliceWindow::new();
+                window.apply(update);
+                Some(window)
+            }
+        }
+    }
+}
+
+/// `RL.THROTTLE key max_burst count period [quantity] [MS]`
+pub extern "C" fn rl_throttle(ctx: Ctx, argv: *mut RString, argc: c_int) -> c_int {
+    entry(ctx, argv, argc, |ctx, argv| {
+        let numbers = numbers(argv, 5)?;
+        let request = args::throttle(&numbers, server::from_master_or_aof(ctx))?;
+        limit::<Tat, 4>(ctx, argv[1], request)
+    })
+}
+
+/// `RL.SLIDE key limit window [quantity] [MS]`
+pub extern "C" fn rl_slide(ctx: Ctx, argv: *mut RString, argc: c_int) -> c_int {
+    entry(ctx, argv, argc, |ctx, argv| {
+        let numbers = numbers(argv, 4)?;
+        let request = args::slide(&numbers, server::from_master_or_aof(ctx), Bounds::DEFAULT)?;
+        limit::<SlideLog, 3>(ctx, argv[1], request)
+    })
+}
+
+/// `RL.SLICE key limit window slices [quantity] [MS]`
+pub extern "C" fn rl_slice(ctx: Ctx, argv: *mut RString, argc: c_int) -> c_int {
+    entry(ctx, argv, argc, |ctx, argv| {
+        let numbers = numbers(argv, 5)?;
+        let request = args::slice(&numbers, server::from_master_or_aof(ctx), Bounds::DEFAULT)?;
+        limit::<SliceWindow, 4>(ctx, argv[1], request)
+    })
+}
+
+/// `RL.STATE key payload`: sets a key to a limiter state, as AOF rewrite
+/// writes it. Only the master and the AOF may send it.
+pub extern "C" fn rl_state(ctx: Ctx, argv: *mut RString, argc: c_int) -> c_int {
+    entry(ctx, argv, argc, |ctx, argv| {
+        if argv.len() != 3 {
+            return Err(Error::Arity);
+        }
+        if !server::from_master_or_aof(ctx) {
+            return Err(Error::StateFromClient);
+        }
+        let payload = server::bytes(argv[2]);
+        let key = Key::open(ctx, argv[1], true);
+        let stored = match payload.split_first() {
+            Some((&Tat::TAG, body)) => restore::<Tat>(&key, body),
+            Some((&SlideLog::TAG, body)) => restore::<SlideLog>(&key, body),
+            Some((&SliceWindow::TAG, body)) => restore::<SliceWindow>(&key, body),
+            _ => Err(Error::BadState),
+        };
+        stored?;
+        key.signal_modified();
+        server::reply_ok(ctx);
+        Ok(())
+    })
+}
+
+fn restore<T: Stored>(key: &Key, body: &[u8]) -> Result<(), Error> {
+    let state = T::decode(body).map_err(|_| Error::BadState)?;
+    if key.set(T::raw_type(), Box::new(state)) {
+        Ok(())
+    } else {
+        Err(Error::Store)
+    }
+}
+
+/// The flow every limiter command shares.
+fn limit<L: Limiter, const N: usize>(
+    ctx: Ctx,
+    key_name: RString,
+    request: Request<L::Params, N>,
+) -> Result<(), Error> {
+    let key = Key::open(ctx, key_name, request.quantity > 0);
+    let mut stored = match key.held::<L>(L::raw_type()) {
+        Held::Nothing => None,
+        Held::Ours(ptr) => Some(ptr),
+        Held::Other => return Err(Error::WrongType),
+    };
+    let now = request.at.unwrap_or_else(clock::now);
+    // SAFETY: the pointer is the key's live value, and nothing else touches
+    // it while this command runs.
+    let current = stored.as_ref().map(|ptr| unsafe { ptr.as_ref() });
+    let (decision, update) = L::decide(current, now, &request.params, request.quantity);
+    if let Some(update) = update {
+        if !key.is_writable() {
+            return Err(Error::Store);
+        }
+        let state = stored.as_mut().map(|ptr| unsafe { ptr.as_mut() });
+        if let Some(new_state) = L::apply(state, update) {
+            if !key.set(L::raw_type(), Box::new(new_state)) {
+                return Err(Error::Store);
+            }
+        }
+        key.expire_at_ms(unix_ms_ceil(decision.reset_at));
+        key.signal_modified();
+        let at = i64::try_from(now.get()).unwrap_or(i64::MAX);
+        server::replicate_with_time(ctx, L::NAME, key_name, request.canonical, at);
+    }
+    server::reply_five(ctx, decision.reply(now, request.unit));
+    Ok(())
+}
+
+fn unix_ms_ceil(at: Nanos) -> i64 {
+    i64::try_from(at.get().div_ceil(1_000_000)).unwrap_or(i64::MAX)
+}
+
+/// The most arguments after the key that any valid call has, and then some.
+const MAX_NUMBERS: usize = 8;
+
+/// The arguments after the key, as bytes, without allocating. `min_argc`
+/// counts the command name and the key.
+fn numbers(argv: &[RString], min_argc: usize) -> Result<ArgsBuf, Error> {
+    if argv.len() < min_argc {
+        return Err(Error::Arity);
+    }
+    let rest = &argv[2..];
+    if rest.len() > MAX_NUMBERS {
+        return Err(Error::Arg(ArgError::Unknown(
+            String::from_utf8_lossy(server::bytes(rest[MAX_NUMBERS]))
+                .chars()
+                .take(32)
+                .filter(char::is_ascii_graphic)
+                .collect(),
+        )));
+    }
+    let mut buf = ArgsBuf {
+        items: [&[]; MAX_NUMBERS],
+        len: rest.len(),
+    };
+    for (slot, &arg) in buf.items.iter_mut().zip(rest) {
+        *slot = server::bytes(arg);
+    }
+    Ok(buf)
+}
+
+struct ArgsBuf {
+    items: [&'static [u8]; MAX_NUMBERS],
+    len: usize,
+}
+
+impl std::ops::Deref for ArgsBuf {
+    type Target = [&'static [u8]];
+    fn deref(&self) -> &Self::Target {
+        &self.items[..self.len]
+    }
+}
+
+/// The entry of every command: turns argv into a slice, replies with the
+/// error if there is one, and catches a panic (a bug; none is reachable by
+/// design) so that it cannot abort the server.
+fn entry(
+    ctx: Ctx,
+    argv: *mut RString,
+    argc: c_int,
+    f: impl FnOnce(Ctx, &[RString]) -> Result<(), Error>,
+) -> c_int {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let argv: &[RString] = match usize::try_from(argc) {
+            // SAFETY: the server passes `argc` valid arguments at `argv`.
+            Ok(n) if !argv.is_null() => unsafe { std::slice::from_raw_parts(argv, n) },
+            _ => &[],
+        };
+        if let Err(e) = f(ctx, argv) {
+            e.reply(ctx);
+        }
+    }));
+    if outcome.is_err() {
+        server::reply_error(
+            ctx,
+            c"ERR internal error in the ratelimit module, see the server log",
+        );
+    }
+    raw::REDISMODULE_OK as c_int
+}
+
+/// Registration data: name, handler, flags, arity, summary, arguments.
+pub struct CommandSpec {
+    pub name: &'static CStr,
+    pub handler: extern "C" fn(Ctx, *mut RString, c_int) -> c_int,
+    pub flags: &'static CStr,
+    pub arity: c_int,
+    pub summary: &'static CStr,
+    pub complexity: &'static CStr,
+    /// Arguments after the key: name, optional, token (a pure token when set).
+    pub args: &'static [(&'static CStr, bool, Option<&'static CStr>)],
+}
+
+pub const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: c"RL.THROTTLE",
+        handler: rl_throttle,
+        flags: c"write deny-oom fast",
+        arity: -5,
+        summary: c"GCRA rate limiter, compatible with redis-cell's CL.THROTTLE. Replies limited, limit, remaining, retry_after, reset_after.",
+        complexity: c"O(1)",
+        args: &[
+            (c"max_burst", false, None),
+            (c"count", false, None),
+            (c"period", false, None),
+            (c"quantity", true, None),
+            (c"ms", true, Some(c"MS")),
+        ],
+    },
+    CommandSpec {
+        name: c"RL.SLIDE",
+        handler: rl_slide,
+        flags: c"write deny-oom fast",
+        arity: -4,
+        summary: c"Exact sliding-log rate limiter. Replies limited, limit, remaining, retry_after, reset_after.",
+        complexity: c"O(1) amortized for quantity 1; O(quantity) to record a larger quantity",
+        args: &[
+            (c"limit", false, None),
+            (c"window", false, None),
+            (c"quantity", true, None),
+            (c"ms", true, Some(c"MS")),
+        ],
+    },
+    CommandSpec {
+        name: c"RL.SLICE",
+        handler: rl_slice,
+        flags: c"write deny-oom fast",
+        arity: -5,
+        summary: c"Sliding window of time slices that never over-admits. Replies limited, limit, remaining, retry_after, reset_after.",
+        complexity: c"O(1) amortized",
+        args: &[
+            (c"limit", false, None),
+            (c"window", false, None),
+            (c"slices", false, None),
+            (c"quantity", true, None),
+            (c"ms", true, Some(c"MS")),
+        ],
+    },
+    CommandSpec {
+        name: c"RL.STATE",
+        handler: rl_state,
+        flags: c"write",
+        arity: 3,
+        summary: c"Internal: sets a key to a limiter state, as AOF rewrite writes it. Accepted only from the master or the AOF.",
+        complexity: c"O(N) in the size of the state",
+        args: &[(c"payload", false, None)],
+    },
+];
+
+/// Registers every command with its key position and its COMMAND DOCS info.
+pub fn register(ctx: Ctx) -> Result<(), CString> {
+    for spec in COMMANDS {
+        register_one(ctx, spec)?;
+    }
+    Ok(())
+}
+
+fn register_one(ctx: Ctx, spec: &CommandSpec) -> Result<(), CString> {
+    let fail = |what: &str| {
+        CString::new(format!("{what} {}", spec.name.to_string_lossy())).unwrap_or_default()
+    };
+    // SAFETY: registration calls during OnLoad with the load context; every
+    // string is a static C string; the info structs live across the call,
+    // which copies them.
+    unsafe {
+        let create =
+            crate::api!(RedisModule_CreateCommand).ok_or_else(|| fail("no CreateCommand for"))?;
+        if create(
+            ctx,
+            spec.name.as_ptr(),
+            Some(spec.handler),
+            spec.flags.as_ptr(),
+            1,
+            1,
+            1,
+        ) != raw::REDISMODULE_OK as c_int
+        {
+            return Err(fail("could not create"));
+        }
+        let command = crate::api!(RedisModule_GetCommand)
+            .map_or(std::ptr::null_mut(), |f| f(ctx, spec.name.as_ptr()));
+        let set_info =
+            crate::api!(RedisModule_SetCommandInfo).ok_or_else(|| fail("no SetCommandInfo for"))?;
+        if command.is_null() {
+            return Err(fail("could not find"));
+        }
+
+        let mut key_specs: [raw::RedisModuleCommandKeySpec; 2] = std::mem::zeroed();
+        key_specs[0].flags = u64::from(
+            raw::REDISMODULE_CMD_KEY_RW
+                | raw::REDISMODULE_CMD_KEY_ACCESS
+                | raw::REDISMODULE_CMD_KEY_UPDATE,
+        );
+        key_specs[0].begin_search_type =
+            raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
+        key_specs[0].bs.index.pos = 1;
+        key_specs[0].find_keys_type =
+            raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
+        key_specs[0].fk.range.lastkey = 0;
+        key_specs[0].fk.range.keystep = 1;
+        key_specs[0].fk.range.limit = 0;
+
+        let mut args: Vec<raw::RedisModuleCommandArg> = Vec::with_capacity(spec.args.len() + 2);
+        let mut key_arg: raw::RedisModuleCommandArg = std::mem::zeroed();
+        key_arg.name = c"key".as_ptr();
+        key_arg.type_ = raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY;
+        key_arg.key_spec_index = 0;
+        args.push(key_arg);
+        for &(name, optional, token) in spec.args {
+            let mut arg: raw::RedisModuleCommandArg = std::mem::zeroed();
+            arg.name = name.as_ptr();
+            arg.key_spec_index = -1;
+            match token {
+                Some(token) => {
+                    arg.type_ = raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN;
+                    arg.token = token.as_ptr();
+                }
+                None if name == c"payload" => {
+                    arg.type_ = raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING
+                }
+                None => arg.type_ = raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
+            }
+            if optional {
+                arg.flags = raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int;
+            }
+            args.push(arg);
+        }
+        args.push(std::mem::zeroed());
+
+        let version = raw::RedisModuleCommandInfoVersion {
+            version: 1,
+            sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
+            sizeof_keyspec: std::mem::size_of::<raw::RedisModuleCommandKeySpec>(),
+            sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
+        };
+        let info = raw::RedisModuleCommandInfo {
+            version: &version,
+            summary: spec.summary.as_ptr(),
+            complexity: spec.complexity.as_ptr(),
+            since: c"0.1.0".as_ptr(),
+            history: std::ptr::null_mut(),
+            tips: std::ptr::null(),
+            arity: spec.arity,
+            key_specs: key_specs.as_mut_ptr(),
+            args: args.as_mut_ptr(),
+        };
+        if set_info(command, &info) != raw::REDISMODULE_OK as c_int {
+            return Err(fail("could not set the info of"));
+        }
+    }
+    Ok(())
+}
