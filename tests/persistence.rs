@@ -1,0 +1,374 @@
+//! State survives everything a database must survive, for all three types:
+//! DEBUG RELOAD, DUMP/RESTORE, COPY, RENAME, RDB and AOF restarts (with and
+//! without the RDB preamble, before and after a rewrite), replicas, and
+//! hostile RESTORE payloads.
+//!
+//! Windows are long (minutes), so no key expires while a test runs and
+//! digests, which include TTLs, must match exactly.
+
+mod common;
+use common::*;
+
+/// Calls on keys of all three types: plain, quantities, MS, limited
+/// requests and peeks.
+fn workload(con: &mut Connection, round: usize) {
+    let calls: &[&[&str]] = &[
+        &["RL.THROTTLE", "t:a", "15", "30", "60"],
+        &["RL.THROTTLE", "t:a", "15", "30", "60", "7"],
+        &["RL.THROTTLE", "t:b", "2", "3", "600", "1", "MS"],
+        &["RL.THROTTLE", "t:b", "2", "7", "600000", "3", "MS"],
+        &["RL.THROTTLE", "t:a", "15", "30", "60", "0"],
+        &["RL.SLIDE", "l:a", "10", "300"],
+        &["RL.SLIDE", "l:a", "10", "300", "4"],
+        &["RL.SLIDE", "l:b", "1000", "600000", "250", "MS"],
+        &["RL.SLIDE", "l:a", "10", "300", "20"],
+        &["RL.SLIDE", "l:a", "10", "300", "0"],
+        &["RL.SLICE", "s:a", "100", "300", "60"],
+        &["RL.SLICE", "s:a", "100", "300", "60", "30"],
+        &["RL.SLICE", "s:b", "7", "420000", "7", "2", "MS"],
+        &["RL.SLICE", "s:a", "100", "300", "60", "0"],
+    ];
+    for i in 0..round {
+        for call in calls {
+            five(con, call);
+        }
+        five(con, &["RL.SLIDE", &format!("l:n{i}"), "5", "120", "2"]);
+    }
+}
+
+fn keys_of_each_type() -> [&'static str; 3] {
+    ["t:a", "l:a", "s:a"]
+}
+
+#[test]
+fn debug_reload_keeps_every_state() {
+    let server = Server::start();
+    let mut con = server.conn();
+    workload(&mut con, 3);
+    let before = digest(&mut con);
+    let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
+    assert_eq!(digest(&mut con), before);
+    // The reloaded keys keep answering as before.
+    let r = five(&mut con, &["RL.SLIDE", "l:a", "10", "300", "0"]);
+    assert_eq!(
+        &r[..3],
+        &[0, 10, 0],
+        "a full log: a peek fits, nothing remains"
+    );
+}
+
+fn digest_value(con: &mut Connection, key: &str) -> String {
+    let v: Vec<String> = redis::cmd("DEBUG")
+        .arg("DIGEST-VALUE")
+        .arg(key)
+        .query(con)
+        .unwrap();
+    v[0].clone()
+}
+
+#[test]
+fn dump_restore_copy_rename() {
+    let server = Server::start();
+    let mut con = server.conn();
+    workload(&mut con, 1);
+    for key in keys_of_each_type() {
+        let payload: Vec<u8> = redis::cmd("DUMP").arg(key).query(&mut con).unwrap();
+        let expire_at: i64 = redis::cmd("PEXPIRETIME").arg(key).query(&mut con).unwrap();
+        let restored = format!("{key}:restored");
+        let _: () = redis::cmd("RESTORE")
+            .arg(&restored)
+            .arg(expire_at)
+            .arg(&payload)
+            .arg("ABSTTL")
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(
+            digest_value(&mut con, &restored),
+            digest_value(&mut con, key),
+            "{key}"
+        );
+
+        let copied = format!("{key}:copied");
+        let n: i64 = redis::cmd("COPY")
+            .arg(key)
+            .arg(&copied)
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(n, 1);
+        assert_eq!(
+            digest_value(&mut con, &copied),
+            digest_value(&mut con, key),
+            "{key}"
+        );
+
+        let renamed = format!("{key}:renamed");
+        let before = digest_value(&mut con, key);
+        let _: () = redis::cmd("RENAME")
+            .arg(key)
+            .arg(&renamed)
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(digest_value(&mut con, &renamed), before, "{key}");
+
+        // MEMORY USAGE is computed from the state: nonzero and sane.
+        let usage: i64 = redis::cmd("MEMORY")
+            .arg("USAGE")
+            .arg(&renamed)
+            .query(&mut con)
+            .unwrap();
+        assert!(usage > 0 && usage < 10_000, "{key}: {usage}");
+    }
+    // The copy is independent of the original.
+    let before = digest_value(&mut con, "l:a:copied");
+    five(&mut con, &["RL.SLIDE", "l:a:renamed", "100", "300", "5"]);
+    assert_eq!(digest_value(&mut con, "l:a:copied"), before);
+}
+
+#[test]
+fn rdb_restart() {
+    let mut server = Server::start_with(&["--save", "", "--appendonly", "no"]);
+    let mut con = server.conn();
+    workload(&mut con, 3);
+    let before = digest(&mut con);
+    let _: () = redis::cmd("SAVE").query(&mut con).unwrap();
+    server.restart();
+    let mut con = server.conn();
+    assert_eq!(digest(&mut con), before);
+}
+
+fn aof_restart(preamble: &str) {
+    let mut server = Server::start_with(&[
+        "--save",
+        "",
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+        "--aof-use-rdb-preamble",
+        preamble,
+    ]);
+    let mut con = server.conn();
+    workload(&mut con, 2);
+    let before = digest(&mut con);
+    server.restart();
+    let mut con = server.conn();
+    assert_eq!(
+        digest(&mut con),
+        before,
+        "replaying the time-carrying commands"
+    );
+
+    let _: String = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
+    wait_until(30, "the AOF rewrite", || {
+        info_field(&mut con, "persistence", "aof_rewrite_in_progress") == "0"
+            && info_field(&mut con, "persistence", "aof_rewrite_scheduled") == "0"
+    });
+    workload(&mut con, 1);
+    let rewritten = digest(&mut con);
+    server.restart();
+    let mut con = server.conn();
+    assert_eq!(digest(&mut con), rewritten, "loading the rewritten AOF");
+}
+
+#[test]
+fn aof_restart_without_preamble() {
+    aof_restart("no");
+}
+
+#[test]
+fn aof_restart_with_preamble() {
+    aof_restart("yes");
+}
+
+#[test]
+fn replica_reaches_the_masters_exact_state() {
+    let master = Server::start();
+    let replica = Server::start_with(&[
+        "--save",
+        "",
+        "--replicaof",
+        "127.0.0.1",
+        &master.port.to_string(),
+    ]);
+    let mut rcon = replica.conn();
+    wait_until(20, "the replica to sync", || {
+        info_field(&mut rcon, "replication", "master_link_status") == "up"
+    });
+    let mut con = master.conn();
+    workload(&mut con, 2);
+
+    // MULTI/EXEC
+    let _: () = redis::cmd("MULTI").query(&mut con).unwrap();
+    for _ in 0..3 {
+        let _: String = cmd(&["RL.THROTTLE", "t:multi", "5", "1", "60"])
+            .query(&mut con)
+            .unwrap();
+        let _: String = cmd(&["RL.SLIDE", "l:multi", "5", "60", "2"])
+            .query(&mut con)
+            .unwrap();
+        let _: String = cmd(&["RL.SLICE", "s:multi", "5", "60", "10", "2"])
+            .query(&mut con)
+            .unwrap();
+    }
+    let replies: Vec<Vec<i64>> = redis::cmd("EXEC").query(&mut con).unwrap();
+    assert_eq!(replies.len(), 9);
+    assert_eq!(
+        replies[8][0], 1,
+        "the third SLICE call of 2 units over limit 5 is limited"
+    );
+
+    // Lua
+    let script = "local out = {} \
+        for i = 1, 4 do \
+          out[#out + 1] = redis.call('RL.THROTTLE', KEYS[1], 2, 1, 60)[1] \
+          out[#out + 1] = redis.call('RL.SLIDE', KEYS[2], 3, 60)[1] \
+          out[#out + 1] = redis.call('RL.SLICE', KEYS[3], 3, 60, 6)[1] \
+        end \
+        return out";
+    let limited: Vec<i64> = redis::cmd("EVAL")
+        .arg(script)
+        .arg(3)
+        .arg("{lua}t")
+        .arg("{lua}l")
+        .arg("{lua}s")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(limited, vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1]);
+
+    let acked: i64 = redis::cmd("WAIT")
+        .arg(1)
+        .arg(10_000)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(acked, 1);
+    let master_digest = digest(&mut con);
+    assert_eq!(digest(&mut rcon), master_digest);
+    let keys: i64 = redis::cmd("DBSIZE").query(&mut rcon).unwrap();
+    assert!(keys >= 12, "replica has {keys} keys");
+}
+
+/// CRC-64 as DUMP payloads carry it.
+fn crc64(bytes: &[u8]) -> u64 {
+    crc::Crc::<u64>::new(&crc::CRC_64_REDIS).checksum(bytes)
+}
+
+/// A DUMP payload with a new body and a valid trailer (RDB version and CRC).
+fn reseal(body: &[u8], version: [u8; 2]) -> Vec<u8> {
+    let mut out = body.to_vec();
+    out.extend_from_slice(&version);
+    let crc = crc64(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// A small deterministic generator for mutations.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+#[test]
+fn hostile_restore_payloads_are_refused_without_a_crash() {
+    let mut server = Server::start();
+    let mut con = server.conn();
+    workload(&mut con, 1);
+    let mut rng = Rng(0x5eed_1234_abcd_ef01);
+    let mut refused = 0;
+    let mut accepted = 0;
+    for key in keys_of_each_type() {
+        let payload: Vec<u8> = redis::cmd("DUMP").arg(key).query(&mut con).unwrap();
+        // A payload with only the checksum recomputed is accepted as is.
+        let n = payload.len();
+        let (body, version) = (&payload[..n - 10], [payload[n - 10], payload[n - 9]]);
+        assert_eq!(
+            reseal(body, version),
+            payload,
+            "the CRC is recomputed correctly"
+        );
+
+        for i in 0..300 {
+            let mut body = body.to_vec();
+            // Most mutations hit the module's own bytes at the end of the body.
+            let hot = body.len() / 2;
+            match i % 5 {
+                0 => {
+                    let at = hot + rng.below(body.len() - hot);
+                    body[at] ^= 1 << rng.below(8);
+                }
+                1 => {
+                    let at = hot + rng.below(body.len() - hot);
+                    body[at] = rng.next() as u8;
+                }
+                2 => body.truncate(1 + rng.below(body.len() - 1)),
+                3 => {
+                    let at = hot + rng.below(body.len() - hot);
+                    for _ in 0..1 + rng.below(16) {
+                        body.insert(at, rng.next() as u8);
+                    }
+                }
+                _ => {
+                    // Overwrite a run of bytes with extreme values.
+                    let at = hot + rng.below(body.len() - hot);
+                    let fill = [0x00, 0xff, 0x7f, 0x80][rng.below(4)];
+                    for b in body.iter_mut().skip(at).take(1 + rng.below(9)) {
+                        *b = fill;
+                    }
+                }
+            }
+            let target = format!("hostile:{i}");
+            let result: redis::RedisResult<()> = redis::cmd("RESTORE")
+                .arg(&target)
+                .arg(0)
+                .arg(reseal(&body, version))
+                .arg("REPLACE")
+                .query(&mut con);
+            match result {
+                Ok(()) => {
+                    accepted += 1;
+                    // Whatever was accepted must be usable without a crash.
+                    for call in [
+                        &["RL.THROTTLE", &target, "5", "1", "60"][..],
+                        &["RL.SLIDE", &target, "5", "60"][..],
+                        &["RL.SLICE", &target, "5", "60", "6"][..],
+                    ] {
+                        let _: redis::RedisResult<Value> = cmd(call).query(&mut con);
+                    }
+                    let _: redis::RedisResult<Value> = redis::cmd("MEMORY")
+                        .arg("USAGE")
+                        .arg(&target)
+                        .query(&mut con);
+                    let _: redis::RedisResult<Value> = redis::cmd("DEBUG")
+                        .arg("DIGEST-VALUE")
+                        .arg(&target)
+                        .query(&mut con);
+                }
+                Err(e) => {
+                    refused += 1;
+                    let text = error_text(&e);
+                    assert!(text.starts_with("ERR"), "{text}");
+                }
+            }
+            let pong: String = redis::cmd("PING").query(&mut con).unwrap_or_else(|e| {
+                panic!(
+                    "server died after payload {i} of {key}: {e}\n{}",
+                    server.log()
+                )
+            });
+            assert_eq!(pong, "PONG");
+        }
+    }
+    assert!(server.alive());
+    assert!(refused > 100, "refused {refused}, accepted {accepted}");
+    // The dataset survives a reload with whatever was accepted.
+    let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
+    assert!(server.alive());
+}
