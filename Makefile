@@ -1,0 +1,33 @@
+# make run    build the module and start redis-server with it (127.0.0.1:$(PORT))
+# make test   formatting, lints, unit and integration tests against a real server
+# make bench  the side-by-side benchmark
+SHELL := /bin/bash
+PORT ?= 6379
+MODULE := target/release/libredis_ratelimit.so
+
+.PHONY: deps build run test bench clean
+
+deps:
+	@scripts/deps.sh
+
+build: deps
+	cargo build --release
+
+run: build
+	@if (exec 3<>/dev/tcp/127.0.0.1/$(PORT)) 2>/dev/null; then \
+		echo "Port $(PORT) is taken (a redis-server service?). Stop it, or: make run PORT=6380"; exit 1; fi
+	@mkdir -p tmp
+	@echo "Starting redis-server on 127.0.0.1:$(PORT) with $(MODULE). Try: redis-cli -p $(PORT) RL.THROTTLE user:1 15 30 60"
+	exec redis-server redis.conf.example --port $(PORT)
+
+test: deps
+	cargo fmt --check
+	cargo clippy --all-targets -- -D warnings
+	cargo test
+
+bench: build
+	scripts/bench.sh
+
+clean:
+	cargo clean
+	rm -rf tmp
