@@ -93,31 +93,28 @@ impl ArgError {
 
 /// A request: the algorithm's parameters, and what every command shares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Request<P, const N: usize> {
+pub struct Request<P> {
     pub params: P,
     pub quantity: u64,
     /// The unit of the reply's times.
     pub unit: Unit,
     /// The master's clock, in the replicated form.
     pub at: Option<Nanos>,
-    /// The parameters and quantity as the replicated form sends them:
-    /// times in milliseconds.
-    pub canonical: [i64; N],
 }
 
 /// `RL.THROTTLE key max_burst count period [quantity] [MS] [AT ns]`
-pub fn throttle(args: &[&[u8]], trusted: bool) -> Result<Request<GcraParams, 4>, ArgError> {
+pub fn throttle(args: &[&[u8]], trusted: bool) -> Result<Request<GcraParams>, ArgError> {
     let tail = tail(args, 3, trusted)?;
     let max_burst = integer(args[0], "max_burst", 0, gcra::MAX_BURST, None)?;
     let count = integer(args[1], "count", 1, gcra::MAX_COUNT, None)?;
-    let (period, period_ms) = time(args[2], "period", tail.unit)?;
+    let period = time(args[2], "period", tail.unit)?;
     let params = GcraParams::new(max_burst, count, period).map_err(|e| match e {
         GcraParamError::MaxBurst => range("max_burst", 0, gcra::MAX_BURST, None),
         GcraParamError::Count => range("count", 1, gcra::MAX_COUNT, None),
         GcraParamError::Period => time_range("period", tail.unit),
         GcraParamError::Tolerance => ArgError::Tolerance,
     })?;
-    Ok(tail.request(params, [max_burst, count, period_ms]))
+    Ok(tail.request(params))
 }
 
 /// `RL.SLIDE key limit window [quantity] [MS] [AT ns]`
@@ -125,14 +122,14 @@ pub fn slide(
     args: &[&[u8]],
     trusted: bool,
     bounds: Bounds,
-) -> Result<Request<SlideParams, 3>, ArgError> {
+) -> Result<Request<SlideParams>, ArgError> {
     let bounds = if trusted { Bounds::HARD } else { bounds };
     let tail = tail(args, 2, trusted)?;
     let max = bounds.max_slide_limit.min(slide::MAX_LIMIT);
     let limit = integer(args[0], "limit", 1, max, None)?;
-    let (window, window_ms) = time(args[1], "window", tail.unit)?;
+    let window = time(args[1], "window", tail.unit)?;
     let params = SlideParams::new(limit, window).ok_or_else(|| time_range("window", tail.unit))?;
-    Ok(tail.request(params, [limit, window_ms]))
+    Ok(tail.request(params))
 }
 
 /// `RL.SLICE key limit window slices [quantity] [MS] [AT ns]`
@@ -140,16 +137,16 @@ pub fn slice(
     args: &[&[u8]],
     trusted: bool,
     bounds: Bounds,
-) -> Result<Request<SliceParams, 4>, ArgError> {
+) -> Result<Request<SliceParams>, ArgError> {
     let bounds = if trusted { Bounds::HARD } else { bounds };
     let tail = tail(args, 3, trusted)?;
     let limit = integer(args[0], "limit", 1, slice::MAX_LIMIT, None)?;
-    let (window, window_ms) = time(args[1], "window", tail.unit)?;
+    let window = time(args[1], "window", tail.unit)?;
     let max_slices = bounds.max_slices.min(slice::MAX_SLICES);
     let slices = integer(args[2], "slices", 1, max_slices, None)?;
     let params =
         SliceParams::new(limit, window, slices).ok_or_else(|| time_range("window", tail.unit))?;
-    Ok(tail.request(params, [limit, window_ms, slices]))
+    Ok(tail.request(params))
 }
 
 /// The options after the required numbers.
@@ -160,25 +157,12 @@ struct Tail {
 }
 
 impl Tail {
-    fn request<P, const M: usize, const N: usize>(
-        &self,
-        params: P,
-        numbers: [u64; M],
-    ) -> Request<P, N> {
-        let mut canonical = [0i64; N];
-        for (slot, n) in canonical
-            .iter_mut()
-            .zip(numbers.iter().chain([self.quantity].iter()))
-        {
-            // Every bound above is far below i64::MAX.
-            *slot = i64::try_from(*n).unwrap_or(i64::MAX);
-        }
+    fn request<P>(&self, params: P) -> Request<P> {
         Request {
             params,
             quantity: self.quantity,
             unit: self.unit,
             at: self.at,
-            canonical,
         }
     }
 }
@@ -225,17 +209,14 @@ fn tail(args: &[&[u8]], required: usize, trusted: bool) -> Result<Tail, ArgError
     Ok(out)
 }
 
-/// A period or window in `unit`s, as nanoseconds and as milliseconds.
-fn time(arg: &[u8], name: &'static str, unit: Unit) -> Result<(Nanos, u64), ArgError> {
+/// A period or window in `unit`s, as nanoseconds.
+fn time(arg: &[u8], name: &'static str, unit: Unit) -> Result<Nanos, ArgError> {
     let max = match unit {
         Unit::Seconds => MAX_TIME_SECONDS,
         Unit::Millis => MAX_TIME_SECONDS * 1_000,
     };
     let amount = integer(arg, name, 1, max, Some(unit))?;
-    let nanos = unit
-        .to_nanos(amount)
-        .ok_or_else(|| time_range(name, unit))?;
-    Ok((nanos, nanos.get() / 1_000_000))
+    unit.to_nanos(amount).ok_or_else(|| time_range(name, unit))
 }
 
 fn time_range(name: &'static str, unit: Unit) -> ArgError {
@@ -347,10 +328,8 @@ mod tests {
         };
         let r = ok(&["15", "30", "60"]);
         assert_eq!((r.quantity, r.unit, r.at), (1, Unit::Seconds, None));
-        assert_eq!(r.canonical, [15, 30, 60_000, 1]);
         let r = ok(&["0", "1", "250", "3", "ms"]);
         assert_eq!((r.quantity, r.unit), (3, Unit::Millis));
-        assert_eq!(r.canonical, [0, 1, 250, 3]);
         assert_eq!(ok(&["0", "1", "1", "MS"]).quantity, 1);
     }
 
@@ -406,7 +385,6 @@ mod tests {
             msg(slice(&slice_args, false, tight).unwrap_err()),
             "ERR slices must be an integer from 1 to 5"
         );
-        let r = slice(&slice_args, true, tight).unwrap();
-        assert_eq!(r.canonical, [1, 60_000, 6, 1]);
+        assert!(slice(&slice_args, true, tight).is_ok());
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! What reaches the replicas and the AOF is never the command as the client
 //! sent it but its canonical time-carrying form,
-//! `RL.X key <numbers> <quantity> MS AT <master's clock in ns>`, so that a
+//! `RL.X <arguments as sent> AT <master's clock in ns>`, so that a
 //! replica, an AOF replay and a restart reach the master's exact state.
 //! Only allowed requests that take units change anything; only they are
 //! replicated.
@@ -165,7 +165,7 @@ pub extern "C" fn rl_throttle(ctx: Ctx, argv: *mut RString, argc: c_int) -> c_in
     entry(ctx, argv, argc, |ctx, argv| {
         let numbers = numbers(argv, 5)?;
         let request = args::throttle(&numbers, server::from_master_or_aof(ctx))?;
-        limit::<Tat, 4>(ctx, argv[1], request)
+        limit::<Tat>(ctx, argv, request)
     })
 }
 
@@ -174,7 +174,7 @@ pub extern "C" fn rl_slide(ctx: Ctx, argv: *mut RString, argc: c_int) -> c_int {
     entry(ctx, argv, argc, |ctx, argv| {
         let numbers = numbers(argv, 4)?;
         let request = args::slide(&numbers, server::from_master_or_aof(ctx), Bounds::DEFAULT)?;
-        limit::<SlideLog, 3>(ctx, argv[1], request)
+        limit::<SlideLog>(ctx, argv, request)
     })
 }
 
@@ -183,7 +183,7 @@ pub extern "C" fn rl_slice(ctx: Ctx, argv: *mut RString, argc: c_int) -> c_int {
     entry(ctx, argv, argc, |ctx, argv| {
         let numbers = numbers(argv, 5)?;
         let request = args::slice(&numbers, server::from_master_or_aof(ctx), Bounds::DEFAULT)?;
-        limit::<SliceWindow, 4>(ctx, argv[1], request)
+        limit::<SliceWindow>(ctx, argv, request)
     })
 }
 
@@ -222,12 +222,8 @@ fn restore<T: Stored>(key: &Key, body: &[u8]) -> Result<(), Error> {
 }
 
 /// The flow every limiter command shares.
-fn limit<L: Limiter, const N: usize>(
-    ctx: Ctx,
-    key_name: RString,
-    request: Request<L::Params, N>,
-) -> Result<(), Error> {
-    let key = Key::open(ctx, key_name, request.quantity > 0);
+fn limit<L: Limiter>(ctx: Ctx, argv: &[RString], request: Request<L::Params>) -> Result<(), Error> {
+    let key = Key::open(ctx, argv[1], request.quantity > 0);
     let mut stored = match key.held::<L>(L::raw_type()) {
         Held::Nothing => None,
         Held::Ours(ptr) => Some(ptr),
@@ -250,8 +246,12 @@ fn limit<L: Limiter, const N: usize>(
         }
         key.expire_at_ms(unix_ms_ceil(decision.reset_at));
         key.signal_modified();
-        let at = i64::try_from(now.get()).unwrap_or(i64::MAX);
-        server::replicate_with_time(ctx, L::NAME, key_name, request.canonical, at);
+        // A command from the master already carries its clock.
+        let at = match request.at {
+            Some(_) => None,
+            None => Some(i64::try_from(now.get()).unwrap_or(i64::MAX)),
+        };
+        server::replicate_with_time(ctx, L::NAME, &argv[1..], at);
     }
     server::reply_five(ctx, decision.reply(now, request.unit));
     Ok(())

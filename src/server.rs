@@ -289,41 +289,31 @@ pub fn reply_wrong_arity(ctx: Ctx) {
     }
 }
 
-/// Sends `command key n1..nN MS AT at` to the replicas and the AOF: the
-/// canonical, time-carrying form of a command (times in milliseconds, the
-/// master's clock in nanoseconds). `N` is 3 or 4, the commands' shapes.
-pub fn replicate_with_time<const N: usize>(
-    ctx: Ctx,
-    command: &CStr,
-    key: RString,
-    numbers: [i64; N],
-    at: i64,
-) {
+/// Sends the running command to the replicas and the AOF with the master's
+/// clock appended: `command <args as the client sent them> AT <ns>`. The
+/// client's argument strings are passed by reference, not copied. A command
+/// that already carries `AT` came from the master or the AOF and is passed
+/// on as it is.
+pub fn replicate_with_time(ctx: Ctx, command: &CStr, args: &[RString], at: Option<i64>) {
     let Some(f) = api!(RedisModule_Replicate) else {
         return;
     };
-    let (cmd, ms, at_word) = (command.as_ptr(), c"MS".as_ptr(), c"AT".as_ptr());
-    let n = numbers.map(|x| x as c_longlong);
-    let at = at as c_longlong;
+    let (cmd, argv, argc) = (command.as_ptr(), args.as_ptr(), args.len());
     // SAFETY: each variadic argument has the C type its format letter names:
-    // 's' a server string, 'l' a long long, 'c' a C string.
+    // 'v' an array of server strings and its length, 'c' a C string, 'l' a
+    // long long. The strings are the running command's arguments.
     unsafe {
-        match *n.as_slice() {
-            [a, b, c] => f(ctx, cmd, c"slllccl".as_ptr(), key, a, b, c, ms, at_word, at),
-            [a, b, c, d] => f(
+        match at {
+            Some(at) => f(
                 ctx,
                 cmd,
-                c"sllllccl".as_ptr(),
-                key,
-                a,
-                b,
-                c,
-                d,
-                ms,
-                at_word,
-                at,
+                c"vcl".as_ptr(),
+                argv,
+                argc,
+                c"AT".as_ptr(),
+                at as c_longlong,
             ),
-            _ => return,
+            None => f(ctx, cmd, c"v".as_ptr(), argv, argc),
         };
     }
 }

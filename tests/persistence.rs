@@ -372,3 +372,34 @@ fn hostile_restore_payloads_are_refused_without_a_crash() {
     let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
     assert!(server.alive());
 }
+
+#[test]
+fn move_and_flushall_async() {
+    let server = Server::start();
+    let mut con = server.conn();
+    workload(&mut con, 1);
+    for key in keys_of_each_type() {
+        let before = digest_value(&mut con, key);
+        let moved: i64 = redis::cmd("MOVE").arg(key).arg(1).query(&mut con).unwrap();
+        assert_eq!(moved, 1);
+        let _: () = redis::cmd("SELECT").arg(1).query(&mut con).unwrap();
+        assert_eq!(digest_value(&mut con, key), before, "{key}");
+        let _: () = redis::cmd("SELECT").arg(0).query(&mut con).unwrap();
+    }
+    // Many keys, and large ones, freed in the background.
+    for i in 0..200 {
+        five(
+            &mut con,
+            &["RL.SLIDE", &format!("big:{i}"), "10000", "600", "5000"],
+        );
+        five(
+            &mut con,
+            &["RL.SLICE", &format!("slices:{i}"), "10", "3600", "3600"],
+        );
+    }
+    let _: () = redis::cmd("FLUSHALL").arg("ASYNC").query(&mut con).unwrap();
+    let keys: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    assert_eq!(keys, 0);
+    let r = five(&mut con, &["RL.SLIDE", "big:0", "10000", "600", "1"]);
+    assert_eq!(&r[..3], &[0, 10000, 9999]);
+}

@@ -471,6 +471,29 @@ mod tests {
         }
 
         #[test]
+        fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..40)) {
+            let _ = Tat::decode(&bytes);
+        }
+
+        #[test]
+        fn any_stored_state_decides_without_panicking(
+            whole in any::<u64>(),
+            den in 1u32..,
+            frac_seed in any::<u32>(),
+            now in any::<u64>(),
+            quantity in 0u64..=MAX_BURST + 2,
+            count in 1u64..=MAX_COUNT,
+        ) {
+            let tat = Tat { whole: Nanos::new(whole), frac: frac_seed % den, den };
+            let p = params(0, count, Nanos::new(S));
+            let (d, update) = decide(Some(&tat), Nanos::new(now), &p, quantity);
+            prop_assert!(d.remaining <= d.limit);
+            if let Some(t) = update {
+                prop_assert!(t.frac < t.den);
+            }
+        }
+
+        #[test]
         fn no_interval_admits_more_than_capacity_plus_rate((burst, count, period_ms, steps) in scenario()) {
             let period = period_ms * MS;
             let p = params(burst, count, Nanos::new(period));
