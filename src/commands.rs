@@ -10,17 +10,20 @@
 
 use std::ffi::{c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
 
 use redis_module::raw;
 
-use crate::args::{self, ArgError, Bounds, Request};
-use crate::clock;
+use crate::args::{self, ArgError, Request};
 use crate::core::gcra::{self, GcraParams, Tat};
 use crate::core::slice::{SliceParams, SliceUpdate, SliceWindow};
 use crate::core::slide::{SlideLog, SlideParams, SlideUpdate};
 use crate::core::{Decision, Nanos};
 use crate::server::{self, Ctx, Held, Key, RString};
+use crate::stats::{self, Command};
+use crate::types;
 use crate::types::Stored;
+use crate::{clock, config};
 
 /// Why a command failed; `reply` sends the error.
 enum Error {
@@ -73,8 +76,15 @@ trait Limiter: Stored {
         params: &Self::Params,
         quantity: u64,
     ) -> (Decision, Option<Self::Update>);
-    /// Applies `update` to the stored state, or builds the state of a new key.
-    fn apply(state: Option<&mut Self>, update: Self::Update) -> Option<Self>;
+    /// Applies an update that `decide` produced on this state.
+    fn apply(&mut self, update: Self::Update);
+    /// The state of a new key, from the update of its first request.
+    fn fresh(update: Self::Update) -> Self;
+    /// A state read from a key of another type that this command adopts;
+    /// by default none.
+    fn foreign(_key: &Key) -> Option<Self> {
+        None
+    }
 }
 
 impl Limiter for Tat {
@@ -89,14 +99,21 @@ impl Limiter for Tat {
     ) -> (Decision, Option<Tat>) {
         gcra::decide(state, now, params, quantity)
     }
-    fn apply(state: Option<&mut Tat>, update: Tat) -> Option<Tat> {
-        match state {
-            Some(tat) => {
-                *tat = update;
-                None
-            }
-            None => Some(update),
+    fn apply(&mut self, update: Tat) {
+        *self = update;
+    }
+    fn fresh(update: Tat) -> Tat {
+        update
+    }
+    /// With the `cell-alias` option, a string holding redis-cell's state (the
+    /// TAT in nanoseconds since the epoch) is taken over, so that switching
+    /// from redis-cell keeps every limit.
+    fn foreign(key: &Key) -> Option<Tat> {
+        if !config::cell_alias() {
+            return None;
         }
+        let text = std::str::from_utf8(key.string()?).ok()?;
+        Some(Tat::from_nanos(Nanos::new(text.parse::<u64>().ok()?)))
     }
 }
 
@@ -115,18 +132,13 @@ impl Limiter for SlideLog {
             None => SlideLog::new().decide(now, params, quantity),
         }
     }
-    fn apply(state: Option<&mut SlideLog>, update: SlideUpdate) -> Option<SlideLog> {
-        match state {
-            Some(log) => {
-                log.apply(update);
-                None
-            }
-            None => {
-                let mut log = SlideLog::new();
-                log.apply(update);
-                Some(log)
-            }
-        }
+    fn apply(&mut self, update: SlideUpdate) {
+        SlideLog::apply(self, update);
+    }
+    fn fresh(update: SlideUpdate) -> SlideLog {
+        let mut log = SlideLog::new();
+        log.apply(update);
+        log
     }
 }
 
@@ -145,104 +157,140 @@ impl Limiter for SliceWindow {
             None => SliceWindow::new().decide(now, params, quantity),
         }
     }
-    fn apply(state: Option<&mut SliceWindow>, update: SliceUpdate) -> Option<SliceWindow> {
-        match state {
-            Some(window) => {
-                window.apply(update);
-                None
-            }
-            None => {
-                let mut window = SliceWindow::new();
-                window.apply(update);
-                Some(window)
-            }
-        }
+    fn apply(&mut self, update: SliceUpdate) {
+        SliceWindow::apply(self, update);
+    }
+    fn fresh(update: SliceUpdate) -> SliceWindow {
+        let mut window = SliceWindow::new();
+        window.apply(update);
+        window
     }
 }
 
 /// `RL.THROTTLE key max_burst count period [quantity] [MS]`
 pub extern "C" fn rl_throttle(ctx: Ctx, argv: *mut RString, argc: c_int) -> c_int {
-    entry(ctx, argv, argc, |ctx, argv| {
-        let numbers = numbers(argv, 5)?;
-        let request = args::throttle(&numbers, server::from_master_or_aof(ctx))?;
-        limit::<Tat>(ctx, argv, request)
-    })
+    entry(
+        ctx,
+        argv,
+        argc,
+        Some(Command::Throttle),
+        |ctx, argv, trusted| {
+            let request = args::throttle(&numbers(argv, 5)?, trusted)?;
+            limit::<Tat>(ctx, argv, request)
+        },
+    )
 }
 
 /// `RL.SLIDE key limit window [quantity] [MS]`
 pub extern "C" fn rl_slide(ctx: Ctx, argv: *mut RString, argc: c_int) -> c_int {
-    entry(ctx, argv, argc, |ctx, argv| {
-        let numbers = numbers(argv, 4)?;
-        let request = args::slide(&numbers, server::from_master_or_aof(ctx), Bounds::DEFAULT)?;
-        limit::<SlideLog>(ctx, argv, request)
-    })
+    entry(
+        ctx,
+        argv,
+        argc,
+        Some(Command::Slide),
+        |ctx, argv, trusted| {
+            let request = args::slide(&numbers(argv, 4)?, trusted, config::bounds())?;
+            limit::<SlideLog>(ctx, argv, request)
+        },
+    )
 }
 
 /// `RL.SLICE key limit window slices [quantity] [MS]`
 pub extern "C" fn rl_slice(ctx: Ctx, argv: *mut RString, argc: c_int) -> c_int {
-    entry(ctx, argv, argc, |ctx, argv| {
-        let numbers = numbers(argv, 5)?;
-        let request = args::slice(&numbers, server::from_master_or_aof(ctx), Bounds::DEFAULT)?;
-        limit::<SliceWindow>(ctx, argv, request)
-    })
+    entry(
+        ctx,
+        argv,
+        argc,
+        Some(Command::Slice),
+        |ctx, argv, trusted| {
+            let request = args::slice(&numbers(argv, 5)?, trusted, config::bounds())?;
+            limit::<SliceWindow>(ctx, argv, request)
+        },
+    )
 }
 
 /// `RL.STATE key payload`: sets a key to a limiter state, as AOF rewrite
 /// writes it. Only the master and the AOF may send it.
 pub extern "C" fn rl_state(ctx: Ctx, argv: *mut RString, argc: c_int) -> c_int {
-    entry(ctx, argv, argc, |ctx, argv| {
+    entry(ctx, argv, argc, None, |ctx, argv, trusted| {
         if argv.len() != 3 {
             return Err(Error::Arity);
         }
-        if !server::from_master_or_aof(ctx) {
+        if !trusted {
             return Err(Error::StateFromClient);
         }
         let payload = server::bytes(argv[2]);
         let key = Key::open(ctx, argv[1], true);
-        let stored = match payload.split_first() {
+        match payload.split_first() {
             Some((&Tat::TAG, body)) => restore::<Tat>(&key, body),
             Some((&SlideLog::TAG, body)) => restore::<SlideLog>(&key, body),
             Some((&SliceWindow::TAG, body)) => restore::<SliceWindow>(&key, body),
             _ => Err(Error::BadState),
-        };
-        stored?;
+        }?;
         key.signal_modified();
         server::reply_ok(ctx);
-        Ok(())
+        Ok(false)
     })
 }
 
 fn restore<T: Stored>(key: &Key, body: &[u8]) -> Result<(), Error> {
     let state = T::decode(body).map_err(|_| Error::BadState)?;
-    if key.set(T::raw_type(), Box::new(state)) {
+    if types::store(key, state) {
         Ok(())
     } else {
         Err(Error::Store)
     }
 }
 
-/// The flow every limiter command shares.
-fn limit<L: Limiter>(ctx: Ctx, argv: &[RString], request: Request<L::Params>) -> Result<(), Error> {
+/// What the key holds, as the command sees it.
+enum Current<L> {
+    Missing,
+    /// The key's value, owned by the server.
+    Ours(NonNull<L>),
+    /// A state taken over from a key of another type (see `foreign`).
+    Adopted(L),
+}
+
+/// The flow every limiter command shares. Returns whether the request was
+/// limited.
+fn limit<L: Limiter>(
+    ctx: Ctx,
+    argv: &[RString],
+    request: Request<L::Params>,
+) -> Result<bool, Error> {
     let key = Key::open(ctx, argv[1], request.quantity > 0);
-    let mut stored = match key.held::<L>(L::raw_type()) {
-        Held::Nothing => None,
-        Held::Ours(ptr) => Some(ptr),
-        Held::Other => return Err(Error::WrongType),
+    let mut current = match key.held::<L>(L::raw_type()) {
+        Held::Nothing => Current::Missing,
+        Held::Ours(ptr) => Current::Ours(ptr),
+        Held::Other => Current::Adopted(L::foreign(&key).ok_or(Error::WrongType)?),
     };
     let now = request.at.unwrap_or_else(clock::now);
-    // SAFETY: the pointer is the key's live value, and nothing else touches
-    // it while this command runs.
-    let current = stored.as_ref().map(|ptr| unsafe { ptr.as_ref() });
-    let (decision, update) = L::decide(current, now, &request.params, request.quantity);
+    let state = match &current {
+        Current::Missing => None,
+        // SAFETY: the key's live value; nothing else touches it while this
+        // command runs.
+        Current::Ours(ptr) => Some(unsafe { ptr.as_ref() }),
+        Current::Adopted(state) => Some(state),
+    };
+    let (decision, update) = L::decide(state, now, &request.params, request.quantity);
     if let Some(update) = update {
         if !key.is_writable() {
             return Err(Error::Store);
         }
-        let state = stored.as_mut().map(|ptr| unsafe { ptr.as_mut() });
-        if let Some(new_state) = L::apply(state, update) {
-            if !key.set(L::raw_type(), Box::new(new_state)) {
-                return Err(Error::Store);
+        let stored = match current {
+            // SAFETY: as above; the shared borrow ended with `decide`.
+            Current::Ours(ref mut ptr) => {
+                unsafe { ptr.as_mut() }.apply(update);
+                true
             }
+            Current::Missing => types::store(&key, L::fresh(update)),
+            Current::Adopted(mut state) => {
+                state.apply(update);
+                types::store(&key, state)
+            }
+        };
+        if !stored {
+            return Err(Error::Store);
         }
         key.expire_at_ms(unix_ms_ceil(decision.reset_at));
         key.signal_modified();
@@ -252,9 +300,11 @@ fn limit<L: Limiter>(ctx: Ctx, argv: &[RString], request: Request<L::Params>) ->
             None => Some(i64::try_from(now.get()).unwrap_or(i64::MAX)),
         };
         server::replicate_with_time(ctx, L::NAME, &argv[1..], at);
+    } else if decision.limited {
+        key.notify(c"rl.limited");
     }
     server::reply_five(ctx, decision.reply(now, request.unit));
-    Ok(())
+    Ok(decision.limited)
 }
 
 fn unix_ms_ceil(at: Nanos) -> i64 {
@@ -309,7 +359,8 @@ fn entry(
     ctx: Ctx,
     argv: *mut RString,
     argc: c_int,
-    f: impl FnOnce(Ctx, &[RString]) -> Result<(), Error>,
+    stat: Option<Command>,
+    f: impl FnOnce(Ctx, &[RString], bool) -> Result<bool, Error>,
 ) -> c_int {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let argv: &[RString] = match usize::try_from(argc) {
@@ -317,7 +368,12 @@ fn entry(
             Ok(n) if !argv.is_null() => unsafe { std::slice::from_raw_parts(argv, n) },
             _ => &[],
         };
-        if let Err(e) = f(ctx, argv) {
+        let trusted = server::from_master_or_aof(ctx);
+        let result = f(ctx, argv, trusted);
+        if let (Some(stat), false) = (stat, trusted) {
+            stats::record(stat, result.as_ref().ok().copied());
+        }
+        if let Err(e) = result {
             e.reply(ctx);
         }
     }));
@@ -335,6 +391,8 @@ pub struct CommandSpec {
     pub name: &'static CStr,
     pub handler: extern "C" fn(Ctx, *mut RString, c_int) -> c_int,
     pub flags: &'static CStr,
+    /// ACL categories, set where the server lets modules set them (7.2+).
+    pub acl: &'static CStr,
     pub arity: c_int,
     pub summary: &'static CStr,
     pub complexity: &'static CStr,
@@ -347,6 +405,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         name: c"RL.THROTTLE",
         handler: rl_throttle,
         flags: c"write deny-oom fast",
+        acl: c"write fast",
         arity: -5,
         summary: c"GCRA rate limiter, compatible with redis-cell's CL.THROTTLE. Replies limited, limit, remaining, retry_after, reset_after.",
         complexity: c"O(1)",
@@ -362,6 +421,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         name: c"RL.SLIDE",
         handler: rl_slide,
         flags: c"write deny-oom fast",
+        acl: c"write fast",
         arity: -4,
         summary: c"Exact sliding-log rate limiter. Replies limited, limit, remaining, retry_after, reset_after.",
         complexity: c"O(1) amortized for quantity 1; O(quantity) to record a larger quantity",
@@ -376,6 +436,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         name: c"RL.SLICE",
         handler: rl_slice,
         flags: c"write deny-oom fast",
+        acl: c"write fast",
         arity: -5,
         summary: c"Sliding window of time slices that never over-admits. Replies limited, limit, remaining, retry_after, reset_after.",
         complexity: c"O(1) amortized",
@@ -391,6 +452,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         name: c"RL.STATE",
         handler: rl_state,
         flags: c"write",
+        acl: c"write",
         arity: 3,
         summary: c"Internal: sets a key to a limiter state, as AOF rewrite writes it. Accepted only from the master or the AOF.",
         complexity: c"O(N) in the size of the state",
@@ -402,6 +464,16 @@ pub const COMMANDS: &[CommandSpec] = &[
 pub fn register(ctx: Ctx) -> Result<(), CString> {
     for spec in COMMANDS {
         register_one(ctx, spec)?;
+    }
+    if config::cell_alias() {
+        let alias = CommandSpec {
+            name: c"CL.THROTTLE",
+            summary: c"RL.THROTTLE under redis-cell's name (the cell-alias option): same arguments, same reply.",
+            ..COMMANDS[0]
+        };
+        register_one(ctx, &alias).map_err(|_| {
+            c"CL.THROTTLE already exists (is redis-cell loaded too?): unload it, or load ratelimit without cell-alias".to_owned()
+        })?;
     }
     Ok(())
 }
@@ -497,6 +569,12 @@ fn register_one(ctx: Ctx, spec: &CommandSpec) -> Result<(), CString> {
         };
         if set_info(command, &info) != raw::REDISMODULE_OK as c_int {
             return Err(fail("could not set the info of"));
+        }
+        // Redis 7.0 has no API for module ACL categories; 7.2+ and Valkey do.
+        if let Some(set_acl) = crate::api!(RedisModule_SetCommandACLCategories) {
+            if set_acl(command, spec.acl.as_ptr()) != raw::REDISMODULE_OK as c_int {
+                return Err(fail("could not set the ACL categories of"));
+            }
         }
     }
     Ok(())

@@ -9,10 +9,13 @@
 mod args;
 mod clock;
 mod commands;
+mod config;
 pub mod core;
 mod server;
+mod stats;
 mod types;
 
+use redis_module::configuration::ConfigurationFlags;
 use redis_module::{redis_module, Context, RedisString, Status};
 
 use types::{GCRA_TYPE, SLICE_TYPE, SLIDE_TYPE};
@@ -52,6 +55,10 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
         ctx.log_warning(&format!("ratelimit: {}", message.to_string_lossy()));
         return Status::Err;
     }
+    if let Err(message) = stats::register(raw_ctx) {
+        ctx.log_warning(&format!("ratelimit: {}", message.to_string_lossy()));
+        return Status::Err;
+    }
     Status::Ok
 }
 
@@ -61,4 +68,16 @@ redis_module! {
     allocator: (Allocator, ALLOCATOR),
     data_types: [GCRA_TYPE, SLIDE_TYPE, SLICE_TYPE],
     init: init,
+    configurations: [
+        i64: [
+            ["max-slide-limit", &config::MAX_SLIDE_LIMIT, config::DEFAULT_MAX_SLIDE_LIMIT, 1, config::HARD_MAX_SLIDE_LIMIT, ConfigurationFlags::DEFAULT, None],
+            ["max-slices", &config::MAX_SLICES, config::DEFAULT_MAX_SLICES, 1, config::HARD_MAX_SLICES, ConfigurationFlags::DEFAULT, None],
+        ],
+        string: [],
+        bool: [
+            ["cell-alias", &config::CELL_ALIAS, false, ConfigurationFlags::IMMUTABLE, None],
+        ],
+        enum: [],
+        module_args_as_configuration: true,
+    ]
 }

@@ -92,6 +92,32 @@ pub fn missing_api() -> Option<&'static str> {
             ("GetCommand", api!(RedisModule_GetCommand).is_some()),
             ("SetCommandInfo", api!(RedisModule_SetCommandInfo).is_some()),
             ("Free", api!(RedisModule_Free).is_some()),
+            ("StringDMA", api!(RedisModule_StringDMA).is_some()),
+            (
+                "NotifyKeyspaceEvent",
+                api!(RedisModule_NotifyKeyspaceEvent).is_some(),
+            ),
+            (
+                "RegisterInfoFunc",
+                api!(RedisModule_RegisterInfoFunc).is_some(),
+            ),
+            ("InfoAddSection", api!(RedisModule_InfoAddSection).is_some()),
+            (
+                "InfoAddFieldULongLong",
+                api!(RedisModule_InfoAddFieldULongLong).is_some(),
+            ),
+            (
+                "RegisterCommandFilter",
+                api!(RedisModule_RegisterCommandFilter).is_some(),
+            ),
+            (
+                "CommandFilterArgsCount",
+                api!(RedisModule_CommandFilterArgsCount).is_some(),
+            ),
+            (
+                "CommandFilterArgGet",
+                api!(RedisModule_CommandFilterArgGet).is_some(),
+            ),
         ];
         table
             .iter()
@@ -221,6 +247,41 @@ impl Key {
         unsafe {
             if let Some(f) = api!(RedisModule_SignalModifiedKey) {
                 f(self.ctx, self.name);
+            }
+        }
+    }
+
+    /// The bytes of a string value, if the key holds a string.
+    pub fn string(&self) -> Option<&[u8]> {
+        if self.ptr.is_null() {
+            return None;
+        }
+        let mut len = 0usize;
+        // SAFETY: the key is open; DMA in read mode borrows the string's
+        // buffer, which lives while the key is open and unmodified.
+        unsafe {
+            let kind = api!(RedisModule_KeyType).map_or(-1, |f| f(self.ptr));
+            if kind != raw::REDISMODULE_KEYTYPE_STRING as c_int {
+                return None;
+            }
+            let ptr =
+                api!(RedisModule_StringDMA)?(self.ptr, &mut len, raw::REDISMODULE_READ as c_int);
+            (!ptr.is_null()).then(|| std::slice::from_raw_parts(ptr.cast::<u8>(), len))
+        }
+    }
+
+    /// Publishes a keyspace event of the module class (`d` in
+    /// notify-keyspace-events); the server drops it unless configured.
+    pub fn notify(&self, event: &CStr) {
+        // SAFETY: ctx and name belong to the running command.
+        unsafe {
+            if let Some(f) = api!(RedisModule_NotifyKeyspaceEvent) {
+                f(
+                    self.ctx,
+                    raw::REDISMODULE_NOTIFY_MODULE,
+                    event.as_ptr(),
+                    self.name,
+                );
             }
         }
     }

@@ -18,6 +18,8 @@ use crate::core::gcra::Tat;
 use crate::core::slice::SliceWindow;
 use crate::core::slide::SlideLog;
 use crate::core::DecodeError;
+use crate::server::Key;
+use crate::stats;
 
 /// The encoding version of all three types. `rdb_load` refuses others.
 pub const ENCODING_VERSION: i32 = 1;
@@ -30,6 +32,8 @@ pub trait Stored: Sized + Clone {
     fn decode(bytes: &[u8]) -> Result<Self, DecodeError>;
     fn mem_usage(&self) -> usize;
     fn redis_type() -> &'static RedisType;
+    /// This type's entry in `stats::KEYS`.
+    const STAT: usize;
 
     /// The server's handle of the type, set when the module loaded.
     fn raw_type() -> *mut raw::RedisModuleType {
@@ -51,6 +55,7 @@ impl Stored for Tat {
     fn redis_type() -> &'static RedisType {
         &GCRA_TYPE
     }
+    const STAT: usize = stats::Command::Throttle as usize;
 }
 
 impl Stored for SlideLog {
@@ -67,6 +72,7 @@ impl Stored for SlideLog {
     fn redis_type() -> &'static RedisType {
         &SLIDE_TYPE
     }
+    const STAT: usize = stats::Command::Slide as usize;
 }
 
 impl Stored for SliceWindow {
@@ -83,6 +89,7 @@ impl Stored for SliceWindow {
     fn redis_type() -> &'static RedisType {
         &SLICE_TYPE
     }
+    const STAT: usize = stats::Command::Slice as usize;
 }
 
 // Type names are exactly nine characters; `TYPE key` shows them.
@@ -114,6 +121,26 @@ const fn methods<T: Stored>() -> raw::RedisModuleTypeMethods {
         copy2: None,
         aux_save2: None,
     }
+}
+
+/// Hands a new value to the server as `key`'s value, counting it as a key
+/// of its type. False if the server refused.
+pub fn store<T: Stored>(key: &Key, value: T) -> bool {
+    let stored = key.set(T::raw_type(), Box::new(value));
+    if stored {
+        counted::<T>(1);
+    }
+    stored
+}
+
+/// A value handed to the server, as the pointer it keeps.
+fn handed_over<T: Stored>(value: T) -> *mut c_void {
+    counted::<T>(1);
+    Box::into_raw(Box::new(value)).cast::<c_void>()
+}
+
+fn counted<T: Stored>(delta: i64) {
+    stats::KEYS[T::STAT].fetch_add(delta, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// The payload of `RL.STATE`: the type's tag, then its encoding.
@@ -159,7 +186,7 @@ extern "C" fn rdb_load<T: Stored>(rdb: *mut raw::RedisModuleIO, encver: c_int) -
             }
         }
         match decoded {
-            Ok(state) => Box::into_raw(Box::new(state)).cast::<c_void>(),
+            Ok(state) => handed_over(state),
             Err(_) => std::ptr::null_mut(),
         }
     })
@@ -238,6 +265,7 @@ extern "C" fn free<T: Stored>(value: *mut c_void) {
         if !value.is_null() {
             // SAFETY: stored by this module as a `Box<T>`, freed once.
             drop(unsafe { Box::from_raw(value.cast::<T>()) });
+            counted::<T>(-1);
         }
     })
 }
@@ -250,7 +278,7 @@ extern "C" fn copy<T: Stored>(
     guarded(std::ptr::null_mut(), || {
         // SAFETY: the server passes a value of this type.
         match unsafe { value_ref::<T>(value) } {
-            Some(state) => Box::into_raw(Box::new(state.clone())).cast::<c_void>(),
+            Some(state) => handed_over(state.clone()),
             None => std::ptr::null_mut(),
         }
     })

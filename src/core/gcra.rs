@@ -136,6 +136,15 @@ impl Tat {
         }
     }
 
+    /// A TAT of whole nanoseconds, as redis-cell stores it.
+    pub fn from_nanos(whole: Nanos) -> Tat {
+        Tat {
+            whole,
+            frac: 0,
+            den: 1,
+        }
+    }
+
     /// The first whole nanosecond at or after the TAT: from then on the
     /// limiter is at full capacity, equivalent to an empty key.
     pub fn reset_at(&self) -> Nanos {

@@ -1,0 +1,140 @@
+//! The `ratelimit` section of INFO: per command, calls, allowed, limited
+//! and errors; per type, the keys that hold one (all databases). The
+//! counters count client calls (not commands replayed from the master or
+//! the AOF) and are reset by `CONFIG RESETSTAT`, which a command filter
+//! watches for.
+
+use std::ffi::{c_int, CStr};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use redis_module::raw;
+
+use crate::server;
+
+/// The commands that keep counters, in INFO order.
+#[derive(Clone, Copy)]
+pub enum Command {
+    Throttle = 0,
+    Slide = 1,
+    Slice = 2,
+}
+
+const NAMES: [&str; 3] = ["throttle", "slide", "slice"];
+
+struct Counters {
+    calls: AtomicU64,
+    allowed: AtomicU64,
+    limited: AtomicU64,
+    errors: AtomicU64,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const ZERO: Counters = Counters {
+    calls: AtomicU64::new(0),
+    allowed: AtomicU64::new(0),
+    limited: AtomicU64::new(0),
+    errors: AtomicU64::new(0),
+};
+
+static COUNTERS: [Counters; 3] = [ZERO, ZERO, ZERO];
+
+/// Keys per type: a value is counted when the module creates it (command,
+/// RDB load, copy, RL.STATE) and uncounted when the server frees it.
+pub static KEYS: [AtomicI64; 3] = [AtomicI64::new(0), AtomicI64::new(0), AtomicI64::new(0)];
+
+/// Counts one call and its outcome: `Some(limited)` or `None` for an error.
+pub fn record(command: Command, outcome: Option<bool>) {
+    let c = &COUNTERS[command as usize];
+    c.calls.fetch_add(1, Ordering::Relaxed);
+    let field = match outcome {
+        Some(false) => &c.allowed,
+        Some(true) => &c.limited,
+        None => &c.errors,
+    };
+    field.fetch_add(1, Ordering::Relaxed);
+}
+
+fn reset() {
+    for c in &COUNTERS {
+        for field in [&c.calls, &c.allowed, &c.limited, &c.errors] {
+            field.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The INFO callback.
+pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
+    let _ = std::panic::catch_unwind(|| {
+        let (Some(section), Some(field)) = (
+            crate::api!(RedisModule_InfoAddSection),
+            crate::api!(RedisModule_InfoAddFieldULongLong),
+        ) else {
+            return;
+        };
+        // SAFETY: `ctx` is the server's INFO context; names are C strings.
+        unsafe {
+            section(ctx, c"".as_ptr());
+            for (name, c) in NAMES.iter().zip(&COUNTERS) {
+                for (what, value) in [
+                    ("calls", &c.calls),
+                    ("allowed", &c.allowed),
+                    ("limited", &c.limited),
+                    ("errors", &c.errors),
+                ] {
+                    let label =
+                        std::ffi::CString::new(format!("{name}_{what}")).unwrap_or_default();
+                    field(ctx, label.as_ptr(), value.load(Ordering::Relaxed));
+                }
+            }
+            for (name, keys) in NAMES.iter().zip(&KEYS) {
+                let label = std::ffi::CString::new(format!("{name}_keys")).unwrap_or_default();
+                field(
+                    ctx,
+                    label.as_ptr(),
+                    u64::try_from(keys.load(Ordering::Relaxed)).unwrap_or(0),
+                );
+            }
+        }
+    });
+}
+
+/// A command filter that resets the counters on `CONFIG RESETSTAT`. It runs
+/// for every command, so it looks at the arguments only when there are two.
+pub extern "C" fn watch_resetstat(fctx: *mut raw::RedisModuleCommandFilterCtx) {
+    let _ = std::panic::catch_unwind(|| {
+        let (Some(count), Some(arg)) = (
+            crate::api!(RedisModule_CommandFilterArgsCount),
+            crate::api!(RedisModule_CommandFilterArgGet),
+        ) else {
+            return;
+        };
+        // SAFETY: `fctx` is the server's filter context for this command.
+        unsafe {
+            if count(fctx) != 2 {
+                return;
+            }
+            if server::bytes(arg(fctx, 0)).eq_ignore_ascii_case(b"CONFIG")
+                && server::bytes(arg(fctx, 1)).eq_ignore_ascii_case(b"RESETSTAT")
+            {
+                reset();
+            }
+        }
+    });
+}
+
+/// Registers the INFO section and the filter.
+pub fn register(ctx: server::Ctx) -> Result<(), &'static CStr> {
+    // SAFETY: called during OnLoad with the load context.
+    unsafe {
+        let info_func = crate::api!(RedisModule_RegisterInfoFunc).ok_or(c"no RegisterInfoFunc")?;
+        if info_func(ctx, Some(info)) != raw::REDISMODULE_OK as c_int {
+            return Err(c"could not register the INFO section");
+        }
+        let filter =
+            crate::api!(RedisModule_RegisterCommandFilter).ok_or(c"no RegisterCommandFilter")?;
+        if filter(ctx, Some(watch_resetstat), 0).is_null() {
+            return Err(c"could not register the CONFIG RESETSTAT filter");
+        }
+    }
+    Ok(())
+}
