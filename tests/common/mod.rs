@@ -77,6 +77,7 @@ pub struct Server {
     dir: PathBuf,
     _tmp: Option<tempfile::TempDir>,
     extra: Vec<String>,
+    module_args: Vec<String>,
 }
 
 impl Server {
@@ -87,6 +88,11 @@ impl Server {
 
     /// A server with extra configuration arguments.
     pub fn start_with(extra: &[&str]) -> Server {
+        Server::start_with_module_args(&[], extra)
+    }
+
+    /// A server whose `loadmodule` line passes `module_args`.
+    pub fn start_with_module_args(module_args: &[&str], extra: &[&str]) -> Server {
         let tmp = tempfile::Builder::new()
             .prefix("rl-test-")
             .tempdir()
@@ -99,6 +105,7 @@ impl Server {
             dir,
             _tmp: Some(tmp),
             extra,
+            module_args: module_args.iter().map(|s| s.to_string()).collect(),
         };
         server.launch();
         server
@@ -119,6 +126,7 @@ impl Server {
                 .arg(self.dir.join("server.log"))
                 .arg("--loadmodule")
                 .arg(&so)
+                .args(&self.module_args)
                 .args(["--enable-debug-command", "yes"])
                 .args(&self.extra)
                 .stdin(Stdio::null())
