@@ -3,6 +3,9 @@
 # make bench  the side-by-side benchmark
 SHELL := /bin/bash
 PORT ?= 6379
+# The servers the integration tests run against: add one per line.
+SERVERS ?= redis-server \
+           $(CURDIR)/tmp/bin/valkey-server
 MODULE := target/release/libredis_ratelimit.so
 
 .PHONY: deps build run test bench clean
@@ -20,10 +23,15 @@ run: build
 	@echo "Starting redis-server on 127.0.0.1:$(PORT) with $(MODULE). Try: redis-cli -p $(PORT) RL.THROTTLE user:1 15 30 60"
 	exec redis-server redis.conf.example --port $(PORT)
 
-test: deps
+test:
+	@scripts/deps.sh --valkey
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
-	cargo test
+	cargo test --lib
+	@for server in $(SERVERS); do \
+		echo "== integration tests against $$server"; \
+		REDIS_SERVER=$$server cargo test --test '*' || exit 1; \
+	done
 
 bench: build
 	scripts/bench.sh
