@@ -1,0 +1,597 @@
+mod common;
+use common::*;
+
+// Redis Cluster: three masters with one replica each, formed with
+// `redis-cli --cluster create`. Through a cluster-aware client the three
+// commands route by their key (so keys spread over every master), hash tags
+// keep related keys together for a Lua script, and a manual failover keeps
+// every limiter exactly where it was: the promoted replica holds the same
+// state (`DEBUG DIGEST-VALUE` equal) and a full limiter stays full.
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use redis::cluster::{ClusterClient, ClusterConnection};
+use redis::ConnectionLike;
+
+/// One node as `CLUSTER NODES` describes it.
+#[derive(Debug, Clone, PartialEq)]
+struct Node {
+    id: String,
+    port: u16,
+    master: bool,
+    master_id: Option<String>,
+    slots: Vec<(u16, u16)>,
+}
+
+/// The cluster as one node sees it, by port.
+fn topology(con: &mut Connection) -> BTreeMap<u16, Node> {
+    let text: String = redis::cmd("CLUSTER")
+        .arg("NODES")
+        .query(con)
+        .expect("CLUSTER NODES");
+    let mut nodes = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let addr = f[1].split(['@', ',']).next().unwrap();
+        let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+        let master = f[2].split(',').any(|x| x == "master");
+        let master_id = (f[3] != "-").then(|| f[3].to_string());
+        let slots = f[8..]
+            .iter()
+            .filter(|s| !s.starts_with('['))
+            .map(|s| match s.split_once('-') {
+                Some((a, b)) => (a.parse().unwrap(), b.parse().unwrap()),
+                None => (s.parse().unwrap(), s.parse().unwrap()),
+            })
+            .collect();
+        nodes.insert(
+            port,
+            Node {
+                id: f[0].to_string(),
+                port,
+                master,
+                master_id,
+                slots,
+            },
+        );
+    }
+    nodes
+}
+
+fn owner_of(topo: &BTreeMap<u16, Node>, slot: u16) -> u16 {
+    topo.values()
+        .find(|n| n.master && n.slots.iter().any(|&(a, b)| a <= slot && slot <= b))
+        .unwrap_or_else(|| panic!("no master owns slot {slot}"))
+        .port
+}
+
+fn replica_of(topo: &BTreeMap<u16, Node>, master: u16) -> u16 {
+    let id = &topo[&master].id;
+    topo.values()
+        .find(|n| n.master_id.as_deref() == Some(id.as_str()))
+        .unwrap_or_else(|| panic!("master {master} has no replica"))
+        .port
+}
+
+fn keyslot(con: &mut Connection, key: &str) -> u16 {
+    redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg(key)
+        .query(con)
+        .expect("CLUSTER KEYSLOT")
+}
+
+fn digest_value(con: &mut Connection, key: &str) -> String {
+    let v: Vec<String> = redis::cmd("DEBUG")
+        .arg("DIGEST-VALUE")
+        .arg(key)
+        .query(con)
+        .expect("DEBUG DIGEST-VALUE");
+    v[0].clone()
+}
+
+fn dbsize(con: &mut Connection) -> i64 {
+    redis::cmd("DBSIZE").query(con).expect("DBSIZE")
+}
+
+/// The five-integer reply of a command sent through any connection (the
+/// cluster client included).
+fn reply5(con: &mut impl ConnectionLike, args: &[&str]) -> [i64; 5] {
+    let v: Vec<i64> = cmd(args)
+        .query(con)
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    v.try_into()
+        .unwrap_or_else(|v| panic!("{args:?}: not five integers: {v:?}"))
+}
+
+/// `got` equals `want` on limited, limit and remaining; the two times may
+/// be at most `slack` seconds below `want` (time passes between calls and
+/// they are rounded up), never above.
+fn assert_reply(got: [i64; 5], want: [i64; 5], slack: i64, what: &str) {
+    assert_eq!(&got[..3], &want[..3], "{what}: {got:?} vs {want:?}");
+    for i in 3..5 {
+        if want[i] == -1 {
+            assert_eq!(got[i], -1, "{what}: {got:?} vs {want:?}");
+        } else {
+            assert!(
+                got[i] <= want[i] && got[i] >= want[i] - slack,
+                "{what}: {got:?} vs {want:?} (slack {slack})"
+            );
+        }
+    }
+}
+
+/// Waits up to `secs` seconds for `f` to answer `Ok`; on timeout the
+/// last observation is in the panic message.
+fn wait_for(secs: u64, what: &str, mut f: impl FnMut() -> Result<(), String>) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let mut last;
+    loop {
+        match f() {
+            Ok(()) => return,
+            Err(e) => last = e,
+        }
+        if Instant::now() >= deadline {
+            panic!("timed out after {secs}s waiting for {what}: {last}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn try_conn(port: u16) -> Result<Connection, String> {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap();
+    let con = client
+        .get_connection_with_timeout(Duration::from_secs(2))
+        .map_err(|e| format!("{port}: {e}"))?;
+    con.set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(|e| e.to_string())?;
+    Ok(con)
+}
+
+fn try_field(port: u16, section: &str, field: &str) -> Result<String, String> {
+    let mut con = try_conn(port)?;
+    let info: String = redis::cmd("INFO")
+        .arg(section)
+        .query(&mut con)
+        .map_err(|e| format!("{port}: {e}"))?;
+    Ok(info
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_default()
+        .trim()
+        .to_string())
+}
+
+fn cluster_info_field(port: u16, field: &str) -> Result<String, String> {
+    let mut con = try_conn(port)?;
+    let info: String = redis::cmd("CLUSTER")
+        .arg("INFO")
+        .query(&mut con)
+        .map_err(|e| format!("{port}: {e}"))?;
+    Ok(info
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_default()
+        .trim()
+        .to_string())
+}
+
+/// Every node: state ok, all slots served, six nodes known, and the same
+/// view of who is master of what; every replica linked to its master.
+fn cluster_settled(ports: &[u16]) -> Result<(), String> {
+    let mut views = Vec::new();
+    for &p in ports {
+        let state = cluster_info_field(p, "cluster_state")?;
+        let slots = cluster_info_field(p, "cluster_slots_ok")?;
+        let known = cluster_info_field(p, "cluster_known_nodes")?;
+        if state != "ok" || slots != "16384" || known != ports.len().to_string() {
+            return Err(format!(
+                "{p}: state {state}, slots_ok {slots}, known {known}"
+            ));
+        }
+        let topo = topology(&mut try_conn(p)?);
+        let view: Vec<Node> = topo.values().cloned().collect();
+        views.push((p, view));
+        let role = try_field(p, "replication", "role")?;
+        let want = if topo[&p].master { "master" } else { "slave" };
+        if role != want {
+            return Err(format!("{p}: role {role}, cluster says {want}"));
+        }
+        if role == "slave" {
+            let link = try_field(p, "replication", "master_link_status")?;
+            if link != "up" {
+                return Err(format!("{p}: master_link_status {link}"));
+            }
+        }
+    }
+    if views.iter().any(|(_, v)| v != &views[0].1) {
+        return Err(format!("views differ: {views:?}"));
+    }
+    let masters = views[0].1.iter().filter(|n| n.master).count();
+    if masters != 3 {
+        return Err(format!("{masters} masters"));
+    }
+    Ok(())
+}
+
+/// Six free cluster bus ports outside the ephemeral range, where the
+/// harness picks the client ports (`port + 10000` may not exist).
+fn bus_ports() -> Vec<u16> {
+    let seed = std::process::id() as u64
+        ^ std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos() as u64;
+    let mut ports = Vec::new();
+    let mut candidate = 20000 + (seed % 10000) as u16;
+    while ports.len() < 6 {
+        candidate = if candidate >= 30000 {
+            20000
+        } else {
+            candidate + 1
+        };
+        if TcpListener::bind(("127.0.0.1", candidate)).is_ok() {
+            ports.push(candidate);
+        }
+    }
+    ports
+}
+
+fn redis_cli() -> String {
+    std::env::var("REDIS_CLI").unwrap_or_else(|_| "redis-cli".to_string())
+}
+
+/// `redis-cli --cluster create … --cluster-replicas 1 --cluster-yes`,
+/// bounded in time.
+fn cluster_create(ports: &[u16]) {
+    let version = Command::new(redis_cli()).arg("--version").output();
+    assert!(
+        matches!(&version, Ok(o) if o.status.success()),
+        "{} is missing ({version:?}): install redis-tools (make test does) or set REDIS_CLI",
+        redis_cli()
+    );
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let mut child = Command::new(redis_cli())
+        .arg("--cluster")
+        .arg("create")
+        .args(ports.iter().map(|p| format!("127.0.0.1:{p}")))
+        .args(["--cluster-replicas", "1", "--cluster-yes"])
+        .stdin(Stdio::null())
+        .stdout(out.reopen().unwrap())
+        .stderr(out.reopen().unwrap())
+        .spawn()
+        .expect("redis-cli");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "redis-cli --cluster create hung; its output:\n{}",
+                std::fs::read_to_string(out.path()).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let text = std::fs::read_to_string(out.path()).unwrap_or_default();
+    assert!(
+        status.success() && text.contains("All 16384 slots covered"),
+        "redis-cli --cluster create failed ({status}):\n{text}"
+    );
+}
+
+struct Cluster {
+    servers: Vec<Server>,
+    ports: Vec<u16>,
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let bus = bus_ports();
+        let servers: Vec<Server> = bus
+            .iter()
+            .map(|b| {
+                let b = b.to_string();
+                Server::start_with(&[
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                    "--cluster-node-timeout",
+                    "2000",
+                    "--cluster-port",
+                    &b,
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                ])
+            })
+            .collect();
+        let ports: Vec<u16> = servers.iter().map(|s| s.port).collect();
+        cluster_create(&ports);
+        wait_for(30, "the cluster to settle", || cluster_settled(&ports));
+        Cluster { servers, ports }
+    }
+
+    fn con(&self, port: u16) -> Connection {
+        let server = self.servers.iter().find(|s| s.port == port).expect("node");
+        server.conn()
+    }
+
+    fn topology(&self) -> BTreeMap<u16, Node> {
+        topology(&mut self.con(self.ports[0]))
+    }
+
+    fn client(&self) -> ClusterConnection {
+        let urls: Vec<String> = self
+            .ports
+            .iter()
+            .map(|p| format!("redis://127.0.0.1:{p}/"))
+            .collect();
+        ClusterClient::builder(urls)
+            .connection_timeout(Duration::from_secs(2))
+            .response_timeout(Duration::from_secs(10))
+            .build()
+            .expect("cluster client")
+            .get_connection()
+            .expect("cluster connection")
+    }
+
+    fn describe(&self, topo: &BTreeMap<u16, Node>) -> String {
+        topo.values()
+            .map(|n| {
+                let role = try_field(n.port, "replication", "role").unwrap_or_default();
+                if n.master {
+                    format!("{}=master({role}) slots {:?}", n.port, n.slots)
+                } else {
+                    let m = topo
+                        .values()
+                        .find(|m| Some(&m.id) == n.master_id.as_ref())
+                        .map(|m| m.port)
+                        .unwrap_or(0);
+                    format!("{}=replica-of-{m}({role})", n.port)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+#[test]
+fn cluster_routing_hash_tags_and_failover() {
+    let started = Instant::now();
+    let cluster = Cluster::start();
+    let topo = cluster.topology();
+    println!("nodes: {:?}", cluster.ports);
+    println!("before failover: {}", cluster.describe(&topo));
+    let masters: Vec<u16> = topo.values().filter(|n| n.master).map(|n| n.port).collect();
+    let mut cc = cluster.client();
+    let mut any = cluster.con(cluster.ports[0]);
+
+    // 1. Many keys through the cluster client, exact replies, spread over
+    // every master.
+    let kinds: [(&str, &str); 3] = [("t", "rl-gcra--"), ("l", "rl-slide-"), ("s", "rl-slice-")];
+    let mut per_master: BTreeMap<(&str, u16), usize> = BTreeMap::new();
+    for i in 0..100 {
+        let k = format!("t:{i}");
+        let first = reply5(&mut cc, &["RL.THROTTLE", &k, "4", "1", "600"]);
+        assert_eq!(first, [0, 5, 4, -1, 600], "{k}");
+        for (n, remaining) in [3, 2, 1, 0].into_iter().enumerate() {
+            let r = reply5(&mut cc, &["RL.THROTTLE", &k, "4", "1", "600"]);
+            let reset = 600 * (n as i64 + 2);
+            assert_reply(r, [0, 5, remaining, -1, reset], 2, &k);
+        }
+        let r = reply5(&mut cc, &["RL.THROTTLE", &k, "4", "1", "600"]);
+        assert_reply(r, [1, 5, 0, 600, 3000], 2, &k);
+
+        let k = format!("l:{i}");
+        let first = reply5(&mut cc, &["RL.SLIDE", &k, "3", "600"]);
+        assert_eq!(first, [0, 3, 2, -1, 600], "{k}");
+        for remaining in [1, 0] {
+            let r = reply5(&mut cc, &["RL.SLIDE", &k, "3", "600"]);
+            assert_eq!(r, [0, 3, remaining, -1, 600], "{k}");
+        }
+        let r = reply5(&mut cc, &["RL.SLIDE", &k, "3", "600"]);
+        assert_reply(r, [1, 3, 0, 600, 600], 2, &k);
+
+        // Slices of 100 s aligned to the epoch: a unit is counted until
+        // 7 slices after the start of its own, 601 to 700 s from now.
+        let k = format!("s:{i}");
+        for remaining in [2, 1, 0] {
+            let r = reply5(&mut cc, &["RL.SLICE", &k, "3", "600", "6"]);
+            assert_eq!(&r[..4], &[0, 3, remaining, -1], "{k}: {r:?}");
+            assert!((601..=700).contains(&r[4]), "{k}: {r:?}");
+        }
+        let r = reply5(&mut cc, &["RL.SLICE", &k, "3", "600", "6"]);
+        assert_eq!(&r[..3], &[1, 3, 0], "{k}: {r:?}");
+        assert!(
+            (1..=700).contains(&r[3]) && (600..=700).contains(&r[4]),
+            "{k}: {r:?}"
+        );
+    }
+    for i in 0..100 {
+        for (prefix, type_name) in kinds {
+            let key = format!("{prefix}:{i}");
+            let slot = keyslot(&mut any, &key);
+            let owner = owner_of(&topo, slot);
+            *per_master.entry((prefix, owner)).or_default() += 1;
+            // The key lives on the master that owns its slot.
+            let mut direct = cluster.con(owner);
+            let t: String = redis::cmd("TYPE").arg(&key).query(&mut direct).unwrap();
+            assert_eq!(t, type_name, "{key} on {owner}");
+            let n: i64 = redis::cmd("CLUSTER")
+                .arg("COUNTKEYSINSLOT")
+                .arg(slot)
+                .query(&mut direct)
+                .unwrap();
+            assert!(n >= 1, "{key}: slot {slot} empty on {owner}");
+        }
+    }
+    println!("keys per (command, master): {per_master:?}");
+    let mut total = 0;
+    for &m in &masters {
+        for (prefix, _) in kinds {
+            assert!(
+                per_master.get(&(prefix, m)).copied().unwrap_or(0) > 0,
+                "no {prefix}: key on master {m}"
+            );
+        }
+        let mut con = cluster.con(m);
+        let n = dbsize(&mut con);
+        assert!(n > 0, "master {m} is empty");
+        total += n;
+        // Replicas hold the same keys.
+        let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut con).unwrap();
+        assert_eq!(acked, 1, "WAIT on {m}");
+        let r = replica_of(&topo, m);
+        assert_eq!(dbsize(&mut cluster.con(r)), n, "replica {r} of {m}");
+    }
+    assert_eq!(total, 300);
+
+    // 2. Hash tags: both keys in one slot, and one script touches both.
+    let (a, b) = ("{user:1}:a", "{user:1}:b");
+    let slot = keyslot(&mut any, a);
+    assert_eq!(slot, keyslot(&mut any, b));
+    let script = "return {redis.call('RL.THROTTLE', KEYS[1], '4', '1', '600'), \
+                  redis.call('RL.SLIDE', KEYS[2], '3', '600')}";
+    let r: Vec<Vec<i64>> = redis::cmd("EVAL")
+        .arg(script)
+        .arg(2)
+        .arg(a)
+        .arg(b)
+        .query(&mut cc)
+        .expect("EVAL through the cluster client");
+    assert_eq!(r, vec![vec![0, 5, 4, -1, 600], vec![0, 3, 2, -1, 600]]);
+    let owner = owner_of(&topo, slot);
+    let mut direct = cluster.con(owner);
+    for (key, type_name) in [(a, "rl-gcra--"), (b, "rl-slide-")] {
+        let t: String = redis::cmd("TYPE").arg(key).query(&mut direct).unwrap();
+        assert_eq!(t, type_name, "{key} on {owner}");
+    }
+    println!("hash tag: {a} and {b} in slot {slot} on {owner}; EVAL replied {r:?}");
+    // Keys of different slots in one script are refused.
+    let cross: redis::RedisResult<Value> = redis::cmd("EVAL")
+        .arg(script)
+        .arg(2)
+        .arg("{user:1}:a")
+        .arg("{user:2}:b")
+        .query(&mut cc);
+    assert!(cross.is_err(), "cross-slot EVAL: {cross:?}");
+
+    // 3. Failover keeps limits. Three full limiters on one master.
+    let master = masters[0];
+    let replica = replica_of(&topo, master);
+    let tag = (0..)
+        .map(|n| format!("{{fo:{n}}}"))
+        .find(|t| owner_of(&topo, keyslot(&mut any, t)) == master)
+        .unwrap();
+    let limiters: Vec<(String, Vec<&str>)> = vec![
+        (
+            format!("{tag}:throttle"),
+            vec!["RL.THROTTLE", "", "2", "1", "600"],
+        ),
+        (format!("{tag}:slide"), vec!["RL.SLIDE", "", "3", "600"]),
+        (
+            format!("{tag}:slice"),
+            vec!["RL.SLICE", "", "3", "600", "6"],
+        ),
+    ];
+    let call = |cc: &mut ClusterConnection, key: &str, args: &[&str]| {
+        let mut args = args.to_vec();
+        args[1] = key;
+        reply5(cc, &args)
+    };
+    let mut before = Vec::new();
+    for (key, args) in &limiters {
+        let mut allowed = 0;
+        let limited = loop {
+            let r = call(&mut cc, key, args);
+            if r[0] == 1 {
+                break r;
+            }
+            allowed += 1;
+            assert!(allowed <= 3, "{key}: more than 3 allowed: {r:?}");
+        };
+        assert_eq!(allowed, 3, "{key}");
+        assert_eq!(&limited[..3], &[1, 3, 0], "{key}: {limited:?}");
+        println!("filled {key} on {master}: {allowed} allowed, then {limited:?}");
+        before.push(limited);
+    }
+    let mut mcon = cluster.con(master);
+    let acked: i64 = redis::cmd("WAIT")
+        .arg(1)
+        .arg(5000)
+        .query(&mut mcon)
+        .unwrap();
+    assert_eq!(acked, 1, "WAIT 1 5000 on {master}");
+    let mut rcon = cluster.con(replica);
+    let mut digests = Vec::new();
+    for (key, _) in &limiters {
+        let dm = digest_value(&mut mcon, key);
+        let dr = digest_value(&mut rcon, key);
+        println!("digest {key}: master {master} {dm}, replica {replica} {dr}");
+        assert_eq!(dm, dr, "{key}: replica differs before failover");
+        assert_ne!(dm, "0".repeat(40), "{key} missing");
+        digests.push(dm);
+    }
+
+    let failover_started = Instant::now();
+    let ok: String = redis::cmd("CLUSTER")
+        .arg("FAILOVER")
+        .query(&mut rcon)
+        .expect("CLUSTER FAILOVER");
+    assert_eq!(ok, "OK");
+    wait_for(30, "the replica to become master", || {
+        match try_field(replica, "replication", "role")?.as_str() {
+            "master" => Ok(()),
+            role => Err(format!("{replica} is {role}")),
+        }
+    });
+    wait_for(30, "the cluster to settle after the failover", || {
+        cluster_settled(&cluster.ports)
+    });
+    let after_topo = cluster.topology();
+    assert!(after_topo[&replica].master, "{replica} not master");
+    assert!(!after_topo[&master].master, "{master} still master");
+    assert_eq!(replica_of(&after_topo, replica), master);
+    println!(
+        "failover took {:?}; after failover: {}",
+        failover_started.elapsed(),
+        cluster.describe(&after_topo)
+    );
+
+    // The promoted node holds the very same state...
+    let mut promoted = cluster.con(replica);
+    for ((key, _), d) in limiters.iter().zip(&digests) {
+        let dp = digest_value(&mut promoted, key);
+        println!("digest {key} on promoted {replica}: {dp} (old master had {d})");
+        assert_eq!(&dp, d, "{key}: promoted node differs");
+    }
+    // ...and the limiters are still full: no reset, no burst.
+    let elapsed = failover_started.elapsed().as_secs() as i64 + 2;
+    for ((key, args), was) in limiters.iter().zip(&before) {
+        let r = call(&mut cc, key, args);
+        println!("after failover {} {key} -> {r:?} (before {was:?})", args[0]);
+        assert_eq!(&r[..3], &was[..3], "{key}: {r:?} vs {was:?}");
+        for i in 3..5 {
+            assert!(
+                r[i] <= was[i] && r[i] >= was[i] - elapsed,
+                "{key}: {r:?} vs {was:?}"
+            );
+        }
+        let peek = call(&mut cc, key, &[args.as_slice(), &["0"]].concat());
+        assert_eq!(&peek[..3], &[0, 3, 0], "{key}: peek {peek:?}");
+    }
+    // A limited request and a peek change nothing.
+    for ((key, _), d) in limiters.iter().zip(&digests) {
+        assert_eq!(&digest_value(&mut promoted, key), d, "{key}");
+    }
+    println!("cluster test took {:?}", started.elapsed());
+}
