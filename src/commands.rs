@@ -23,7 +23,7 @@ use crate::server::{self, Ctx, Held, Key, RString};
 use crate::stats::{self, Command};
 use crate::types;
 use crate::types::Stored;
-use crate::{clock, config};
+use crate::{clock, config, replication};
 
 /// Why a command failed; `reply` sends the error.
 enum Error {
@@ -174,49 +174,40 @@ pub extern "C" fn rl_throttle(ctx: Ctx, argv: *mut RString, argc: c_int) -> c_in
         argv,
         argc,
         Some(Command::Throttle),
-        |ctx, argv, trusted| {
+        |ctx, argv, flags| {
+            let trusted = server::from_master_or_aof(flags);
             let request = args::throttle(&numbers(argv, 5)?, trusted)?;
-            limit::<Tat>(ctx, argv, request)
+            limit::<Tat>(ctx, flags, argv, request)
         },
     )
 }
 
 /// `RL.SLIDE key limit window [quantity] [MS]`
 pub extern "C" fn rl_slide(ctx: Ctx, argv: *mut RString, argc: c_int) -> c_int {
-    entry(
-        ctx,
-        argv,
-        argc,
-        Some(Command::Slide),
-        |ctx, argv, trusted| {
-            let request = args::slide(&numbers(argv, 4)?, trusted, config::bounds())?;
-            limit::<SlideLog>(ctx, argv, request)
-        },
-    )
+    entry(ctx, argv, argc, Some(Command::Slide), |ctx, argv, flags| {
+        let trusted = server::from_master_or_aof(flags);
+        let request = args::slide(&numbers(argv, 4)?, trusted, config::bounds())?;
+        limit::<SlideLog>(ctx, flags, argv, request)
+    })
 }
 
 /// `RL.SLICE key limit window slices [quantity] [MS]`
 pub extern "C" fn rl_slice(ctx: Ctx, argv: *mut RString, argc: c_int) -> c_int {
-    entry(
-        ctx,
-        argv,
-        argc,
-        Some(Command::Slice),
-        |ctx, argv, trusted| {
-            let request = args::slice(&numbers(argv, 5)?, trusted, config::bounds())?;
-            limit::<SliceWindow>(ctx, argv, request)
-        },
-    )
+    entry(ctx, argv, argc, Some(Command::Slice), |ctx, argv, flags| {
+        let trusted = server::from_master_or_aof(flags);
+        let request = args::slice(&numbers(argv, 5)?, trusted, config::bounds())?;
+        limit::<SliceWindow>(ctx, flags, argv, request)
+    })
 }
 
 /// `RL.STATE key payload`: sets a key to a limiter state, as AOF rewrite
 /// writes it. Only the master and the AOF may send it.
 pub extern "C" fn rl_state(ctx: Ctx, argv: *mut RString, argc: c_int) -> c_int {
-    entry(ctx, argv, argc, None, |ctx, argv, trusted| {
+    entry(ctx, argv, argc, None, |ctx, argv, flags| {
         if argv.len() != 3 {
             return Err(Error::Arity);
         }
-        if !trusted {
+        if !server::from_master_or_aof(flags) {
             return Err(Error::StateFromClient);
         }
         let payload = server::bytes(argv[2]);
@@ -255,6 +246,7 @@ enum Current<L> {
 /// limited.
 fn limit<L: Limiter>(
     ctx: Ctx,
+    flags: c_int,
     argv: &[RString],
     request: Request<L::Params>,
 ) -> Result<bool, Error> {
@@ -294,12 +286,14 @@ fn limit<L: Limiter>(
         }
         key.expire_at_ms(unix_ms_ceil(decision.reset_at));
         key.signal_modified();
-        // A command from the master already carries its clock.
-        let at = match request.at {
-            Some(_) => None,
-            None => Some(i64::try_from(now.get()).unwrap_or(i64::MAX)),
-        };
-        server::replicate_with_time(ctx, L::NAME, &argv[1..], at);
+        // A command from the master or the AOF already carries its clock;
+        // and when nothing replays the stream, the clock is not needed.
+        if request.at.is_none() && replication::needs_clock(flags) {
+            let at = i64::try_from(now.get()).unwrap_or(i64::MAX);
+            server::replicate_with_time(ctx, L::NAME, &argv[1..], at);
+        } else {
+            server::replicate_verbatim(ctx);
+        }
     } else if decision.limited {
         key.notify(c"rl.limited");
     }
@@ -360,7 +354,7 @@ fn entry(
     argv: *mut RString,
     argc: c_int,
     stat: Option<Command>,
-    f: impl FnOnce(Ctx, &[RString], bool) -> Result<bool, Error>,
+    f: impl FnOnce(Ctx, &[RString], c_int) -> Result<bool, Error>,
 ) -> c_int {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let argv: &[RString] = match usize::try_from(argc) {
@@ -368,9 +362,9 @@ fn entry(
             Ok(n) if !argv.is_null() => unsafe { std::slice::from_raw_parts(argv, n) },
             _ => &[],
         };
-        let trusted = server::from_master_or_aof(ctx);
-        let result = f(ctx, argv, trusted);
-        if let (Some(stat), false) = (stat, trusted) {
+        let flags = server::context_flags(ctx);
+        let result = f(ctx, argv, flags);
+        if let (Some(stat), false) = (stat, server::from_master_or_aof(flags)) {
             stats::record(stat, result.as_ref().ok().copied());
         }
         if let Err(e) = result {

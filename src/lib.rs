@@ -11,6 +11,7 @@ mod clock;
 mod commands;
 mod config;
 pub mod core;
+mod replication;
 mod server;
 mod stats;
 mod types;
@@ -55,6 +56,7 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
         ctx.log_warning(&format!("ratelimit: {}", message.to_string_lossy()));
         return Status::Err;
     }
+    replication::init(raw_ctx);
     if let Err(message) = stats::register(raw_ctx) {
         ctx.log_warning(&format!("ratelimit: {}", message.to_string_lossy()));
         return Status::Err;

@@ -92,6 +92,10 @@ pub fn missing_api() -> Option<&'static str> {
             ("GetCommand", api!(RedisModule_GetCommand).is_some()),
             ("SetCommandInfo", api!(RedisModule_SetCommandInfo).is_some()),
             ("Free", api!(RedisModule_Free).is_some()),
+            (
+                "ReplicateVerbatim",
+                api!(RedisModule_ReplicateVerbatim).is_some(),
+            ),
             ("StringDMA", api!(RedisModule_StringDMA).is_some()),
             (
                 "NotifyKeyspaceEvent",
@@ -146,12 +150,18 @@ pub fn bytes<'a>(s: RString) -> &'a [u8] {
     }
 }
 
-/// Where the running command came from, as far as time-carrying forms care.
-pub fn from_master_or_aof(ctx: Ctx) -> bool {
+/// The running command's context flags (`REDISMODULE_CTX_FLAGS_*`).
+pub fn context_flags(ctx: Ctx) -> c_int {
+    // SAFETY: `ctx` is the running command's context.
+    unsafe { api!(RedisModule_GetContextFlags).map_or(0, |f| f(ctx)) }
+}
+
+/// Whether the command came from the master or the AOF, which alone may
+/// send the time- and state-carrying forms.
+pub fn from_master_or_aof(context_flags: c_int) -> bool {
     let mask =
         (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING) as c_int;
-    // SAFETY: `ctx` is the running command's context.
-    unsafe { api!(RedisModule_GetContextFlags).is_some_and(|f| f(ctx) & mask != 0) }
+    context_flags & mask != 0
 }
 
 /// What an open key holds, seen from one module type.
@@ -350,12 +360,22 @@ pub fn reply_wrong_arity(ctx: Ctx) {
     }
 }
 
+/// Propagates the running command as the client sent it. Cheap: the
+/// server reuses its own argument vector, and drops it when nothing
+/// listens (see `replication`).
+pub fn replicate_verbatim(ctx: Ctx) {
+    // SAFETY: `ctx` is the running command's context.
+    unsafe {
+        if let Some(f) = api!(RedisModule_ReplicateVerbatim) {
+            f(ctx);
+        }
+    }
+}
+
 /// Sends the running command to the replicas and the AOF with the master's
 /// clock appended: `command <args as the client sent them> AT <ns>`. The
-/// client's argument strings are passed by reference, not copied. A command
-/// that already carries `AT` came from the master or the AOF and is passed
-/// on as it is.
-pub fn replicate_with_time(ctx: Ctx, command: &CStr, args: &[RString], at: Option<i64>) {
+/// client's argument strings are passed by reference, not copied.
+pub fn replicate_with_time(ctx: Ctx, command: &CStr, args: &[RString], at: i64) {
     let Some(f) = api!(RedisModule_Replicate) else {
         return;
     };
@@ -364,17 +384,14 @@ pub fn replicate_with_time(ctx: Ctx, command: &CStr, args: &[RString], at: Optio
     // 'v' an array of server strings and its length, 'c' a C string, 'l' a
     // long long. The strings are the running command's arguments.
     unsafe {
-        match at {
-            Some(at) => f(
-                ctx,
-                cmd,
-                c"vcl".as_ptr(),
-                argv,
-                argc,
-                c"AT".as_ptr(),
-                at as c_longlong,
-            ),
-            None => f(ctx, cmd, c"v".as_ptr(), argv, argc),
-        };
+        f(
+            ctx,
+            cmd,
+            c"vcl".as_ptr(),
+            argv,
+            argc,
+            c"AT".as_ptr(),
+            at as c_longlong,
+        );
     }
 }

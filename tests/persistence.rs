@@ -403,3 +403,83 @@ fn move_and_flushall_async() {
     let r = five(&mut con, &["RL.SLIDE", "big:0", "10000", "600", "1"]);
     assert_eq!(&r[..3], &[0, 10000, 9999]);
 }
+
+/// A master that served traffic with nothing replaying its stream, then
+/// gets a replica: the replica must still reach its exact state, before
+/// and after more traffic.
+#[test]
+fn replica_attached_after_traffic_reaches_the_same_state() {
+    let master = Server::start();
+    let mut con = master.conn();
+    workload(&mut con, 2);
+    let replica = Server::start_with(&[
+        "--save",
+        "",
+        "--replicaof",
+        "127.0.0.1",
+        &master.port.to_string(),
+    ]);
+    let mut rcon = replica.conn();
+    wait_until(20, "the replica to sync", || {
+        info_field(&mut rcon, "replication", "master_link_status") == "up"
+    });
+    let acked: i64 = redis::cmd("WAIT")
+        .arg(1)
+        .arg(10_000)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(acked, 1);
+    assert_eq!(digest(&mut rcon), digest(&mut con), "after the full sync");
+    workload(&mut con, 2);
+    let acked: i64 = redis::cmd("WAIT")
+        .arg(1)
+        .arg(10_000)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(acked, 1);
+    assert_eq!(digest(&mut rcon), digest(&mut con), "after more traffic");
+}
+
+/// AOF switched on at run time: the rewrite captures the state, later
+/// changes carry the clock, a restart reproduces it all.
+#[test]
+fn aof_switched_on_at_run_time() {
+    let mut server = Server::start_with(&[
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--appendfsync",
+        "always",
+    ]);
+    let mut con = server.conn();
+    workload(&mut con, 2);
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("appendonly")
+        .arg("yes")
+        .query(&mut con)
+        .unwrap();
+    wait_until(30, "the AOF to be enabled", || {
+        info_field(&mut con, "persistence", "aof_enabled") == "1"
+            && info_field(&mut con, "persistence", "aof_rewrite_in_progress") == "0"
+            && info_field(&mut con, "persistence", "aof_rewrite_scheduled") == "0"
+    });
+    workload(&mut con, 2);
+    let before = digest(&mut con);
+    // The restart must load the AOF: make it the configuration.
+    let _: () = redis::cmd("CONFIG")
+        .arg("REWRITE")
+        .query(&mut con)
+        .unwrap_or(());
+    server.restart_with(&[
+        "--save",
+        "",
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+    ]);
+    let mut con = server.conn();
+    assert_eq!(digest(&mut con), before);
+}

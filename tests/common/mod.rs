@@ -196,6 +196,13 @@ impl Server {
         self.launch();
     }
 
+    /// Restarts with other configuration arguments, on the same data.
+    pub fn restart_with(&mut self, extra: &[&str]) {
+        self.shutdown();
+        self.extra = extra.iter().map(|s| s.to_string()).collect();
+        self.launch();
+    }
+
     pub fn shutdown(&mut self) {
         if let Ok(mut con) = self.try_connect() {
             let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").query(&mut con);
