@@ -103,7 +103,10 @@ pub struct Request<P> {
 }
 
 /// `RL.THROTTLE key max_burst count period [quantity] [MS] [AT ns]`
-pub fn throttle(args: &[&[u8]], trusted: bool) -> Result<Request<GcraParams>, ArgError> {
+pub fn throttle(
+    args: &[&[u8]],
+    trusted: impl FnOnce() -> bool,
+) -> Result<Request<GcraParams>, ArgError> {
     let tail = tail(args, 3, trusted)?;
     let max_burst = integer(args[0], "max_burst", 0, gcra::MAX_BURST, None)?;
     let count = integer(args[1], "count", 1, gcra::MAX_COUNT, None)?;
@@ -120,11 +123,11 @@ pub fn throttle(args: &[&[u8]], trusted: bool) -> Result<Request<GcraParams>, Ar
 /// `RL.SLIDE key limit window [quantity] [MS] [AT ns]`
 pub fn slide(
     args: &[&[u8]],
-    trusted: bool,
+    trusted: impl FnOnce() -> bool,
     bounds: Bounds,
 ) -> Result<Request<SlideParams>, ArgError> {
-    let bounds = if trusted { Bounds::HARD } else { bounds };
     let tail = tail(args, 2, trusted)?;
+    let bounds = tail.bounds(bounds);
     let max = bounds.max_slide_limit.min(slide::MAX_LIMIT);
     let limit = integer(args[0], "limit", 1, max, None)?;
     let window = time(args[1], "window", tail.unit)?;
@@ -135,11 +138,11 @@ pub fn slide(
 /// `RL.SLICE key limit window slices [quantity] [MS] [AT ns]`
 pub fn slice(
     args: &[&[u8]],
-    trusted: bool,
+    trusted: impl FnOnce() -> bool,
     bounds: Bounds,
 ) -> Result<Request<SliceParams>, ArgError> {
-    let bounds = if trusted { Bounds::HARD } else { bounds };
     let tail = tail(args, 3, trusted)?;
+    let bounds = tail.bounds(bounds);
     let limit = integer(args[0], "limit", 1, slice::MAX_LIMIT, None)?;
     let window = time(args[1], "window", tail.unit)?;
     let max_slices = bounds.max_slices.min(slice::MAX_SLICES);
@@ -157,6 +160,15 @@ struct Tail {
 }
 
 impl Tail {
+    /// The configured bounds hold for clients; a command that carries the
+    /// master's clock was accepted by the master under its own.
+    fn bounds(&self, configured: Bounds) -> Bounds {
+        match self.at {
+            Some(_) => Bounds::HARD,
+            None => configured,
+        }
+    }
+
     fn request<P>(&self, params: P) -> Request<P> {
         Request {
             params,
@@ -168,8 +180,11 @@ impl Tail {
 }
 
 /// Parses `[quantity] [MS] [AT ns]` after `required` numbers. The caller
-/// checked that `args` holds at least the required numbers.
-fn tail(args: &[&[u8]], required: usize, trusted: bool) -> Result<Tail, ArgError> {
+/// checked that `args` holds at least the required numbers. `trusted` tells
+/// whether the command came from the master or the AOF; it is asked only
+/// when `AT` is present.
+fn tail(args: &[&[u8]], required: usize, trusted: impl FnOnce() -> bool) -> Result<Tail, ArgError> {
+    let mut trusted = Some(trusted);
     let mut out = Tail {
         quantity: 1,
         unit: Unit::Seconds,
@@ -186,7 +201,7 @@ fn tail(args: &[&[u8]], required: usize, trusted: bool) -> Result<Tail, ArgError
             ms = true;
             out.unit = Unit::Millis;
         } else if arg.eq_ignore_ascii_case(b"AT") {
-            if !trusted {
+            if !trusted.take().is_some_and(|f| f()) {
                 return Err(ArgError::AtFromClient);
             }
             if out.at.is_some() {
@@ -297,7 +312,7 @@ mod tests {
 
     fn throttle_err(args: &[&str]) -> String {
         let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-        msg(throttle(&args, false).unwrap_err())
+        msg(throttle(&args, || false).unwrap_err())
     }
 
     #[test]
@@ -324,7 +339,7 @@ mod tests {
     fn throttle_arguments() {
         let ok = |args: &[&str]| {
             let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-            throttle(&args, false).unwrap()
+            throttle(&args, || false).unwrap()
         };
         let r = ok(&["15", "30", "60"]);
         assert_eq!((r.quantity, r.unit, r.at), (1, Unit::Seconds, None));
@@ -359,11 +374,11 @@ mod tests {
     #[test]
     fn at_is_accepted_from_the_master() {
         let args: Vec<&[u8]> = vec![b"1", b"2", b"3", b"4", b"MS", b"AT", b"123"];
-        let r = throttle(&args, true).unwrap();
+        let r = throttle(&args, || true).unwrap();
         assert_eq!(r.at, Some(Nanos::new(123)));
         let missing: Vec<&[u8]> = vec![b"1", b"2", b"3", b"AT"];
         assert!(matches!(
-            throttle(&missing, true),
+            throttle(&missing, || true),
             Err(ArgError::Integer { name: "AT", .. })
         ));
     }
@@ -376,15 +391,22 @@ mod tests {
         };
         let slide_args: Vec<&[u8]> = vec![b"11", b"1"];
         assert_eq!(
-            msg(slide(&slide_args, false, tight).unwrap_err()),
+            msg(slide(&slide_args, || false, tight).unwrap_err()),
             "ERR limit must be an integer from 1 to 10"
         );
-        assert!(slide(&slide_args, true, tight).is_ok());
+        // The master's replicated form carries AT and its own bounds.
+        let slide_at: Vec<&[u8]> = vec![b"11", b"1", b"AT", b"5"];
+        assert!(slide(&slide_at, || true, tight).is_ok());
+        assert_eq!(
+            slide(&slide_at, || false, tight),
+            Err(ArgError::AtFromClient)
+        );
         let slice_args: Vec<&[u8]> = vec![b"1", b"60", b"6"];
         assert_eq!(
-            msg(slice(&slice_args, false, tight).unwrap_err()),
+            msg(slice(&slice_args, || false, tight).unwrap_err()),
             "ERR slices must be an integer from 1 to 5"
         );
-        assert!(slice(&slice_args, true, tight).is_ok());
+        let slice_at: Vec<&[u8]> = vec![b"1", b"60", b"6", b"AT", b"5"];
+        assert!(slice(&slice_at, || true, tight).is_ok());
     }
 }

@@ -169,45 +169,41 @@ impl Limiter for SliceWindow {
 
 /// `RL.THROTTLE key max_burst count period [quantity] [MS]`
 pub extern "C" fn rl_throttle(ctx: Ctx, argv: *mut RString, argc: c_int) -> c_int {
-    entry(
-        ctx,
-        argv,
-        argc,
-        Some(Command::Throttle),
-        |ctx, argv, flags| {
-            let trusted = server::from_master_or_aof(flags);
-            let request = args::throttle(&numbers(argv, 5)?, trusted)?;
-            limit::<Tat>(ctx, flags, argv, request)
-        },
-    )
+    entry(ctx, argv, argc, Some(Command::Throttle), |ctx, argv| {
+        let request = args::throttle(&numbers(argv, 5)?, || trusted(ctx))?;
+        limit::<Tat>(ctx, argv, request)
+    })
 }
 
 /// `RL.SLIDE key limit window [quantity] [MS]`
 pub extern "C" fn rl_slide(ctx: Ctx, argv: *mut RString, argc: c_int) -> c_int {
-    entry(ctx, argv, argc, Some(Command::Slide), |ctx, argv, flags| {
-        let trusted = server::from_master_or_aof(flags);
-        let request = args::slide(&numbers(argv, 4)?, trusted, config::bounds())?;
-        limit::<SlideLog>(ctx, flags, argv, request)
+    entry(ctx, argv, argc, Some(Command::Slide), |ctx, argv| {
+        let request = args::slide(&numbers(argv, 4)?, || trusted(ctx), config::bounds())?;
+        limit::<SlideLog>(ctx, argv, request)
     })
 }
 
 /// `RL.SLICE key limit window slices [quantity] [MS]`
 pub extern "C" fn rl_slice(ctx: Ctx, argv: *mut RString, argc: c_int) -> c_int {
-    entry(ctx, argv, argc, Some(Command::Slice), |ctx, argv, flags| {
-        let trusted = server::from_master_or_aof(flags);
-        let request = args::slice(&numbers(argv, 5)?, trusted, config::bounds())?;
-        limit::<SliceWindow>(ctx, flags, argv, request)
+    entry(ctx, argv, argc, Some(Command::Slice), |ctx, argv| {
+        let request = args::slice(&numbers(argv, 5)?, || trusted(ctx), config::bounds())?;
+        limit::<SliceWindow>(ctx, argv, request)
     })
+}
+
+/// Whether the running command came from the master or the AOF.
+fn trusted(ctx: Ctx) -> bool {
+    server::from_master_or_aof(server::context_flags(ctx))
 }
 
 /// `RL.STATE key payload`: sets a key to a limiter state, as AOF rewrite
 /// writes it. Only the master and the AOF may send it.
 pub extern "C" fn rl_state(ctx: Ctx, argv: *mut RString, argc: c_int) -> c_int {
-    entry(ctx, argv, argc, None, |ctx, argv, flags| {
+    entry(ctx, argv, argc, None, |ctx, argv| {
         if argv.len() != 3 {
             return Err(Error::Arity);
         }
-        if !server::from_master_or_aof(flags) {
+        if !trusted(ctx) {
             return Err(Error::StateFromClient);
         }
         let payload = server::bytes(argv[2]);
@@ -220,7 +216,7 @@ pub extern "C" fn rl_state(ctx: Ctx, argv: *mut RString, argc: c_int) -> c_int {
         }?;
         key.signal_modified();
         server::reply_ok(ctx);
-        Ok(false)
+        Ok(Outcome::Replayed)
     })
 }
 
@@ -233,6 +229,14 @@ fn restore<T: Stored>(key: &Key, body: &[u8]) -> Result<(), Error> {
     }
 }
 
+/// How a command ended, for the INFO counters.
+enum Outcome {
+    Allowed,
+    Limited,
+    /// Sent by the master or read from the AOF: not a client call.
+    Replayed,
+}
+
 /// What the key holds, as the command sees it.
 enum Current<L> {
     Missing,
@@ -242,14 +246,12 @@ enum Current<L> {
     Adopted(L),
 }
 
-/// The flow every limiter command shares. Returns whether the request was
-/// limited.
+/// The flow every limiter command shares.
 fn limit<L: Limiter>(
     ctx: Ctx,
-    flags: c_int,
     argv: &[RString],
     request: Request<L::Params>,
-) -> Result<bool, Error> {
+) -> Result<Outcome, Error> {
     let key = Key::open(ctx, argv[1], request.quantity > 0);
     let mut current = match key.held::<L>(L::raw_type()) {
         Held::Nothing => Current::Missing,
@@ -288,7 +290,7 @@ fn limit<L: Limiter>(
         key.signal_modified();
         // A command from the master or the AOF already carries its clock;
         // and when nothing replays the stream, the clock is not needed.
-        if request.at.is_none() && replication::needs_clock(flags) {
+        if request.at.is_none() && replication::needs_clock(server::context_flags(ctx)) {
             let at = i64::try_from(now.get()).unwrap_or(i64::MAX);
             server::replicate_with_time(ctx, L::NAME, &argv[1..], at);
         } else {
@@ -298,7 +300,11 @@ fn limit<L: Limiter>(
         key.notify(c"rl.limited");
     }
     server::reply_five(ctx, decision.reply(now, request.unit));
-    Ok(decision.limited)
+    Ok(match (request.at, decision.limited) {
+        (Some(_), _) => Outcome::Replayed,
+        (None, false) => Outcome::Allowed,
+        (None, true) => Outcome::Limited,
+    })
 }
 
 fn unix_ms_ceil(at: Nanos) -> i64 {
@@ -354,7 +360,7 @@ fn entry(
     argv: *mut RString,
     argc: c_int,
     stat: Option<Command>,
-    f: impl FnOnce(Ctx, &[RString], c_int) -> Result<bool, Error>,
+    f: impl FnOnce(Ctx, &[RString]) -> Result<Outcome, Error>,
 ) -> c_int {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let argv: &[RString] = match usize::try_from(argc) {
@@ -362,10 +368,14 @@ fn entry(
             Ok(n) if !argv.is_null() => unsafe { std::slice::from_raw_parts(argv, n) },
             _ => &[],
         };
-        let flags = server::context_flags(ctx);
-        let result = f(ctx, argv, flags);
-        if let (Some(stat), false) = (stat, server::from_master_or_aof(flags)) {
-            stats::record(stat, result.as_ref().ok().copied());
+        let result = f(ctx, argv);
+        if let Some(stat) = stat {
+            match result {
+                Ok(Outcome::Allowed) => stats::record(stat, Some(false)),
+                Ok(Outcome::Limited) => stats::record(stat, Some(true)),
+                Ok(Outcome::Replayed) => {}
+                Err(_) => stats::record(stat, None),
+            }
         }
         if let Err(e) = result {
             e.reply(ctx);
