@@ -34,7 +34,7 @@ test:
 	done
 
 bench: build
-	scripts/bench.sh
+	python3 scripts/bench.py
 
 clean:
 	cargo clean

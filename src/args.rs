@@ -284,7 +284,7 @@ fn parse_decimal(arg: &[u8]) -> Option<u64> {
 
 /// An argument as it may appear in an error message: printable ASCII only,
 /// at most 32 characters.
-fn printable(arg: &[u8]) -> String {
+pub fn printable(arg: &[u8]) -> String {
     let mut text: String = arg
         .iter()
         .take(32)

@@ -322,13 +322,9 @@ fn numbers(argv: &[RString], min_argc: usize) -> Result<ArgsBuf, Error> {
     }
     let rest = &argv[2..];
     if rest.len() > MAX_NUMBERS {
-        return Err(Error::Arg(ArgError::Unknown(
-            String::from_utf8_lossy(server::bytes(rest[MAX_NUMBERS]))
-                .chars()
-                .take(32)
-                .filter(char::is_ascii_graphic)
-                .collect(),
-        )));
+        return Err(Error::Arg(ArgError::Unknown(args::printable(
+            server::bytes(rest[MAX_NUMBERS]),
+        ))));
     }
     let mut buf = ArgsBuf {
         items: [&[]; MAX_NUMBERS],
