@@ -1,0 +1,949 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark: the module's commands against INCR and the Lua
+scripts people use today. Standard library only.
+
+    python3 scripts/bench.py                 # the full run (about 6 minutes on 2 cores)
+    python3 scripts/bench.py --quick         # a smoke run (tiny counts, under ~30 s)
+    python3 scripts/bench.py --json out.json # also write the results as JSON
+
+It builds the release module, starts its own redis-server on a free
+127.0.0.1 port (`$REDIS_SERVER`, default `redis-server` on PATH; `--save ""
+--appendonly no`), loads the module (and redis-cell when `$REDIS_CELL_SO`
+names its .so, adding a CL.THROTTLE row), drives it with `redis-benchmark`
+(`$REDIS_BENCHMARK`, default on PATH), prints Markdown tables and always
+stops the server. Nothing but 127.0.0.1 is contacted.
+
+What each part measures
+-----------------------
+
+Throughput. Every limiter row gets the same limit, 1,000,000 units per
+1 s, quantity 1 (RL.THROTTLE capacity 1,000,000 = max_burst 999,999 and
+1,000,000 per second; the scripts get the same figures in ms). That rate is
+far above what one key receives here (a few hundred thousand calls per second
+at most), so practically every call is *allowed*: every row does its full
+write path (read, decide, store, set the expiry, replicate), which is the
+path that costs the most and the one comparable to INCR, which always
+writes. Rows use the same key naming, `b:<row>:hot` (one hot key) or
+`b:<row>:__rand_int__` with `-r 100000` (100,000 random keys). Four regimes:
+{hot key, 100k keys} x {-P 16 (pipelined: mostly the server's cost per
+command), -P 1 (unpipelined: mostly round trips)}, 50 clients. Each
+repetition runs every row once, in order (interleaved), so slow phases of a
+shared machine hit all rows alike; each row's throughput is divided by
+INCR's in the same repetition and regime, and the median of those ratios is
+reported next to the median requests per second. The ratios are the figures
+that count. The request count per measurement is chosen from a short
+calibration run so that each takes about `--seconds` (default 2 s). The
+server's own CPU time per command (INFO cpu) is recorded as well.
+
+Memory per key. For every row with a key: FLUSHALL, then the row's command
+once on each of `--keys` (default 100,000) distinct keys `rl:<12 digits>`,
+pipelined over a raw socket, with limit 100 per 3,600 s (so nothing expires
+during the measurement); DBSIZE is checked and (used_memory after - before)
+/ keys reported. This includes the key name, the server's dictionary entry
+and bucket, and the expiry entry when the row sets one.
+
+Memory per recorded unit: one RL.SLIDE key and one sorted-set-script key,
+limit 100,000 per 3,600 s, each filled with N admitted units, one call per
+unit (N = 1,000 and 100,000); MEMORY USAGE key SAMPLES 0, divided by N. The
+target is checked on the marginal cost, (usage at 100,000 - usage at 1,000)
+/ 99,000, which leaves out the fixed per-key overhead; both raw figures are
+printed too.
+
+Memory at 60 slices: one RL.SLICE key and one hash-script key, limit
+1,000,000 per 1,200 ms in 60 slices of 20 ms, both called every ~4 ms for
+1.3 s of real time, so that all slices of the window hold units (HLEN of the
+hash shows how many fields it holds); then MEMORY USAGE of each key.
+
+Scaling. RL.SLIDE on a hot key with limit 10, 1,000 and 100,000 in a
+3,600 s window: each key is first filled with `limit` admitted units (one
+call per unit), so its log is full; the benchmark then calls it with
+quantity 1, every call is limited (it must find when the oldest unit
+leaves) and the log stays full. RL.SLICE on a hot key with 10, 600 and 3,600
+slices, limit 1,000,000,000 per 1 s: every call is allowed and, at thousands
+of calls per second, every slice of the window holds units while slices roll
+over continuously (one every 278 us at 3,600 slices). Both at -P 16, 50
+clients, interleaved in each repetition; ratio = throughput at the largest
+setting / at the smallest, per repetition, median.
+
+Targets (from the issue) are printed next to the figures as PASS/FAIL; the
+exit status does not depend on them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import io
+import json
+import os
+import platform
+import shlex
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH_DIR = ROOT / "bench"
+MODULE = ROOT / "target" / "release" / "libredis_ratelimit.so"
+
+CLIENTS = 50
+RAND_KEYS = 100_000
+REGIMES = [
+    # (id, title, pipeline, random keys)
+    ("hot_P16", "hot key, -P 16", 16, False),
+    ("rand_P16", "100k keys, -P 16", 16, True),
+    ("hot_P1", "hot key, -P 1", 1, False),
+    ("rand_P1", "100k keys, -P 1", 1, True),
+]
+
+# Throughput: 1,000,000 units per 1 s. Memory: 100 units per 3,600 s.
+THROUGHPUT_LIMIT, THROUGHPUT_WINDOW_S = 1_000_000, 1
+MEMORY_LIMIT, MEMORY_WINDOW_S = 100, 3600
+SLICES = 60
+
+SCRIPTS = ["zset_log", "hash_slices", "token_bucket", "gcra", "fixed_window"]
+SCRIPT_TITLES = {
+    "zset_log": "sorted-set sliding log",
+    "hash_slices": "hash of 60 time slices",
+    "token_bucket": "hash token bucket",
+    "gcra": "GCRA (redis_rate style)",
+    "fixed_window": "INCR+EXPIRE fixed window",
+}
+RL_COMMANDS = ["RL.THROTTLE", "RL.SLIDE", "RL.SLICE"]
+
+
+class BenchError(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------
+# A small RESP2 client over a raw socket, with pipelining.
+
+
+class ReplyError(Exception):
+    pass
+
+
+def encode(args) -> bytes:
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        if not isinstance(a, bytes):
+            a = str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+class Client:
+    def __init__(self, port: int, timeout: float = 60.0):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.reader = self.sock.makefile("rb")
+
+    def close(self):
+        try:
+            self.reader.close()
+            self.sock.close()
+        except OSError:
+            pass
+
+    def _read(self):
+        line = self.reader.readline()
+        if not line:
+            raise ConnectionError("connection closed by the server")
+        kind, rest = line[:1], line[1:-2]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            return ReplyError(rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            data = self.reader.read(n + 2)
+            return data[:-2]
+        if kind == b"*":
+            n = int(rest)
+            if n < 0:
+                return None
+            return [self._read() for _ in range(n)]
+        raise BenchError("unexpected RESP reply: %r" % line)
+
+    def pipeline(self, commands, batch: int = 500):
+        """Sends the commands in batches; returns the replies (errors as
+        ReplyError values, not raised)."""
+        replies = []
+        for i in range(0, len(commands), batch):
+            chunk = commands[i : i + batch]
+            self.sock.sendall(b"".join(encode(c) for c in chunk))
+            replies.extend(self._read() for _ in chunk)
+        return replies
+
+    def call(self, *args):
+        reply = self.pipeline([args])[0]
+        if isinstance(reply, ReplyError):
+            raise reply
+        return reply
+
+    def info(self, section: str) -> dict:
+        text = self.call("INFO", section)
+        fields = {}
+        for line in text.decode().splitlines():
+            if ":" in line and not line.startswith("#"):
+                k, v = line.split(":", 1)
+                fields[k] = v
+        return fields
+
+
+# --------------------------------------------------------------------------
+# The rows.
+
+
+class Row:
+    """One command of the comparison. `args(key, limit, window_s)` gives its
+    command line for a limiter of `limit` units per `window_s` seconds."""
+
+    def __init__(self, name, title, build, limiter=True, script=None):
+        self.name = name
+        self.title = title
+        self.build = build
+        self.limiter = limiter
+        self.script = script
+        self.id = name.replace("lua:", "").replace("RL.", "rl_").replace("CL.", "cl_").lower()
+
+    def args(self, key, limit, window_s, slices=SLICES):
+        return [str(a) for a in self.build(key, limit, window_s, slices)]
+
+
+def make_rows(shas: dict, with_cell: bool):
+    rows = [
+        Row("PING", "PING (no key)", lambda k, l, w, s: ["PING"], limiter=False),
+        Row("INCR", "INCR (the baseline)", lambda k, l, w, s: ["INCR", k], limiter=False),
+        Row("RL.THROTTLE", "RL.THROTTLE (GCRA)", lambda k, l, w, s: ["RL.THROTTLE", k, l - 1, l, w]),
+        Row("RL.SLIDE", "RL.SLIDE (exact log)", lambda k, l, w, s: ["RL.SLIDE", k, l, w]),
+        Row("RL.SLICE", "RL.SLICE (60 slices)", lambda k, l, w, s: ["RL.SLICE", k, l, w, s]),
+    ]
+    lua_args = {
+        "zset_log": lambda l, w, s: [l, w * 1000],
+        "hash_slices": lambda l, w, s: [l, w * 1000, s],
+        "token_bucket": lambda l, w, s: [l, w * 1000],
+        "gcra": lambda l, w, s: [l, l, w * 1000],
+        "fixed_window": lambda l, w, s: [l, w * 1000],
+    }
+    for name in SCRIPTS:
+        sha, extra = shas[name], lua_args[name]
+        rows.append(
+            Row(
+                "lua:" + name,
+                "Lua: " + SCRIPT_TITLES[name],
+                (lambda sha, extra: lambda k, l, w, s: ["EVALSHA", sha, 1, k] + extra(l, w, s))(sha, extra),
+                script=name,
+            )
+        )
+    if with_cell:
+        rows.append(
+            Row("CL.THROTTLE", "CL.THROTTLE (redis-cell)", lambda k, l, w, s: ["CL.THROTTLE", k, l - 1, l, w])
+        )
+    return rows
+
+
+def display_args(row: Row, limit, window_s, key="KEY") -> str:
+    args = row.args(key, limit, window_s)
+    if row.script:
+        args = ["EVALSHA", "<%s.lua>" % row.script] + args[2:]
+    return " ".join(args)
+
+
+# --------------------------------------------------------------------------
+# The server.
+
+
+def find_binary(env: str, default: str) -> str:
+    name = os.environ.get(env, default)
+    path = shutil.which(name)
+    if not path:
+        raise BenchError(
+            "%s not found (set $%s or install it; on Debian: apt-get install redis-server redis-tools)"
+            % (name, env)
+        )
+    return path
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, binary: str, modules, workdir: str):
+        self.binary, self.modules, self.workdir = binary, modules, workdir
+        self.proc = None
+        self.port = None
+
+    def start(self):
+        for attempt in range(3):
+            self.port = free_port()
+            log = os.path.join(self.workdir, "redis-%d.log" % self.port)
+            cmd = [
+                self.binary,
+                "--port", str(self.port),
+                "--bind", "127.0.0.1",
+                "--save", "",
+                "--appendonly", "no",
+                "--dir", self.workdir,
+                "--logfile", log,
+            ]
+            for so in self.modules:
+                cmd += ["--loadmodule", so]
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    break
+                try:
+                    c = Client(self.port, timeout=2)
+                    try:
+                        if c.call("PING") == "PONG":
+                            return c
+                    finally:
+                        c.close()
+                except (OSError, ReplyError, ConnectionError):
+                    time.sleep(0.05)
+            tail = ""
+            try:
+                with open(log) as f:
+                    tail = "".join(f.readlines()[-15:])
+            except OSError:
+                pass
+            self.stop()
+            if attempt == 2:
+                raise BenchError("redis-server did not start:\n" + tail)
+
+    def stop(self):
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            try:
+                c = Client(self.port, timeout=2)
+                c.sock.sendall(encode(["SHUTDOWN", "NOSAVE"]))
+                c.close()
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+
+# --------------------------------------------------------------------------
+# Measurements.
+
+
+class Bench:
+    def __init__(self, opts, server: Server, benchmark: str):
+        self.opts = opts
+        self.server = server
+        self.benchmark = benchmark
+        self.con = Client(server.port)
+
+    def cpu_seconds(self) -> float:
+        i = self.con.info("cpu")
+        return float(i["used_cpu_user"]) + float(i["used_cpu_sys"])
+
+    def errors(self) -> int:
+        return int(self.con.info("stats").get("total_error_replies", 0))
+
+    def run(self, args, n: int, pipeline: int, rand: bool) -> dict:
+        """One redis-benchmark run; returns rps, server CPU per command and
+        the number of error replies the server sent meanwhile."""
+        cmd = [
+            self.benchmark,
+            "-h", "127.0.0.1",
+            "-p", str(self.server.port),
+            "-c", str(CLIENTS),
+            "-n", str(n),
+            "-P", str(pipeline),
+            "--csv",
+        ]
+        if rand:
+            cmd += ["-r", str(RAND_KEYS)]
+        cmd += args
+        err0, cpu0 = self.errors(), self.cpu_seconds()
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=max(60, n / 2000))
+        except subprocess.TimeoutExpired:
+            raise BenchError("redis-benchmark timed out: " + " ".join(cmd))
+        cpu1, err1 = self.cpu_seconds(), self.errors()
+        rps = None
+        for rec in csv.reader(io.StringIO(p.stdout)):
+            if len(rec) >= 2 and rec[0] != "test":
+                try:
+                    rps = float(rec[1])
+                except ValueError:
+                    pass
+        if p.returncode != 0 or rps is None:
+            raise BenchError(
+                "redis-benchmark failed (%d): %s\n%s%s" % (p.returncode, " ".join(cmd), p.stdout, p.stderr)
+            )
+        return {
+            "n": n,
+            "rps": rps,
+            "server_cpu_us_per_cmd": (cpu1 - cpu0) * 1e6 / n,
+            "errors": err1 - err0,
+        }
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def check_limits(con: Client, row: Row) -> str:
+    """A limiter of 3 units per 10 s must allow 3 calls on a fresh key, then
+    limit; the reply must be five integers. Returns "ok" or what went wrong."""
+    key = "b:check:" + row.id
+    replies = con.pipeline([row.args(key, 3, 10) for _ in range(5)])
+    for r in replies:
+        if isinstance(r, ReplyError):
+            return "error: %s" % r
+        if not (isinstance(r, list) and len(r) == 5 and all(isinstance(x, int) for x in r)):
+            return "unexpected reply: %r" % (r,)
+    flags = [r[0] for r in replies]
+    if flags != [0, 0, 0, 1, 1]:
+        return "limited flags %s, expected [0, 0, 0, 1, 1]" % flags
+    if [r[2] for r in replies[:3]] != [2, 1, 0] or replies[3][3] <= 0:
+        return "remaining/retry_after wrong: %r" % (replies,)
+    return "ok"
+
+
+def fill_keys(port: int, commands) -> list:
+    """Runs the commands pipelined on a connection of its own, closed before
+    returning so that its buffers are not counted."""
+    c = Client(port)
+    try:
+        return c.pipeline(commands)
+    finally:
+        c.close()
+
+
+def used_memory(con: Client) -> int:
+    return int(con.info("memory")["used_memory"])
+
+
+def allowed_count(replies) -> int:
+    n = 0
+    for r in replies:
+        if isinstance(r, ReplyError):
+            raise BenchError("error reply while filling: %s" % r)
+        if isinstance(r, list) and r and r[0] == 0:
+            n += 1
+    return n
+
+
+def memory_per_key(b: Bench, row: Row, keys: int) -> dict:
+    con = b.con
+    con.call("FLUSHALL", "SYNC")
+    time.sleep(0.05)
+    before = used_memory(con)
+    cmds = [row.args("rl:%012d" % i, MEMORY_LIMIT, MEMORY_WINDOW_S) for i in range(keys)]
+    replies = fill_keys(b.server.port, cmds)
+    errors = [r for r in replies if isinstance(r, ReplyError)]
+    time.sleep(0.05)
+    after = used_memory(con)
+    dbsize = con.call("DBSIZE")
+    expiring = int(con.info("keyspace").get("db0", "expires=0").split("expires=")[1].split(",")[0]) if dbsize else 0
+    result = {
+        "keys": keys,
+        "dbsize": dbsize,
+        "with_expiry": expiring,
+        "bytes_per_key": (after - before) / keys,
+        "errors": len(errors),
+    }
+    if errors:
+        result["first_error"] = str(errors[0])
+    return result
+
+
+def memory_per_unit(b: Bench, rows: dict, sizes) -> dict:
+    con = b.con
+    limit = max(sizes)
+    out = {"limit": limit, "window_s": 3600, "sizes": {}}
+    for n in sizes:
+        con.call("FLUSHALL", "SYNC")
+        entry = {}
+        for name in ("RL.SLIDE", "lua:zset_log"):
+            row = rows[name]
+            key = "u:%s" % row.id
+            replies = fill_keys(b.server.port, [row.args(key, limit, 3600) for _ in range(n)])
+            admitted = allowed_count(replies)
+            usage = con.call("MEMORY", "USAGE", key, "SAMPLES", "0")
+            entry[name] = {
+                "units": admitted,
+                "memory_usage": usage,
+                "bytes_per_unit": usage / admitted if usage and admitted else None,
+            }
+            if name == "lua:zset_log":
+                entry[name]["zcard"] = con.call("ZCARD", key)
+        out["sizes"][str(n)] = entry
+    lo, hi = str(min(sizes)), str(max(sizes))
+    for name in ("RL.SLIDE", "lua:zset_log"):
+        a, z = out["sizes"][lo][name], out["sizes"][hi][name]
+        if a["memory_usage"] and z["memory_usage"] and z["units"] > a["units"]:
+            out.setdefault("marginal_bytes_per_unit", {})[name] = (z["memory_usage"] - a["memory_usage"]) / (
+                z["units"] - a["units"]
+            )
+    return out
+
+
+def memory_slices(b: Bench, rows: dict) -> dict:
+    """Fills every slice of a 60-slice window of 1,200 ms (20 ms slices) by
+    calling both limiters every ~4 ms for 1.3 s, then reads MEMORY USAGE."""
+    con = b.con
+    con.call("FLUSHALL", "SYNC")
+    window_ms, limit = 1200, 1_000_000
+    rl = ["RL.SLICE", "s:rl", limit, window_ms, SLICES, 1, "MS"]
+    lua = rows["lua:hash_slices"].args("s:lua", limit, 1)  # window 1 s; fixed below
+    lua[-2] = str(window_ms)  # EVALSHA sha 1 key limit window_ms slices
+    calls = 0
+    start = time.monotonic()
+    while time.monotonic() - start < (window_ms + 100) / 1000:
+        for r in con.pipeline([rl, lua]):
+            if isinstance(r, ReplyError):
+                raise BenchError("error while filling slices: %s" % r)
+        calls += 1
+        time.sleep(0.004)
+    return {
+        "window_ms": window_ms,
+        "slices": SLICES,
+        "calls_each": calls,
+        "RL.SLICE": {"memory_usage": con.call("MEMORY", "USAGE", "s:rl", "SAMPLES", "0")},
+        "lua:hash_slices": {
+            "memory_usage": con.call("MEMORY", "USAGE", "s:lua", "SAMPLES", "0"),
+            "fields": con.call("HLEN", "s:lua"),
+        },
+    }
+
+
+# --------------------------------------------------------------------------
+# Output.
+
+
+def fmt_rps(x):
+    return "-" if x is None else "{:,.0f}".format(x)
+
+
+def fmt_ratio(x):
+    return "-" if x is None else "%.2fx" % x
+
+
+def fmt_num(x, digits=1):
+    return "-" if x is None else "{:,.{d}f}".format(x, d=digits)
+
+
+def markdown_table(header, rows) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    for r in rows:
+        lines.append("| " + " | ".join(str(c) for c in r) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="smoke mode: tiny counts, 1 repetition, 1,000 keys")
+    ap.add_argument("--reps", type=int, default=None, help="repetitions (default 3; 1 with --quick)")
+    ap.add_argument("--seconds", type=float, default=2.0, help="target duration of one measurement (default 2)")
+    ap.add_argument("--keys", type=int, default=None, help="keys for memory per key (default 100,000)")
+    ap.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    ap.add_argument("--no-build", action="store_true", help="use the existing release build")
+    opts = ap.parse_args(argv)
+    quick = opts.quick
+    reps = opts.reps if opts.reps is not None else (1 if quick else 3)
+    if reps < 1:
+        ap.error("--reps must be at least 1")
+    keys = opts.keys if opts.keys is not None else (1_000 if quick else 100_000)
+    unit_sizes = [100, 1_000] if quick else [1_000, 100_000]
+    slide_levels = [10, 100, 1_000] if quick else [10, 1_000, 100_000]
+    slice_levels = [10, 60, 600] if quick else [10, 600, 3_600]
+
+    t_start = time.monotonic()
+    started_at = datetime.datetime.now(datetime.timezone.utc)
+
+    def progress(msg):
+        print("[%6.1fs] %s" % (time.monotonic() - t_start, msg), file=sys.stderr, flush=True)
+
+    server_bin = find_binary("REDIS_SERVER", "redis-server")
+    benchmark = find_binary("REDIS_BENCHMARK", "redis-benchmark")
+    cell = os.environ.get("REDIS_CELL_SO")
+    if cell:
+        cell = str(Path(cell).resolve())
+        if not os.path.exists(cell):
+            raise BenchError("REDIS_CELL_SO=%s does not exist" % cell)
+
+    if not opts.no_build:
+        progress("cargo build --release")
+        p = subprocess.run(["cargo", "build", "--release"], cwd=ROOT, stdout=sys.stderr, stderr=sys.stderr)
+        if p.returncode != 0:
+            raise BenchError("cargo build --release failed")
+    if not MODULE.exists():
+        raise BenchError("%s not found after the build" % MODULE)
+
+    reproduce = []
+    for env in ("REDIS_SERVER", "REDIS_BENCHMARK", "REDIS_CELL_SO"):
+        if os.environ.get(env):
+            reproduce.append("%s=%s" % (env, shlex.quote(os.environ[env])))
+    reproduce.append("python3 scripts/bench.py")
+    reproduce += [shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])]
+    reproduce = " ".join(reproduce)
+
+    modules = [str(MODULE)] + ([cell] if cell else [])
+    with tempfile.TemporaryDirectory(prefix="rl-bench-") as workdir:
+        server = Server(server_bin, modules, workdir)
+        try:
+            server.start()
+            b = Bench(opts, server, benchmark)
+            version = b.con.info("server")["redis_version"]
+            shas = {}
+            for name in SCRIPTS:
+                shas[name] = b.con.call("SCRIPT", "LOAD", (BENCH_DIR / (name + ".lua")).read_bytes()).decode()
+            rows = make_rows(shas, bool(cell))
+            by_name = {r.name: r for r in rows}
+
+            checks = {r.name: check_limits(b.con, r) for r in rows if r.limiter}
+            for name, res in checks.items():
+                if res != "ok":
+                    progress("WARNING: %s does not limit as expected: %s" % (name, res))
+
+            def row_cmd(row, rand):
+                key = "b:%s:%s" % (row.id, "__rand_int__" if rand else "hot")
+                return row.args(key, THROUGHPUT_LIMIT, THROUGHPUT_WINDOW_S)
+
+            # Scaling setups: SLIDE logs pre-filled to their limit.
+            scaling = []
+            for level in slide_levels:
+                key = "b:scale:slide:%d" % level
+                cmd = ["RL.SLIDE", key, str(level), "3600"]
+                admitted = allowed_count(fill_keys(server.port, [cmd] * level))
+                peek = b.con.call("RL.SLIDE", key, str(level), "3600", "0")
+                scaling.append(
+                    {"family": "RL.SLIDE", "level": level, "cmd": cmd, "prefilled": admitted, "remaining_after_fill": peek[2]}
+                )
+            for level in slice_levels:
+                key = "b:scale:slice:%d" % level
+                cmd = ["RL.SLICE", key, "1000000000", "1", str(level)]
+                scaling.append({"family": "RL.SLICE", "level": level, "cmd": cmd})
+
+            # Request counts: fixed in quick mode, else from a calibration run.
+            n_for = {}
+            if quick:
+                for rg in REGIMES:
+                    for row in rows:
+                        n_for[(rg[0], row.name)] = 2_000
+                for s in scaling:
+                    n_for[("scale", s["family"], s["level"])] = 2_000
+            else:
+                progress("calibrating request counts for %.1f s per measurement" % opts.seconds)
+                for rg_id, _, pipe, rand in REGIMES:
+                    for row in rows:
+                        cal = 40_000 if pipe > 1 else 5_000
+                        res = b.run(row_cmd(row, rand), cal, pipe, rand)
+                        n = int(res["rps"] * opts.seconds) // 1000 * 1000
+                        n_for[(rg_id, row.name)] = min(max(n, 20_000), 10_000_000)
+                for s in scaling:
+                    res = b.run(s["cmd"], 40_000, 16, False)
+                    n = int(res["rps"] * opts.seconds) // 1000 * 1000
+                    n_for[("scale", s["family"], s["level"])] = min(max(n, 20_000), 10_000_000)
+
+            results = {(rg[0], r.name): [] for rg in REGIMES for r in rows}
+            scale_results = {(s["family"], s["level"]): [] for s in scaling}
+            for rep in range(reps):
+                progress("repetition %d of %d" % (rep + 1, reps))
+                for rg_id, title, pipe, rand in REGIMES:
+                    for row in rows:
+                        res = b.run(row_cmd(row, rand), n_for[(rg_id, row.name)], pipe, rand)
+                        res["rep"] = rep
+                        results[(rg_id, row.name)].append(res)
+                for s in scaling:
+                    res = b.run(s["cmd"], n_for[("scale", s["family"], s["level"])], 16, False)
+                    res["rep"] = rep
+                    scale_results[(s["family"], s["level"])].append(res)
+
+            progress("memory: %d keys per row" % keys)
+            mem = {}
+            for row in rows:
+                if row.name == "PING":
+                    continue
+                mem[row.name] = memory_per_key(b, row, keys)
+            progress("memory: per recorded unit at %s units" % unit_sizes)
+            per_unit = memory_per_unit(b, by_name, unit_sizes)
+            progress("memory: 60 slices")
+            slices60 = memory_slices(b, by_name)
+            b.con.close()
+        finally:
+            server.stop()
+
+    total = time.monotonic() - t_start
+
+    # ---- Aggregate.
+    out_rows = []
+    for row in rows:
+        entry = {
+            "name": row.name,
+            "title": row.title,
+            "command": display_args(row, THROUGHPUT_LIMIT, THROUGHPUT_WINDOW_S),
+            "limit_check": checks.get(row.name, "n/a"),
+            "throughput": {},
+            "memory": mem.get(row.name),
+            "bytes_per_key": mem[row.name]["bytes_per_key"] if row.name in mem else None,
+        }
+        for rg_id, _, _, _ in REGIMES:
+            runs = results[(rg_id, row.name)]
+            base = results[(rg_id, "INCR")]
+            ratios = [r["rps"] / i["rps"] for r, i in zip(runs, base)]
+            entry["throughput"][rg_id] = {
+                "rps_median": median([r["rps"] for r in runs]),
+                "ratio_to_incr_median": median(ratios),
+                "server_cpu_us_per_cmd_median": median([r["server_cpu_us_per_cmd"] for r in runs]),
+                "errors": sum(r["errors"] for r in runs),
+                "runs": runs,
+                "ratios": ratios,
+            }
+        out_rows.append(entry)
+
+    scale_out = {}
+    for family, levels in (("RL.SLIDE", slide_levels), ("RL.SLICE", slice_levels)):
+        lo, hi = scale_results[(family, min(levels))], scale_results[(family, max(levels))]
+        ratios = [h["rps"] / l["rps"] for h, l in zip(hi, lo)]
+        scale_out[family] = {
+            "levels": {
+                str(lv): {
+                    "rps_median": median([r["rps"] for r in scale_results[(family, lv)]]),
+                    "server_cpu_us_per_cmd_median": median(
+                        [r["server_cpu_us_per_cmd"] for r in scale_results[(family, lv)]]
+                    ),
+                    "errors": sum(r["errors"] for r in scale_results[(family, lv)]),
+                    "runs": scale_results[(family, lv)],
+                    "setup": next(s for s in scaling if s["family"] == family and s["level"] == lv),
+                }
+                for lv in levels
+            },
+            "largest_over_smallest_ratios": ratios,
+            "largest_over_smallest_median": median(ratios),
+        }
+
+    # ---- Targets.
+    targets = []
+
+    def target(what, value, limit, op, shown):
+        ok = value is not None and (value >= limit if op == ">=" else value <= limit)
+        targets.append({"target": what, "value": value, "limit": limit, "op": op, "pass": ok, "shown": shown})
+
+    row_by = {e["name"]: e for e in out_rows}
+    for name in RL_COMMANDS:
+        h = row_by[name]["throughput"]["hot_P16"]["ratio_to_incr_median"]
+        r = row_by[name]["throughput"]["rand_P16"]["ratio_to_incr_median"]
+        target("%s >= 0.8x INCR, hot key, -P 16" % name, h, 0.8, ">=", fmt_ratio(h))
+        target("%s >= 0.6x INCR, 100k keys, -P 16" % name, r, 0.6, ">=", fmt_ratio(r))
+    for family, levels in (("RL.SLIDE", slide_levels), ("RL.SLICE", slice_levels)):
+        v = scale_out[family]["largest_over_smallest_median"]
+        unit = "limit" if family == "RL.SLIDE" else "slices"
+        target(
+            "%s flat: %s %s >= 0.9x %s %s" % (family, unit, "{:,}".format(max(levels)), unit, "{:,}".format(min(levels))),
+            v, 0.9, ">=", fmt_ratio(v),
+        )
+    v = row_by["RL.THROTTLE"]["bytes_per_key"]
+    target("RL.THROTTLE <= 120 bytes per key, expiry included", v, 120, "<=", fmt_num(v) + " B")
+    v = per_unit.get("marginal_bytes_per_unit", {}).get("RL.SLIDE")
+    target(
+        "RL.SLIDE <= 8 bytes per recorded unit (marginal, %s to %s units)"
+        % ("{:,}".format(min(unit_sizes)), "{:,}".format(max(unit_sizes))),
+        v, 8, "<=", fmt_num(v, 2) + " B",
+    )
+    v = slices60["RL.SLICE"]["memory_usage"]
+    target("RL.SLICE <= 8 bytes per slice + 100 (60 slices: 580 bytes)", v, 8 * SLICES + 100, "<=", fmt_num(v, 0) + " B")
+
+    report = {
+        "date": started_at.isoformat(timespec="seconds"),
+        "redis_version": version,
+        "server_binary": server_bin,
+        "redis_benchmark": benchmark,
+        "cpu_count": os.cpu_count(),
+        "machine": platform.machine(),
+        "reproduce": reproduce,
+        "quick": quick,
+        "reps": reps,
+        "clients": CLIENTS,
+        "random_keys": RAND_KEYS,
+        "throughput_params": {"limit": THROUGHPUT_LIMIT, "window_s": THROUGHPUT_WINDOW_S, "quantity": 1},
+        "memory_params": {"limit": MEMORY_LIMIT, "window_s": MEMORY_WINDOW_S, "keys": keys},
+        "rows": out_rows,
+        "memory_per_unit": per_unit,
+        "memory_slices60": slices60,
+        "scaling": scale_out,
+        "targets": targets,
+        "total_seconds": None,
+    }
+
+    # ---- Print.
+    p = print
+    p("# redis-ratelimit: side-by-side benchmark%s" % (" (QUICK smoke run: figures not meaningful)" if quick else ""))
+    p()
+    p("- date: %s" % report["date"])
+    p("- server: redis %s (%s), module %s%s" % (version, server_bin, MODULE.relative_to(ROOT), ", redis-cell " + cell if cell else ""))
+    p("- CPUs: %s (%s); the client (redis-benchmark) and the server share them" % (os.cpu_count(), platform.machine()))
+    p("- reproduce, from the repository root: `%s`" % reproduce)
+    p(
+        "- %d repetitions, rows interleaved; medians; ratio = row / INCR in the same repetition, "
+        "median of the ratios (the figures that count on a shared machine; the range over the repetitions "
+        "follows in parentheses); %d clients" % (reps, CLIENTS)
+    )
+    p()
+    p(
+        "## Throughput: requests per second and ratio to INCR\n\n"
+        "Every limiter: **%s units per %d s, quantity 1**, so practically every call is allowed and takes "
+        "its full write path. Hot key: `b:<row>:hot`; 100k keys: `b:<row>:__rand_int__` with `-r %d`. "
+        "Memory column: **limit %d per %d s**, %s keys `rl:<12 digits>`, (used_memory delta) / keys, expiry "
+        "entries included where the row sets one."
+        % ("{:,}".format(THROUGHPUT_LIMIT), THROUGHPUT_WINDOW_S, RAND_KEYS, MEMORY_LIMIT, MEMORY_WINDOW_S, "{:,}".format(keys))
+    )
+    p()
+    header = ["command"]
+    for _, title, _, _ in REGIMES:
+        header += [title + " req/s", "x INCR"]
+    header += ["server us/cmd (hot, -P 16)", "bytes/key"]
+    body = []
+    for e in out_rows:
+        cells = [e["title"]]
+        for rg_id, _, _, _ in REGIMES:
+            t = e["throughput"][rg_id]
+            mark = " (%d errors!)" % t["errors"] if t["errors"] else ""
+            ratio = fmt_ratio(t["ratio_to_incr_median"])
+            if len(t["ratios"]) > 1 and e["name"] != "INCR":
+                ratio += " (%.2f-%.2f)" % (min(t["ratios"]), max(t["ratios"]))
+            cells += [fmt_rps(t["rps_median"]) + mark, ratio]
+        cells.append(fmt_num(e["throughput"]["hot_P16"]["server_cpu_us_per_cmd_median"], 2))
+        bpk = e["bytes_per_key"]
+        m = e["memory"]
+        note = ""
+        if m and m["dbsize"] != m["keys"]:
+            note = " (DBSIZE %d!)" % m["dbsize"]
+        cells.append(fmt_num(bpk) + note if bpk is not None else "n/a")
+        body.append(cells)
+    p(markdown_table(header, body))
+    p()
+    p("Commands (KEY as above):")
+    p()
+    for e in out_rows:
+        check = "" if e["limit_check"] in ("ok", "n/a") else "  **limit check FAILED: %s**" % e["limit_check"]
+        p("- %s: `%s`%s" % (e["title"], e["command"], check))
+    p()
+    p(
+        "## Memory per recorded unit: exact sliding logs\n\n"
+        "One key, limit %s per 3,600 s, filled with N admitted units (one call per unit); "
+        "MEMORY USAGE key SAMPLES 0 / N. Marginal = usage difference / unit difference."
+        % "{:,}".format(per_unit["limit"])
+    )
+    p()
+    header = ["command"] + ["%s units: bytes/unit" % "{:,}".format(n) for n in unit_sizes] + ["marginal bytes/unit"]
+    body = []
+    for name in ("RL.SLIDE", "lua:zset_log"):
+        cells = [by_name[name].title]
+        for n in unit_sizes:
+            d = per_unit["sizes"][str(n)][name]
+            cells.append("%s (%s B, %s units)" % (fmt_num(d["bytes_per_unit"], 2), "{:,}".format(d["memory_usage"] or 0), "{:,}".format(d["units"])))
+        cells.append(fmt_num(per_unit.get("marginal_bytes_per_unit", {}).get(name), 2))
+        body.append(cells)
+    p(markdown_table(header, body))
+    p()
+    p(
+        "## Memory per key at 60 slices\n\n"
+        "Limit 1,000,000 per %d ms in %d slices (%d ms each); both keys called every ~4 ms for %.1f s "
+        "(%d calls each), so every slice of the window holds units; MEMORY USAGE key SAMPLES 0."
+        % (slices60["window_ms"], SLICES, slices60["window_ms"] // SLICES, (slices60["window_ms"] + 100) / 1000, slices60["calls_each"])
+    )
+    p()
+    p(
+        markdown_table(
+            ["command", "bytes per key", "bytes per slice"],
+            [
+                [by_name["RL.SLICE"].title, slices60["RL.SLICE"]["memory_usage"], fmt_num(slices60["RL.SLICE"]["memory_usage"] / SLICES)],
+                [
+                    by_name["lua:hash_slices"].title + " (%d fields)" % slices60["lua:hash_slices"]["fields"],
+                    slices60["lua:hash_slices"]["memory_usage"],
+                    fmt_num(slices60["lua:hash_slices"]["memory_usage"] / SLICES),
+                ],
+            ],
+        )
+    )
+    p()
+    p(
+        "## Scaling (hot key, -P 16)\n\n"
+        "RL.SLIDE: limit L per 3,600 s, log pre-filled with L units, then quantity 1 (every call limited, log stays full). "
+        "RL.SLICE: limit 1,000,000,000 per 1 s in S slices, every call allowed, slices rolling over."
+    )
+    p()
+    body = []
+    for family in ("RL.SLIDE", "RL.SLICE"):
+        s = scale_out[family]
+        for lv, d in s["levels"].items():
+            setup = d["setup"]
+            extra = ""
+            if family == "RL.SLIDE":
+                extra = " (pre-filled %s, remaining %s)" % ("{:,}".format(setup["prefilled"]), setup["remaining_after_fill"])
+            body.append(
+                [
+                    "`%s`%s" % (" ".join(setup["cmd"]), extra),
+                    fmt_rps(d["rps_median"]),
+                    fmt_num(d["server_cpu_us_per_cmd_median"], 2),
+                    "",
+                ]
+            )
+        rs = s["largest_over_smallest_ratios"]
+        body[-1][3] = "largest/smallest: %s%s" % (
+            fmt_ratio(s["largest_over_smallest_median"]),
+            " (%.2f-%.2f)" % (min(rs), max(rs)) if len(rs) > 1 else "",
+        )
+    p(markdown_table(["command", "req/s", "server us/cmd", "ratio"], body))
+    p()
+    p("## Targets (from the issue)\n")
+    p(markdown_table(["target", "measured", "result"], [[t["target"], t["shown"], "PASS" if t["pass"] else "FAIL"] for t in targets]))
+    p()
+    total = time.monotonic() - t_start
+    report["total_seconds"] = total
+    p("Total time: %.0f s (%.1f min)" % (total, total / 60))
+    sys.stdout.flush()
+
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump(report, f, indent=2, default=str)
+    return 0
+
+
+def _terminate(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("interrupted; server stopped", file=sys.stderr)
+        sys.exit(130)
+    except BenchError as e:
+        print("bench.py: error: %s" % e, file=sys.stderr)
+        sys.exit(1)
