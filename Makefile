@@ -19,7 +19,6 @@ build: deps
 run: build
 	@if (exec 3<>/dev/tcp/127.0.0.1/$(PORT)) 2>/dev/null; then \
 		echo "Port $(PORT) is taken (a redis-server service?). Stop it, or: make run PORT=6380"; exit 1; fi
-	@mkdir -p tmp
 	@echo "Starting redis-server on 127.0.0.1:$(PORT) with $(MODULE). Try: redis-cli -p $(PORT) RL.THROTTLE user:1 15 30 60"
 	exec redis-server redis.conf.example --port $(PORT)
 
