@@ -316,7 +316,7 @@ const MAX_NUMBERS: usize = 8;
 
 /// The arguments after the key, as bytes, without allocating. `min_argc`
 /// counts the command name and the key.
-fn numbers(argv: &[RString], min_argc: usize) -> Result<ArgsBuf, Error> {
+fn numbers<'a>(argv: &[RString], min_argc: usize) -> Result<ArgsBuf<'a>, Error> {
     if argv.len() < min_argc {
         return Err(Error::Arity);
     }
@@ -336,13 +336,14 @@ fn numbers(argv: &[RString], min_argc: usize) -> Result<ArgsBuf, Error> {
     Ok(buf)
 }
 
-struct ArgsBuf {
-    items: [&'static [u8]; MAX_NUMBERS],
+/// Borrowed argument bytes, valid while the command runs.
+struct ArgsBuf<'a> {
+    items: [&'a [u8]; MAX_NUMBERS],
     len: usize,
 }
 
-impl std::ops::Deref for ArgsBuf {
-    type Target = [&'static [u8]];
+impl<'a> std::ops::Deref for ArgsBuf<'a> {
+    type Target = [&'a [u8]];
     fn deref(&self) -> &Self::Target {
         &self.items[..self.len]
     }

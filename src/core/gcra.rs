@@ -290,6 +290,41 @@ mod tests {
     }
 
     #[test]
+    fn redis_cell_published_cases() {
+        // The case list redis-cell publishes for its own GCRA (capacity 5,
+        // one unit per second), replayed here in milliseconds: the replies
+        // agree wherever redis-cell is right. One key, requests in order.
+        // at (ms), quantity => limited, limit, remaining, retry_after (ms), reset_after (ms)
+        type Case = (u64, u64, [i64; 5]);
+        #[rustfmt::skip]
+        let cases: &[Case] = &[
+            (0,     6, [1, 5, 5, -1, 0]),     // never fits
+            (0,     1, [0, 5, 4, -1, 1_000]),
+            (0,     1, [0, 5, 3, -1, 2_000]),
+            (0,     1, [0, 5, 2, -1, 3_000]),
+            (0,     1, [0, 5, 1, -1, 4_000]),
+            (0,     1, [0, 5, 0, -1, 5_000]),
+            (0,     1, [1, 5, 0, 1_000, 5_000]),
+            (3_000, 1, [0, 5, 2, -1, 3_000]),
+            (3_100, 1, [0, 5, 1, -1, 3_900]),
+            (4_000, 1, [0, 5, 1, -1, 4_000]),
+            (8_000, 1, [0, 5, 4, -1, 1_000]),
+            (9_500, 1, [0, 5, 4, -1, 1_000]),
+            (9_500, 0, [0, 5, 4, -1, 1_000]), // peek
+            (9_500, 2, [0, 5, 2, -1, 3_000]),
+            (9_500, 5, [1, 5, 2, 3_000, 3_000]),
+        ];
+        let p = params(4, 1, Nanos::new(S));
+        let mut key = None;
+        let start = 1_700_000_000 * S;
+        for (i, &(at, quantity, expect)) in cases.iter().enumerate() {
+            let now = start + at * MS;
+            let d = run(&mut key, now, &p, quantity);
+            assert_eq!(d.reply(Nanos::new(now), Unit::Millis), expect, "case {i}");
+        }
+    }
+
+    #[test]
     fn thirds_of_a_second_are_exact() {
         // 3 per second, burst 1: a burst of two fits at once, which it would
         // not if T were rounded up to 333,333,334 ns.
