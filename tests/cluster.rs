@@ -84,19 +84,6 @@ fn keyslot(con: &mut Connection, key: &str) -> u16 {
         .expect("CLUSTER KEYSLOT")
 }
 
-fn digest_value(con: &mut Connection, key: &str) -> String {
-    let v: Vec<String> = redis::cmd("DEBUG")
-        .arg("DIGEST-VALUE")
-        .arg(key)
-        .query(con)
-        .expect("DEBUG DIGEST-VALUE");
-    v[0].clone()
-}
-
-fn dbsize(con: &mut Connection) -> i64 {
-    redis::cmd("DBSIZE").query(con).expect("DBSIZE")
-}
-
 /// The five-integer reply of a command sent through any connection (the
 /// cluster client included).
 fn reply5(con: &mut impl ConnectionLike, args: &[&str]) -> [i64; 5] {
@@ -142,41 +129,25 @@ fn wait_for(secs: u64, what: &str, mut f: impl FnMut() -> Result<(), String>) {
 }
 
 fn try_conn(port: u16) -> Result<Connection, String> {
-    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap();
-    let con = client
-        .get_connection_with_timeout(Duration::from_secs(2))
+    connect(port, Duration::from_secs(10)).map_err(|e| format!("{port}: {e}"))
+}
+
+/// `field` of what `command` (INFO or CLUSTER INFO) answers on the node at
+/// `port`, through a fresh connection.
+fn try_info_field(port: u16, command: &[&str], field: &str) -> Result<String, String> {
+    let mut con = try_conn(port)?;
+    let info: String = cmd(command)
+        .query(&mut con)
         .map_err(|e| format!("{port}: {e}"))?;
-    con.set_read_timeout(Some(Duration::from_secs(10)))
-        .map_err(|e| e.to_string())?;
-    Ok(con)
+    Ok(info_value(&info, field))
 }
 
 fn try_field(port: u16, section: &str, field: &str) -> Result<String, String> {
-    let mut con = try_conn(port)?;
-    let info: String = redis::cmd("INFO")
-        .arg(section)
-        .query(&mut con)
-        .map_err(|e| format!("{port}: {e}"))?;
-    Ok(info
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .unwrap_or_default()
-        .trim()
-        .to_string())
+    try_info_field(port, &["INFO", section], field)
 }
 
 fn cluster_info_field(port: u16, field: &str) -> Result<String, String> {
-    let mut con = try_conn(port)?;
-    let info: String = redis::cmd("CLUSTER")
-        .arg("INFO")
-        .query(&mut con)
-        .map_err(|e| format!("{port}: {e}"))?;
-    Ok(info
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .unwrap_or_default()
-        .trim()
-        .to_string())
+    try_info_field(port, &["CLUSTER", "INFO"], field)
 }
 
 /// Every node: state ok, all slots served, six nodes known, and the same
@@ -448,8 +419,7 @@ fn cluster_routing_hash_tags_and_failover() {
         assert!(n > 0, "master {m} is empty");
         total += n;
         // Replicas hold the same keys.
-        let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut con).unwrap();
-        assert_eq!(acked, 1, "WAIT on {m}");
+        assert_eq!(wait_replicas(&mut con, 1, 5000), 1, "WAIT on {m}");
         let r = replica_of(&topo, m);
         assert_eq!(dbsize(&mut cluster.con(r)), n, "replica {r} of {m}");
     }
@@ -525,12 +495,11 @@ fn cluster_routing_hash_tags_and_failover() {
         before.push(limited);
     }
     let mut mcon = cluster.con(master);
-    let acked: i64 = redis::cmd("WAIT")
-        .arg(1)
-        .arg(5000)
-        .query(&mut mcon)
-        .unwrap();
-    assert_eq!(acked, 1, "WAIT 1 5000 on {master}");
+    assert_eq!(
+        wait_replicas(&mut mcon, 1, 5000),
+        1,
+        "WAIT 1 5000 on {master}"
+    );
     let mut rcon = cluster.con(replica);
     let mut digests = Vec::new();
     for (key, _) in &limiters {

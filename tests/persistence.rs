@@ -57,15 +57,6 @@ fn debug_reload_keeps_every_state() {
     );
 }
 
-fn digest_value(con: &mut Connection, key: &str) -> String {
-    let v: Vec<String> = redis::cmd("DEBUG")
-        .arg("DIGEST-VALUE")
-        .arg(key)
-        .query(con)
-        .unwrap();
-    v[0].clone()
-}
-
 #[test]
 fn dump_restore_copy_rename() {
     let server = Server::start();
@@ -73,7 +64,7 @@ fn dump_restore_copy_rename() {
     workload(&mut con, 1);
     for key in keys_of_each_type() {
         let payload: Vec<u8> = redis::cmd("DUMP").arg(key).query(&mut con).unwrap();
-        let expire_at: i64 = redis::cmd("PEXPIRETIME").arg(key).query(&mut con).unwrap();
+        let expire_at = pexpiretime(&mut con, key);
         let restored = format!("{key}:restored");
         let _: () = redis::cmd("RESTORE")
             .arg(&restored)
@@ -111,11 +102,7 @@ fn dump_restore_copy_rename() {
         assert_eq!(digest_value(&mut con, &renamed), before, "{key}");
 
         // MEMORY USAGE is computed from the state: nonzero and sane.
-        let usage: i64 = redis::cmd("MEMORY")
-            .arg("USAGE")
-            .arg(&renamed)
-            .query(&mut con)
-            .unwrap();
+        let usage = memory_usage(&mut con, &renamed);
         assert!(usage > 0 && usage < 10_000, "{key}: {usage}");
     }
     // The copy is independent of the original.
@@ -180,9 +167,9 @@ fn aof_restart_with_preamble() {
     aof_restart("yes");
 }
 
-#[test]
-fn replica_reaches_the_masters_exact_state() {
-    let master = Server::start();
+/// A replica of `master`, without persistence, and a connection to it once
+/// its link to the master is up.
+fn start_replica(master: &Server) -> (Server, Connection) {
     let replica = Server::start_with(&[
         "--save",
         "",
@@ -194,6 +181,13 @@ fn replica_reaches_the_masters_exact_state() {
     wait_until(20, "the replica to sync", || {
         info_field(&mut rcon, "replication", "master_link_status") == "up"
     });
+    (replica, rcon)
+}
+
+#[test]
+fn replica_reaches_the_masters_exact_state() {
+    let master = Server::start();
+    let (_replica, mut rcon) = start_replica(&master);
     let mut con = master.conn();
     workload(&mut con, 2);
 
@@ -235,15 +229,10 @@ fn replica_reaches_the_masters_exact_state() {
         .unwrap();
     assert_eq!(limited, vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1]);
 
-    let acked: i64 = redis::cmd("WAIT")
-        .arg(1)
-        .arg(10_000)
-        .query(&mut con)
-        .unwrap();
-    assert_eq!(acked, 1);
+    assert_eq!(wait_replicas(&mut con, 1, 10_000), 1);
     let master_digest = digest(&mut con);
     assert_eq!(digest(&mut rcon), master_digest);
-    let keys: i64 = redis::cmd("DBSIZE").query(&mut rcon).unwrap();
+    let keys = dbsize(&mut rcon);
     assert!(keys >= 12, "replica has {keys} keys");
 }
 
@@ -398,8 +387,7 @@ fn move_and_flushall_async() {
         );
     }
     let _: () = redis::cmd("FLUSHALL").arg("ASYNC").query(&mut con).unwrap();
-    let keys: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
-    assert_eq!(keys, 0);
+    assert_eq!(dbsize(&mut con), 0);
     let r = five(&mut con, &["RL.SLIDE", "big:0", "10000", "600", "1"]);
     assert_eq!(&r[..3], &[0, 10000, 9999]);
 }
@@ -412,31 +400,11 @@ fn replica_attached_after_traffic_reaches_the_same_state() {
     let master = Server::start();
     let mut con = master.conn();
     workload(&mut con, 2);
-    let replica = Server::start_with(&[
-        "--save",
-        "",
-        "--replicaof",
-        "127.0.0.1",
-        &master.port.to_string(),
-    ]);
-    let mut rcon = replica.conn();
-    wait_until(20, "the replica to sync", || {
-        info_field(&mut rcon, "replication", "master_link_status") == "up"
-    });
-    let acked: i64 = redis::cmd("WAIT")
-        .arg(1)
-        .arg(10_000)
-        .query(&mut con)
-        .unwrap();
-    assert_eq!(acked, 1);
+    let (_replica, mut rcon) = start_replica(&master);
+    assert_eq!(wait_replicas(&mut con, 1, 10_000), 1);
     assert_eq!(digest(&mut rcon), digest(&mut con), "after the full sync");
     workload(&mut con, 2);
-    let acked: i64 = redis::cmd("WAIT")
-        .arg(1)
-        .arg(10_000)
-        .query(&mut con)
-        .unwrap();
-    assert_eq!(acked, 1);
+    assert_eq!(wait_replicas(&mut con, 1, 10_000), 1);
     assert_eq!(digest(&mut rcon), digest(&mut con), "after more traffic");
 }
 

@@ -12,36 +12,7 @@ mod common;
 use common::*;
 
 use std::ops::RangeInclusive;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-const NS_PER_MS: i128 = 1_000_000;
-const NS_PER_S: i128 = 1_000_000_000;
-
-/// The wall clock in ns since the epoch: the server reads the same clock.
-fn unix_ns() -> i128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_nanos() as i128
-}
-
-/// Runs `f` until every call it makes falls within one wall-clock second.
-/// `f` gets a fresh key suffix per attempt; returns that second (since the
-/// epoch) and `f`'s result.
-fn in_one_second<T>(mut f: impl FnMut(&str) -> T) -> (i64, T) {
-    for attempt in 0..10 {
-        // Start early in a second: the calls take a few milliseconds.
-        while unix_ns() % NS_PER_S > 500 * NS_PER_MS {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let before = unix_ns();
-        let out = f(&format!(":{attempt}"));
-        if unix_ns() / NS_PER_S == before / NS_PER_S {
-            return ((before / NS_PER_S) as i64, out);
-        }
-    }
-    panic!("ten attempts each crossed a second boundary: is the machine overloaded?");
-}
+use std::time::{Duration, Instant};
 
 /// A reply and the client's wall clock just before sending the request and
 /// just after receiving the reply: the server decided in between.
@@ -78,61 +49,6 @@ fn sleep_until(at_ns: i128) {
         }
         std::thread::sleep(Duration::from_nanos(((at_ns - now) as u64).min(1_000_000)));
     }
-}
-
-fn exists(con: &mut Connection, key: &str) -> bool {
-    let n: i64 = redis::cmd("EXISTS").arg(key).query(con).unwrap();
-    n == 1
-}
-
-fn dbsize(con: &mut Connection) -> i64 {
-    redis::cmd("DBSIZE").query(con).unwrap()
-}
-
-fn pexpiretime(con: &mut Connection, key: &str) -> i64 {
-    redis::cmd("PEXPIRETIME").arg(key).query(con).unwrap()
-}
-
-fn dirty(con: &mut Connection) -> String {
-    info_field(con, "persistence", "rdb_changes_since_last_save")
-}
-
-fn memory_usage(con: &mut Connection, key: &str) -> i64 {
-    redis::cmd("MEMORY")
-        .arg("USAGE")
-        .arg(key)
-        .query(con)
-        .unwrap()
-}
-
-fn digest_value(con: &mut Connection, key: &str) -> String {
-    let v: Vec<String> = redis::cmd("DEBUG")
-        .arg("DIGEST-VALUE")
-        .arg(key)
-        .query(con)
-        .unwrap();
-    v[0].clone()
-}
-
-/// Milliseconds elapsed since `t`, rounded up.
-fn ms_since(t: Instant) -> i64 {
-    let ns = t.elapsed().as_nanos() as i64;
-    (ns + 999_999) / 1_000_000
-}
-
-/// Runs `table` with its keys suffixed, all calls within one second.
-fn run_in_one_second(con: &mut Connection, table: &[&[&str]]) -> (i64, Vec<[i64; 5]>) {
-    in_one_second(|suffix| {
-        table
-            .iter()
-            .map(|args| {
-                let key = format!("{}{suffix}", args[1]);
-                let mut args = args.to_vec();
-                args[1] = &key;
-                five(con, &args)
-            })
-            .collect()
-    })
 }
 
 #[test]
@@ -443,13 +359,7 @@ fn bad_input_table() {
         (&["RL.SLICE", "k", "5", "60", "6", "AT"], at),
         (&["RL.SLICE", "k", "5", "60", "6", "1", "MS", "x", "x", "x", "x", "x"], "ERR unknown argument 'x'"),
     ];
-    for (args, expected) in table {
-        assert_eq!(
-            error(&mut con, args).to_lowercase(),
-            expected.to_lowercase(),
-            "{args:?}"
-        );
-    }
+    assert_errors(&mut con, table);
     // No failed call created a key.
     assert_eq!(dbsize(&mut con), 0);
 }
@@ -705,117 +615,29 @@ fn memory_is_fixed_by_the_slice_count() {
     }
 }
 
-/// The value after `name` in a reply of name/value pairs (RESP2 array or
-/// RESP3 map).
-fn field<'a>(v: &'a Value, name: &str) -> Option<&'a Value> {
-    match v {
-        Value::Array(items) => items
-            .chunks(2)
-            .find(|pair| text(&pair[0]).eq_ignore_ascii_case(name))
-            .and_then(|pair| pair.get(1)),
-        Value::Map(pairs) => pairs
-            .iter()
-            .find(|(k, _)| text(k).eq_ignore_ascii_case(name))
-            .map(|(_, v)| v),
-        _ => None,
-    }
-}
-
-fn text(v: &Value) -> String {
-    match v {
-        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::SimpleString(s) => s.clone(),
-        Value::Int(n) => n.to_string(),
-        Value::Okay => "OK".to_string(),
-        other => format!("{other:?}"),
-    }
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    match v {
-        Value::Array(items) | Value::Set(items) => items.iter().map(text).collect(),
-        other => vec![text(other)],
-    }
-}
-
 #[test]
 fn command_metadata() {
     let server = Server::start();
     let mut con = server.conn();
-    for args in [
-        &["RL.SLICE", "user:7", "1", "2", "3"][..],
-        &["RL.SLICE", "user:7", "10", "60000", "6", "3", "MS"],
-    ] {
-        let mut c = redis::cmd("COMMAND");
-        c.arg("GETKEYS").arg(args);
-        let keys: Vec<String> = c.query(&mut con).unwrap();
-        assert_eq!(keys, vec!["user:7"], "{args:?}");
-    }
-
-    let info: Value = redis::cmd("COMMAND")
-        .arg("INFO")
-        .arg("RL.SLICE")
-        .query(&mut con)
-        .unwrap();
-    let Value::Array(entries) = &info else {
-        panic!("COMMAND INFO: {info:?}")
-    };
-    let Some(Value::Array(entry)) = entries.first() else {
-        panic!("COMMAND INFO: {info:?}")
-    };
-    assert!(
-        text(&entry[0]).eq_ignore_ascii_case("rl.slice"),
-        "{entry:?}"
+    assert_command_metadata(
+        &mut con,
+        "RL.SLICE",
+        -5,
+        &[
+            "slices",
+            "limited, limit, remaining, retry_after, reset_after",
+        ],
+        &[
+            &["RL.SLICE", "user:7", "1", "2", "3"],
+            &["RL.SLICE", "user:7", "10", "60000", "6", "3", "MS"],
+        ],
+        &[
+            ("key", "key", false, None),
+            ("limit", "integer", false, None),
+            ("window", "integer", false, None),
+            ("slices", "integer", false, None),
+            ("quantity", "integer", true, None),
+            ("ms", "pure-token", true, Some("MS")),
+        ],
     );
-    assert_eq!(entry[1], Value::Int(-5), "arity");
-    let flags = strings(&entry[2]);
-    for flag in ["write", "denyoom", "fast"] {
-        assert!(flags.iter().any(|f| f == flag), "{flag} missing: {flags:?}");
-    }
-    assert_eq!(&entry[3..6], &[Value::Int(1), Value::Int(1), Value::Int(1)]);
-
-    let docs: Value = redis::cmd("COMMAND")
-        .arg("DOCS")
-        .arg("RL.SLICE")
-        .query(&mut con)
-        .unwrap();
-    let doc = field(&docs, "rl.slice").unwrap_or_else(|| panic!("COMMAND DOCS: {docs:?}"));
-    let summary = text(field(doc, "summary").expect("summary"));
-    assert!(
-        summary.to_lowercase().contains("slices"),
-        "summary: {summary}"
-    );
-    assert!(
-        summary.contains("limited, limit, remaining, retry_after, reset_after"),
-        "the summary names the reply: {summary}"
-    );
-    assert_eq!(text(field(doc, "module").expect("module")), "ratelimit");
-    let Some(Value::Array(arguments)) = field(doc, "arguments") else {
-        panic!("arguments: {doc:?}")
-    };
-    // name, type, optional, token
-    let got: Vec<(String, String, bool, Option<String>)> = arguments
-        .iter()
-        .map(|a| {
-            (
-                text(field(a, "name").expect("name")),
-                text(field(a, "type").expect("type")),
-                field(a, "flags").is_some_and(|f| strings(f).iter().any(|s| s == "optional")),
-                field(a, "token").map(text),
-            )
-        })
-        .collect();
-    let expected = [
-        ("key", "key", false, None),
-        ("limit", "integer", false, None),
-        ("window", "integer", false, None),
-        ("slices", "integer", false, None),
-        ("quantity", "integer", true, None),
-        ("ms", "pure-token", true, Some("MS")),
-    ];
-    let expected: Vec<(String, String, bool, Option<String>)> = expected
-        .iter()
-        .map(|(n, t, o, k)| (n.to_string(), t.to_string(), *o, k.map(str::to_string)))
-        .collect();
-    assert_eq!(got, expected);
 }

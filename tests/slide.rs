@@ -5,76 +5,7 @@
 mod common;
 use common::*;
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-const NS_PER_MS: i128 = 1_000_000;
-const NS_PER_S: i128 = 1_000_000_000;
-
-/// The wall clock in ns since the epoch: the server reads the same clock.
-fn unix_ns() -> i128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_nanos() as i128
-}
-
-/// Runs `f` until every call it makes falls within one wall-clock second,
-/// so that replies in seconds, rounded up, are exact. `f` gets a fresh key
-/// suffix per attempt; returns `f`'s result.
-fn in_one_second<T>(mut f: impl FnMut(&str) -> T) -> T {
-    for attempt in 0..10 {
-        // Start early in a second: the calls take a few milliseconds.
-        while unix_ns() % NS_PER_S > 500 * NS_PER_MS {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let before = unix_ns();
-        let out = f(&format!(":{attempt}"));
-        if unix_ns() / NS_PER_S == before / NS_PER_S {
-            return out;
-        }
-    }
-    panic!("ten attempts each crossed a second boundary: is the machine overloaded?");
-}
-
-fn exists(con: &mut Connection, key: &str) -> bool {
-    let n: i64 = redis::cmd("EXISTS").arg(key).query(con).unwrap();
-    n == 1
-}
-
-fn dbsize(con: &mut Connection) -> i64 {
-    redis::cmd("DBSIZE").query(con).unwrap()
-}
-
-fn pexpiretime(con: &mut Connection, key: &str) -> i64 {
-    redis::cmd("PEXPIRETIME").arg(key).query(con).unwrap()
-}
-
-fn dirty(con: &mut Connection) -> String {
-    info_field(con, "persistence", "rdb_changes_since_last_save")
-}
-
-fn memory_usage(con: &mut Connection, key: &str) -> i64 {
-    redis::cmd("MEMORY")
-        .arg("USAGE")
-        .arg(key)
-        .query(con)
-        .unwrap()
-}
-
-fn digest_value(con: &mut Connection, key: &str) -> String {
-    let v: Vec<String> = redis::cmd("DEBUG")
-        .arg("DIGEST-VALUE")
-        .arg(key)
-        .query(con)
-        .unwrap();
-    v[0].clone()
-}
-
-/// Milliseconds elapsed since `t`, rounded up.
-fn ms_since(t: Instant) -> i64 {
-    let ns = t.elapsed().as_nanos() as i64;
-    (ns + 999_999) / 1_000_000
-}
+use std::time::{Duration, Instant};
 
 #[test]
 fn reply_table() {
@@ -113,7 +44,7 @@ fn reply_table() {
         // the same key read in seconds
         (&["RL.SLIDE", "c", "10", "120", "0"],           [0, 10, 0, -1, 120]),
     ];
-    let (replies, suffix) = in_one_second(|suffix| {
+    let (_, (replies, suffix)) = in_one_second(|suffix| {
         let replies: Vec<[i64; 5]> = table
             .iter()
             .map(|(args, _)| {
@@ -360,13 +291,7 @@ fn bad_input_table() {
         (&["RL.SLIDE", "k", "5", "60", "AT"], at),
         (&["RL.SLIDE", "k", "5", "60", "1", "MS", "x", "x", "x", "x", "x", "x"], "ERR unknown argument 'x'"),
     ];
-    for (args, expected) in table {
-        assert_eq!(
-            error(&mut con, args).to_lowercase(),
-            expected.to_lowercase(),
-            "{args:?}"
-        );
-    }
+    assert_errors(&mut con, table);
     // No failed call created a key.
     assert_eq!(dbsize(&mut con), 0);
 }
@@ -395,17 +320,8 @@ fn changed_parameters_apply_to_what_was_recorded() {
         (&["RL.SLIDE", "k", "5", "60"],       [0, 5, 0, -1, 60]),
         (&["RL.SLIDE", "k", "5", "60"],       [1, 5, 0, 60, 60]),
     ];
-    let replies = in_one_second(|suffix| {
-        table
-            .iter()
-            .map(|(args, _)| {
-                let key = format!("k{suffix}");
-                let mut args = args.to_vec();
-                args[1] = &key;
-                five(&mut con, &args)
-            })
-            .collect::<Vec<_>>()
-    });
+    let calls: Vec<&[&str]> = table.iter().map(|(args, _)| *args).collect();
+    let (_, replies) = run_in_one_second(&mut con, &calls);
     for ((args, expected), got) in table.iter().zip(&replies) {
         assert_eq!(got, expected, "{args:?}");
     }
@@ -502,116 +418,28 @@ fn memory_is_eight_bytes_per_unit() {
     assert!(usage <= 8 * 1_000 + 200, "{usage} bytes");
 }
 
-/// The value after `name` in a reply of name/value pairs (RESP2 array or
-/// RESP3 map).
-fn field<'a>(v: &'a Value, name: &str) -> Option<&'a Value> {
-    match v {
-        Value::Array(items) => items
-            .chunks(2)
-            .find(|pair| text(&pair[0]).eq_ignore_ascii_case(name))
-            .and_then(|pair| pair.get(1)),
-        Value::Map(pairs) => pairs
-            .iter()
-            .find(|(k, _)| text(k).eq_ignore_ascii_case(name))
-            .map(|(_, v)| v),
-        _ => None,
-    }
-}
-
-fn text(v: &Value) -> String {
-    match v {
-        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::SimpleString(s) => s.clone(),
-        Value::Int(n) => n.to_string(),
-        Value::Okay => "OK".to_string(),
-        other => format!("{other:?}"),
-    }
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    match v {
-        Value::Array(items) | Value::Set(items) => items.iter().map(text).collect(),
-        other => vec![text(other)],
-    }
-}
-
 #[test]
 fn command_metadata() {
     let server = Server::start();
     let mut con = server.conn();
-    for args in [
-        &["RL.SLIDE", "user:7", "1", "2"][..],
-        &["RL.SLIDE", "user:7", "10", "60000", "3", "MS"],
-    ] {
-        let mut c = redis::cmd("COMMAND");
-        c.arg("GETKEYS").arg(args);
-        let keys: Vec<String> = c.query(&mut con).unwrap();
-        assert_eq!(keys, vec!["user:7"], "{args:?}");
-    }
-
-    let info: Value = redis::cmd("COMMAND")
-        .arg("INFO")
-        .arg("RL.SLIDE")
-        .query(&mut con)
-        .unwrap();
-    let Value::Array(entries) = &info else {
-        panic!("COMMAND INFO: {info:?}")
-    };
-    let Some(Value::Array(entry)) = entries.first() else {
-        panic!("COMMAND INFO: {info:?}")
-    };
-    assert!(
-        text(&entry[0]).eq_ignore_ascii_case("rl.slide"),
-        "{entry:?}"
+    assert_command_metadata(
+        &mut con,
+        "RL.SLIDE",
+        -4,
+        &[
+            "sliding",
+            "limited, limit, remaining, retry_after, reset_after",
+        ],
+        &[
+            &["RL.SLIDE", "user:7", "1", "2"],
+            &["RL.SLIDE", "user:7", "10", "60000", "3", "MS"],
+        ],
+        &[
+            ("key", "key", false, None),
+            ("limit", "integer", false, None),
+            ("window", "integer", false, None),
+            ("quantity", "integer", true, None),
+            ("ms", "pure-token", true, Some("MS")),
+        ],
     );
-    assert_eq!(entry[1], Value::Int(-4), "arity");
-    let flags = strings(&entry[2]);
-    for flag in ["write", "denyoom", "fast"] {
-        assert!(flags.iter().any(|f| f == flag), "{flag} missing: {flags:?}");
-    }
-    assert_eq!(&entry[3..6], &[Value::Int(1), Value::Int(1), Value::Int(1)]);
-
-    let docs: Value = redis::cmd("COMMAND")
-        .arg("DOCS")
-        .arg("RL.SLIDE")
-        .query(&mut con)
-        .unwrap();
-    let doc = field(&docs, "rl.slide").unwrap_or_else(|| panic!("COMMAND DOCS: {docs:?}"));
-    let summary = text(field(doc, "summary").expect("summary"));
-    assert!(
-        summary.to_lowercase().contains("sliding"),
-        "summary: {summary}"
-    );
-    assert!(
-        summary.contains("limited, limit, remaining, retry_after, reset_after"),
-        "the summary names the reply: {summary}"
-    );
-    assert_eq!(text(field(doc, "module").expect("module")), "ratelimit");
-    let Some(Value::Array(arguments)) = field(doc, "arguments") else {
-        panic!("arguments: {doc:?}")
-    };
-    // name, type, optional, token
-    let got: Vec<(String, String, bool, Option<String>)> = arguments
-        .iter()
-        .map(|a| {
-            (
-                text(field(a, "name").expect("name")),
-                text(field(a, "type").expect("type")),
-                field(a, "flags").is_some_and(|f| strings(f).iter().any(|s| s == "optional")),
-                field(a, "token").map(text),
-            )
-        })
-        .collect();
-    let expected = [
-        ("key", "key", false, None),
-        ("limit", "integer", false, None),
-        ("window", "integer", false, None),
-        ("quantity", "integer", true, None),
-        ("ms", "pure-token", true, Some("MS")),
-    ];
-    let expected: Vec<(String, String, bool, Option<String>)> = expected
-        .iter()
-        .map(|(n, t, o, k)| (n.to_string(), t.to_string(), *o, k.map(str::to_string)))
-        .collect();
-    assert_eq!(got, expected);
 }

@@ -62,24 +62,19 @@ fn peek_changes_nothing() {
         five(&mut con, &["RL.THROTTLE", "p", "4", "1", "60", "0"]),
         [0, 5, 5, -1, 0]
     );
-    let exists: i64 = redis::cmd("EXISTS").arg("p").query(&mut con).unwrap();
-    assert_eq!(exists, 0);
+    assert!(!exists(&mut con, "p"));
 
     five(&mut con, &["RL.THROTTLE", "p", "4", "1", "60", "2"]);
     let before = digest(&mut con);
-    let ttl_before: i64 = redis::cmd("PEXPIRETIME").arg("p").query(&mut con).unwrap();
-    let dirty_before = info_field(&mut con, "persistence", "rdb_changes_since_last_save");
+    let ttl_before = pexpiretime(&mut con, "p");
+    let dirty_before = dirty(&mut con);
     for _ in 0..5 {
         let r = five(&mut con, &["RL.THROTTLE", "p", "4", "1", "60", "0"]);
         assert_eq!(&r[..4], &[0, 5, 3, -1]);
     }
     assert_eq!(digest(&mut con), before);
-    let ttl_after: i64 = redis::cmd("PEXPIRETIME").arg("p").query(&mut con).unwrap();
-    assert_eq!(ttl_after, ttl_before);
-    assert_eq!(
-        info_field(&mut con, "persistence", "rdb_changes_since_last_save"),
-        dirty_before
-    );
+    assert_eq!(pexpiretime(&mut con, "p"), ttl_before);
+    assert_eq!(dirty(&mut con), dirty_before);
 
     // A limited request changes nothing either.
     five(&mut con, &["RL.THROTTLE", "p", "4", "1", "60", "3"]);
@@ -160,51 +155,34 @@ fn bad_input_table() {
         (&["RL.THROTTLE", "k", "1", "1", "1", "1", "MS", "x", "x", "x", "x", "x"], "ERR unknown argument 'x'"),
         (&["RL.STATE", "k", "Gxxxxxxxxxxxxxxxx"], "ERR RL.STATE is accepted only from the master or the AOF"),
     ];
-    for (args, expected) in table {
-        assert_eq!(
-            error(&mut con, args).to_lowercase(),
-            expected.to_lowercase(),
-            "{args:?}"
-        );
-    }
+    assert_errors(&mut con, table);
     // No failed call created a key.
-    let keys: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
-    assert_eq!(keys, 0);
+    assert_eq!(dbsize(&mut con), 0);
 }
 
 #[test]
 fn command_metadata() {
     let server = Server::start();
     let mut con = server.conn();
-    let keys: Vec<String> = redis::cmd("COMMAND")
-        .arg("GETKEYS")
-        .arg("RL.THROTTLE")
-        .arg("user:7")
-        .arg("1")
-        .arg("2")
-        .arg("3")
-        .query(&mut con)
-        .unwrap();
-    assert_eq!(keys, vec!["user:7"]);
-    let info: Value = redis::cmd("COMMAND")
-        .arg("INFO")
-        .arg("RL.THROTTLE")
-        .query(&mut con)
-        .unwrap();
-    let text = format!("{info:?}");
-    for flag in ["write", "denyoom", "fast"] {
-        assert!(text.contains(flag), "{flag} missing from {text}");
-    }
-    let docs: Value = redis::cmd("COMMAND")
-        .arg("DOCS")
-        .arg("RL.THROTTLE")
-        .query(&mut con)
-        .unwrap();
-    let text = format!("{docs:?}");
-    for word in ["GCRA", "max_burst", "count", "period", "quantity", "MS"] {
-        assert!(
-            text.contains(word),
-            "{word} missing from COMMAND DOCS: {text}"
-        );
-    }
+    assert_command_metadata(
+        &mut con,
+        "RL.THROTTLE",
+        -5,
+        &[
+            "GCRA",
+            "limited, limit, remaining, retry_after, reset_after",
+        ],
+        &[
+            &["RL.THROTTLE", "user:7", "1", "2", "3"],
+            &["RL.THROTTLE", "user:7", "15", "30", "60000", "2", "MS"],
+        ],
+        &[
+            ("key", "key", false, None),
+            ("max_burst", "integer", false, None),
+            ("count", "integer", false, None),
+            ("period", "integer", false, None),
+            ("quantity", "integer", true, None),
+            ("ms", "pure-token", true, Some("MS")),
+        ],
+    );
 }

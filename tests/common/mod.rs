@@ -11,7 +11,7 @@
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 pub use redis::{Connection, Value};
 
@@ -171,10 +171,7 @@ impl Server {
     }
 
     fn try_connect(&self) -> redis::RedisResult<Connection> {
-        let client = redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?;
-        let con = client.get_connection_with_timeout(Duration::from_secs(2))?;
-        con.set_read_timeout(Some(Duration::from_secs(30)))?;
-        Ok(con)
+        connect(self.port, Duration::from_secs(30))
     }
 
     pub fn conn(&self) -> Connection {
@@ -242,6 +239,15 @@ impl Drop for Server {
     }
 }
 
+/// A connection to the server on loopback `port`: 2 s to connect, then
+/// `read_timeout` for each reply.
+pub fn connect(port: u16, read_timeout: Duration) -> redis::RedisResult<Connection> {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/"))?;
+    let con = client.get_connection_with_timeout(Duration::from_secs(2))?;
+    con.set_read_timeout(Some(read_timeout))?;
+    Ok(con)
+}
+
 /// Runs a command and returns the five-integer reply.
 pub fn five(con: &mut Connection, args: &[&str]) -> [i64; 5] {
     let v: Vec<i64> = cmd(args)
@@ -256,6 +262,18 @@ pub fn error(con: &mut Connection, args: &[&str]) -> String {
     match cmd(args).query::<Value>(con) {
         Ok(v) => panic!("{args:?}: expected an error, got {v:?}"),
         Err(e) => error_text(&e),
+    }
+}
+
+/// Runs each call of `table`, which must fail with the error given next to
+/// it (compared case-insensitively).
+pub fn assert_errors(con: &mut Connection, table: &[(&[&str], &str)]) {
+    for (args, expected) in table {
+        assert_eq!(
+            error(con, args).to_lowercase(),
+            expected.to_lowercase(),
+            "{args:?}"
+        );
     }
 }
 
@@ -285,6 +303,12 @@ pub fn digest(con: &mut Connection) -> String {
 
 pub fn info_field(con: &mut Connection, section: &str, field: &str) -> String {
     let info: String = redis::cmd("INFO").arg(section).query(con).expect("INFO");
+    info_value(&info, field)
+}
+
+/// The value of `field` in an INFO-style text of `field:value` lines
+/// (INFO, CLUSTER INFO); empty when absent.
+pub fn info_value(info: &str, field: &str) -> String {
     info.lines()
         .find_map(|l| l.strip_prefix(&format!("{field}:")))
         .unwrap_or_default()
@@ -302,4 +326,222 @@ pub fn wait_until(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(20));
     }
     panic!("timed out waiting for {what}");
+}
+
+pub const NS_PER_MS: i128 = 1_000_000;
+pub const NS_PER_S: i128 = 1_000_000_000;
+
+/// The wall clock in ns since the epoch: the server reads the same clock.
+pub fn unix_ns() -> i128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_nanos() as i128
+}
+
+/// Runs `f` until every call it makes falls within one wall-clock second,
+/// so that replies in seconds, rounded up, are exact. `f` gets a fresh key
+/// suffix per attempt; returns that second (since the epoch) and `f`'s
+/// result.
+pub fn in_one_second<T>(mut f: impl FnMut(&str) -> T) -> (i64, T) {
+    for attempt in 0..10 {
+        // Start early in a second: the calls take a few milliseconds.
+        while unix_ns() % NS_PER_S > 500 * NS_PER_MS {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let before = unix_ns();
+        let out = f(&format!(":{attempt}"));
+        if unix_ns() / NS_PER_S == before / NS_PER_S {
+            return ((before / NS_PER_S) as i64, out);
+        }
+    }
+    panic!("ten attempts each crossed a second boundary: is the machine overloaded?");
+}
+
+/// Runs `table` with its keys (the second word) suffixed, all calls within
+/// one second; returns that second and the replies.
+pub fn run_in_one_second(con: &mut Connection, table: &[&[&str]]) -> (i64, Vec<[i64; 5]>) {
+    in_one_second(|suffix| {
+        table
+            .iter()
+            .map(|args| {
+                let key = format!("{}{suffix}", args[1]);
+                let mut args = args.to_vec();
+                args[1] = &key;
+                five(con, &args)
+            })
+            .collect()
+    })
+}
+
+/// Milliseconds elapsed since `t`, rounded up.
+pub fn ms_since(t: Instant) -> i64 {
+    let ns = t.elapsed().as_nanos() as i64;
+    (ns + 999_999) / 1_000_000
+}
+
+/// EXISTS for one key.
+pub fn exists(con: &mut Connection, key: &str) -> bool {
+    let n: i64 = redis::cmd("EXISTS").arg(key).query(con).expect("EXISTS");
+    n == 1
+}
+
+/// DBSIZE: the number of keys in the selected database.
+pub fn dbsize(con: &mut Connection) -> i64 {
+    redis::cmd("DBSIZE").query(con).expect("DBSIZE")
+}
+
+/// PEXPIRETIME: the key's expiry in ms since the epoch (-1 none, -2 no key).
+pub fn pexpiretime(con: &mut Connection, key: &str) -> i64 {
+    redis::cmd("PEXPIRETIME")
+        .arg(key)
+        .query(con)
+        .expect("PEXPIRETIME")
+}
+
+/// The dirty counter: changes since the last save, as INFO reports it.
+pub fn dirty(con: &mut Connection) -> String {
+    info_field(con, "persistence", "rdb_changes_since_last_save")
+}
+
+/// MEMORY USAGE of a key, in bytes.
+pub fn memory_usage(con: &mut Connection, key: &str) -> i64 {
+    redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg(key)
+        .query(con)
+        .expect("MEMORY USAGE")
+}
+
+/// DEBUG DIGEST-VALUE of one key: its value and TTL as a digest.
+pub fn digest_value(con: &mut Connection, key: &str) -> String {
+    let v: Vec<String> = redis::cmd("DEBUG")
+        .arg("DIGEST-VALUE")
+        .arg(key)
+        .query(con)
+        .expect("DEBUG DIGEST-VALUE");
+    v[0].clone()
+}
+
+/// WAIT: blocks until `replicas` replicas acknowledged every write made so
+/// far on `con`, or `timeout_ms` passed; returns how many did.
+pub fn wait_replicas(con: &mut Connection, replicas: i64, timeout_ms: i64) -> i64 {
+    redis::cmd("WAIT")
+        .arg(replicas)
+        .arg(timeout_ms)
+        .query(con)
+        .expect("WAIT")
+}
+
+/// The value after `name` in a reply of name/value pairs (RESP2 array or
+/// RESP3 map), the name compared case-insensitively.
+pub fn field<'a>(v: &'a Value, name: &str) -> Option<&'a Value> {
+    match v {
+        Value::Array(items) => items
+            .chunks(2)
+            .find(|pair| text(&pair[0]).eq_ignore_ascii_case(name))
+            .and_then(|pair| pair.get(1)),
+        Value::Map(pairs) => pairs
+            .iter()
+            .find(|(k, _)| text(k).eq_ignore_ascii_case(name))
+            .map(|(_, v)| v),
+        _ => None,
+    }
+}
+
+/// A scalar reply as text (other replies in their debug form).
+pub fn text(v: &Value) -> String {
+    match v {
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::SimpleString(s) => s.clone(),
+        Value::Int(n) => n.to_string(),
+        Value::Okay => "OK".to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// An array or set reply as texts (a scalar as a list of one).
+pub fn strings(v: &Value) -> Vec<String> {
+    match v {
+        Value::Array(items) | Value::Set(items) => items.iter().map(text).collect(),
+        other => vec![text(other)],
+    }
+}
+
+/// Checks a module command's metadata as the server reports it:
+/// - COMMAND GETKEYS finds the key (the second word) of each of
+///   `getkeys_calls`;
+/// - COMMAND INFO: the name, `arity`, the flags write, denyoom and fast,
+///   and first key, last key and step 1, 1, 1;
+/// - COMMAND DOCS: a summary containing each of `summary_words` (as
+///   written), module "ratelimit", and exactly `expected_args`, each as
+///   (name, type, optional, token).
+pub fn assert_command_metadata(
+    con: &mut Connection,
+    name: &str,
+    arity: i64,
+    summary_words: &[&str],
+    getkeys_calls: &[&[&str]],
+    expected_args: &[(&str, &str, bool, Option<&str>)],
+) {
+    for args in getkeys_calls {
+        let mut c = redis::cmd("COMMAND");
+        c.arg("GETKEYS").arg(*args);
+        let keys: Vec<String> = c.query(con).unwrap();
+        assert_eq!(keys, vec![args[1]], "{args:?}");
+    }
+
+    let info: Value = redis::cmd("COMMAND")
+        .arg("INFO")
+        .arg(name)
+        .query(con)
+        .unwrap();
+    let Value::Array(entries) = &info else {
+        panic!("COMMAND INFO: {info:?}")
+    };
+    let Some(Value::Array(entry)) = entries.first() else {
+        panic!("COMMAND INFO: {info:?}")
+    };
+    assert!(text(&entry[0]).eq_ignore_ascii_case(name), "{entry:?}");
+    assert_eq!(entry[1], Value::Int(arity), "arity");
+    let flags = strings(&entry[2]);
+    for flag in ["write", "denyoom", "fast"] {
+        assert!(flags.iter().any(|f| f == flag), "{flag} missing: {flags:?}");
+    }
+    assert_eq!(&entry[3..6], &[Value::Int(1), Value::Int(1), Value::Int(1)]);
+
+    let docs: Value = redis::cmd("COMMAND")
+        .arg("DOCS")
+        .arg(name)
+        .query(con)
+        .unwrap();
+    let doc = field(&docs, name).unwrap_or_else(|| panic!("COMMAND DOCS: {docs:?}"));
+    let summary = text(field(doc, "summary").expect("summary"));
+    for word in summary_words {
+        assert!(
+            summary.contains(word),
+            "{word:?} missing from the summary: {summary}"
+        );
+    }
+    assert_eq!(text(field(doc, "module").expect("module")), "ratelimit");
+    let Some(Value::Array(arguments)) = field(doc, "arguments") else {
+        panic!("arguments: {doc:?}")
+    };
+    // name, type, optional, token
+    let got: Vec<(String, String, bool, Option<String>)> = arguments
+        .iter()
+        .map(|a| {
+            (
+                text(field(a, "name").expect("name")),
+                text(field(a, "type").expect("type")),
+                field(a, "flags").is_some_and(|f| strings(f).iter().any(|s| s == "optional")),
+                field(a, "token").map(text),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, String, bool, Option<String>)> = expected_args
+        .iter()
+        .map(|(n, t, o, k)| (n.to_string(), t.to_string(), *o, k.map(str::to_string)))
+        .collect();
+    assert_eq!(got, expected);
 }
