@@ -288,15 +288,18 @@ fn limit<L: Limiter>(
         }
         key.expire_at_ms(unix_ms_ceil(decision.reset_at));
         key.signal_modified();
-        // A command from the master or the AOF already carries its clock;
-        // and when nothing replays the stream, the clock is not needed.
-        if request.at.is_none() && replication::needs_clock(server::context_flags(ctx)) {
-            let at = i64::try_from(now.get()).unwrap_or(i64::MAX);
-            server::replicate_with_time(ctx, L::NAME, &argv[1..], at);
-        } else {
-            server::replicate_verbatim(ctx);
-        }
+        propagate(ctx, L::NAME, argv, &request, now);
     } else if decision.limited {
+        // Limited under parameters that keep the recorded units longer
+        // than the key's expiry (a longer window): the key must live that
+        // long, or its units would be forgotten early. Peeks touch nothing.
+        if let (Current::Ours(_), true) = (&current, request.quantity > 0) {
+            let reset_ms = unix_ms_ceil(decision.reset_at);
+            if key.expire_ms().is_some_and(|expire| expire < reset_ms) {
+                key.expire_at_ms(reset_ms);
+                propagate(ctx, L::NAME, argv, &request, now);
+            }
+        }
         key.notify(c"rl.limited");
     }
     server::reply_five(ctx, decision.reply(now, request.unit));
@@ -305,6 +308,18 @@ fn limit<L: Limiter>(
         (None, false) => Outcome::Allowed,
         (None, true) => Outcome::Limited,
     })
+}
+
+/// Sends the change the running command made to the replicas and the AOF.
+/// A command from the master or the AOF already carries its clock; when
+/// nothing replays the stream, the clock is not needed (see `replication`).
+fn propagate<P>(ctx: Ctx, name: &CStr, argv: &[RString], request: &Request<P>, now: Nanos) {
+    if request.at.is_none() && replication::needs_clock(server::context_flags(ctx)) {
+        let at = i64::try_from(now.get()).unwrap_or(i64::MAX);
+        server::replicate_with_time(ctx, name, &argv[1..], at);
+    } else {
+        server::replicate_verbatim(ctx);
+    }
 }
 
 fn unix_ms_ceil(at: Nanos) -> i64 {

@@ -251,6 +251,13 @@ impl Key {
         }
     }
 
+    /// The expiry as an absolute Unix time in milliseconds, if the key has one.
+    pub fn expire_ms(&self) -> Option<i64> {
+        // SAFETY: the key is open.
+        let ms = unsafe { api!(RedisModule_GetAbsExpire).map_or(-1, |f| f(self.ptr)) };
+        (ms != raw::REDISMODULE_NO_EXPIRE as i64).then_some(ms)
+    }
+
     /// Tells WATCH and client-side caching that the key changed.
     pub fn signal_modified(&self) {
         // SAFETY: ctx and name belong to the running command.

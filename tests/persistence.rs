@@ -23,6 +23,9 @@ fn workload(con: &mut Connection, round: usize) {
         &["RL.SLIDE", "l:b", "1000", "600000", "250", "MS"],
         &["RL.SLIDE", "l:a", "10", "300", "20"],
         &["RL.SLIDE", "l:a", "10", "300", "0"],
+        // Limited under a longer window: the key's expiry grows with it.
+        &["RL.SLIDE", "l:a", "5", "900", "1"],
+        &["RL.SLICE", "s:b", "2", "840000", "14", "1", "MS"],
         &["RL.SLICE", "s:a", "100", "300", "60"],
         &["RL.SLICE", "s:a", "100", "300", "60", "30"],
         &["RL.SLICE", "s:b", "7", "420000", "7", "2", "MS"],

@@ -208,7 +208,7 @@ fn peek_changes_nothing() {
         &["RL.SLICE", "p", "4", "60", "6", "3"],
         &["RL.SLICE", "p", "4", "60", "6", "5"],
         &["RL.SLICE", "p", "3", "60", "6", "1"],
-        &["RL.SLICE", "p", "4", "120", "10", "1"],
+        &["RL.SLICE", "p", "4", "30", "3", "1"],
         &["RL.SLICE", "p", "4", "60000", "6", "1", "MS"],
     ] {
         let r = five(&mut con, args);
@@ -216,6 +216,18 @@ fn peek_changes_nothing() {
         assert_eq!(&r[..3], &[1, limit, 0], "{args:?}");
     }
     assert_eq!(snapshot(&mut con), before);
+
+    // The one exception: limited under a longer window, the units count
+    // longer than the key's expiry, so the expiry grows (and nothing else).
+    let value: Vec<u8> = redis::cmd("DUMP").arg("p").query(&mut con).unwrap();
+    let r = five(&mut con, &["RL.SLICE", "p", "4", "120", "10", "1"]);
+    assert_eq!(&r[..3], &[1, 4, 0]);
+    assert!(
+        pexpiretime(&mut con, "p") > before.1 + 50_000,
+        "the expiry follows the window"
+    );
+    let after: Vec<u8> = redis::cmd("DUMP").arg("p").query(&mut con).unwrap();
+    assert_eq!(after, value, "the state itself is unchanged");
 }
 
 #[test]

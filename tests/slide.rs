@@ -443,3 +443,29 @@ fn command_metadata() {
         ],
     );
 }
+
+#[test]
+fn a_longer_window_keeps_the_key_while_limited() {
+    let server = Server::start();
+    let mut con = server.conn();
+    // Full for one second...
+    assert_eq!(
+        &five(&mut con, &["RL.SLIDE", "k", "2", "1000", "2", "MS"])[..3],
+        &[0, 2, 0]
+    );
+    let short = pexpiretime(&mut con, "k");
+    // ...then asked with a one-minute window: limited, and the key now
+    // lives as long as its units count under that window.
+    let r = five(&mut con, &["RL.SLIDE", "k", "2", "60000", "1", "MS"]);
+    assert_eq!(&r[..3], &[1, 2, 0]);
+    let long = pexpiretime(&mut con, "k");
+    assert!(long >= short + 58_000, "expiry {short} -> {long}");
+    assert!(long <= short + 60_000, "expiry {short} -> {long}");
+    // A peek with an even longer window touches nothing.
+    five(&mut con, &["RL.SLIDE", "k", "2", "120000", "0", "MS"]);
+    assert_eq!(pexpiretime(&mut con, "k"), long);
+    // After the short window the units still count.
+    std::thread::sleep(std::time::Duration::from_millis(1_100));
+    let r = five(&mut con, &["RL.SLIDE", "k", "2", "60000", "1", "MS"]);
+    assert_eq!(&r[..3], &[1, 2, 0]);
+}
