@@ -127,18 +127,15 @@ impl Limiter for SlideLog {
         params: &SlideParams,
         quantity: u64,
     ) -> (Decision, Option<SlideUpdate>) {
-        match state {
-            Some(log) => log.decide(now, params, quantity),
-            None => SlideLog::new().decide(now, params, quantity),
-        }
+        state
+            .unwrap_or(&SlideLog::new())
+            .decide(now, params, quantity)
     }
     fn apply(&mut self, update: SlideUpdate) {
         SlideLog::apply(self, update);
     }
     fn fresh(update: SlideUpdate) -> SlideLog {
-        let mut log = SlideLog::new();
-        log.apply(update);
-        log
+        applied_to_empty(update)
     }
 }
 
@@ -152,19 +149,23 @@ impl Limiter for SliceWindow {
         params: &SliceParams,
         quantity: u64,
     ) -> (Decision, Option<SliceUpdate>) {
-        match state {
-            Some(window) => window.decide(now, params, quantity),
-            None => SliceWindow::new().decide(now, params, quantity),
-        }
+        state
+            .unwrap_or(&SliceWindow::new())
+            .decide(now, params, quantity)
     }
     fn apply(&mut self, update: SliceUpdate) {
         SliceWindow::apply(self, update);
     }
     fn fresh(update: SliceUpdate) -> SliceWindow {
-        let mut window = SliceWindow::new();
-        window.apply(update);
-        window
+        applied_to_empty(update)
     }
+}
+
+/// A new key's state: its first update applied to an empty state.
+fn applied_to_empty<L: Limiter + Default>(update: L::Update) -> L {
+    let mut state = L::default();
+    state.apply(update);
+    state
 }
 
 /// `RL.THROTTLE key max_burst count period [quantity] [MS]`
@@ -252,6 +253,8 @@ fn limit<L: Limiter>(
     argv: &[RString],
     request: Request<L::Params>,
 ) -> Result<Outcome, Error> {
+    // Only a request that takes units can change the key: `decide` returns
+    // an update only then, so that is when the key is opened for writing.
     let key = Key::open(ctx, argv[1], request.quantity > 0);
     let mut current = match key.held::<L>(L::raw_type()) {
         Held::Nothing => Current::Missing,
@@ -268,9 +271,6 @@ fn limit<L: Limiter>(
     };
     let (decision, update) = L::decide(state, now, &request.params, request.quantity);
     if let Some(update) = update {
-        if !key.is_writable() {
-            return Err(Error::Store);
-        }
         let stored = match current {
             // SAFETY: as above; the shared borrow ended with `decide`.
             Current::Ours(ref mut ptr) => {

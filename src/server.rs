@@ -176,7 +176,6 @@ pub struct Key {
     ctx: Ctx,
     name: RString,
     ptr: *mut raw::RedisModuleKey,
-    write: bool,
 }
 
 impl Key {
@@ -191,12 +190,7 @@ impl Key {
         let ptr = unsafe {
             api!(RedisModule_OpenKey).map_or(std::ptr::null_mut(), |f| f(ctx, name, mode as c_int))
         };
-        Key {
-            ctx,
-            name,
-            ptr,
-            write,
-        }
+        Key { ctx, name, ptr }
     }
 
     /// The value, if the key holds one of module type `ty`.
@@ -301,10 +295,6 @@ impl Key {
                 );
             }
         }
-    }
-
-    pub fn is_writable(&self) -> bool {
-        self.write
     }
 }
 

@@ -145,13 +145,6 @@ impl Tat {
         }
     }
 
-    /// The first whole nanosecond at or after the TAT: from then on the
-    /// limiter is at full capacity, equivalent to an empty key.
-    pub fn reset_at(&self) -> Nanos {
-        self.whole
-            .saturating_add(Nanos::new(u64::from(self.frac > 0)))
-    }
-
     /// Bytes this value occupies.
     pub fn mem_usage(&self) -> usize {
         std::mem::size_of::<Tat>()
