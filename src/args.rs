@@ -1,22 +1,22 @@
 //! Arguments to validated parameters, and the one table of argument errors.
 //!
-//! Every command has the shape `key n1 .. nN [quantity] [MS] [AT ns]`: the
-//! numbers are whole seconds (milliseconds with `MS`), `quantity` defaults to
-//! 1, and `AT` carries the master's clock in the replicated form, which only
-//! the replication link and the AOF may send.
+//! Every limiter command has the shape `key n1 .. nN [quantity] [MS] [AT ns]`:
+//! the numbers are those the algorithm's `Limiter::ARGS` describes (times in
+//! whole seconds, milliseconds with `MS`), `quantity` defaults to 1, and `AT`
+//! carries the master's clock in the replicated form, which only the
+//! replication link and the AOF may send.
 
 use std::ffi::CString;
 
-use crate::core::gcra::{self, GcraParamError, GcraParams};
-use crate::core::slice::{self, SliceParams};
-use crate::core::slide::{self, SlideParams};
-use crate::core::{Nanos, Unit};
+use crate::core::slice::{self};
+use crate::core::slide::{self};
+use crate::core::{Arg, ArgKind, Ceiling, Limiter, Nanos, ParamError, Unit, MAX_DURATION_SECONDS};
 
 /// The largest quantity one request may ask for. A quantity above the
 /// limiter's capacity can never fit; this bound only keeps numbers sane.
 pub const MAX_QUANTITY: u64 = 1_000_000_000_000;
-/// The longest period or window: ten years, in each unit.
-const MAX_TIME_SECONDS: u64 = 315_360_000;
+/// The most numbers any algorithm takes after the key.
+const MAX_ARGS: usize = 4;
 
 /// Bounds that the server's configuration may tighten below the hard
 /// ceilings of the algorithms.
@@ -37,6 +37,13 @@ impl Bounds {
         max_slide_limit: slide::MAX_LIMIT,
         max_slices: slice::MAX_SLICES,
     };
+
+    fn ceiling(&self, ceiling: Ceiling) -> u64 {
+        match ceiling {
+            Ceiling::SlideLimit => self.max_slide_limit,
+            Ceiling::Slices => self.max_slices,
+        }
+    }
 }
 
 /// Why the arguments were refused; `message` gives the reply.
@@ -54,9 +61,8 @@ pub enum ArgError {
     Repeated(&'static str),
     /// `AT` from a normal client.
     AtFromClient,
-    /// GCRA arguments each in range that together let a burst borrow more
-    /// than a century.
-    Tolerance,
+    /// Arguments each in range that together break the rule stated.
+    Joint(&'static str),
 }
 
 impl ArgError {
@@ -81,10 +87,7 @@ impl ArgError {
                 "ERR AT is accepted only from the master or the AOF: it carries the master's clock"
                     .to_string()
             }
-            ArgError::Tolerance => format!(
-                "ERR max_burst / count x period must be at most {} seconds (100 years)",
-                gcra::MAX_TOLERANCE.get() / 1_000_000_000
-            ),
+            ArgError::Joint(rule) => format!("ERR {rule}"),
         };
         // The text holds no NUL: every user byte went through `printable`.
         CString::new(text).unwrap_or_default()
@@ -102,54 +105,63 @@ pub struct Request<P> {
     pub at: Option<Nanos>,
 }
 
-/// `RL.THROTTLE key max_burst count period [quantity] [MS] [AT ns]`
-pub fn throttle(
-    args: &[&[u8]],
-    trusted: impl FnOnce() -> bool,
-) -> Result<Request<GcraParams>, ArgError> {
-    let tail = tail(args, 3, trusted)?;
-    let max_burst = integer(args[0], "max_burst", 0, gcra::MAX_BURST, None)?;
-    let count = integer(args[1], "count", 1, gcra::MAX_COUNT, None)?;
-    let period = time(args[2], "period", tail.unit)?;
-    let params = GcraParams::new(max_burst, count, period).map_err(|e| match e {
-        GcraParamError::MaxBurst => range("max_burst", 0, gcra::MAX_BURST, None),
-        GcraParamError::Count => range("count", 1, gcra::MAX_COUNT, None),
-        GcraParamError::Period => time_range("period", tail.unit),
-        GcraParamError::Tolerance => ArgError::Tolerance,
-    })?;
-    Ok(tail.request(params))
-}
-
-/// `RL.SLIDE key limit window [quantity] [MS] [AT ns]`
-pub fn slide(
+/// `RL.<NAME> key n1 .. nN [quantity] [MS] [AT ns]`, given the arguments
+/// after the key (at least the N numbers: the caller checked the arity).
+/// `trusted` tells whether the command came from the master or the AOF; it
+/// is asked only when `AT` is present.
+pub fn limiter<L: Limiter>(
     args: &[&[u8]],
     trusted: impl FnOnce() -> bool,
     bounds: Bounds,
-) -> Result<Request<SlideParams>, ArgError> {
-    let tail = tail(args, 2, trusted)?;
+) -> Result<Request<L::Params>, ArgError> {
+    let tail = tail(args, L::ARGS.len(), trusted)?;
     let bounds = tail.bounds(bounds);
-    let max = bounds.max_slide_limit.min(slide::MAX_LIMIT);
-    let limit = integer(args[0], "limit", 1, max, None)?;
-    let window = time(args[1], "window", tail.unit)?;
-    let params = SlideParams::new(limit, window).ok_or_else(|| time_range("window", tail.unit))?;
+    let params = params::<L>(args, tail.unit, bounds)?;
     Ok(tail.request(params))
 }
 
-/// `RL.SLICE key limit window slices [quantity] [MS] [AT ns]`
-pub fn slice(
-    args: &[&[u8]],
-    trusted: impl FnOnce() -> bool,
-    bounds: Bounds,
-) -> Result<Request<SliceParams>, ArgError> {
-    let tail = tail(args, 3, trusted)?;
-    let bounds = tail.bounds(bounds);
-    let limit = integer(args[0], "limit", 1, slice::MAX_LIMIT, None)?;
-    let window = time(args[1], "window", tail.unit)?;
-    let max_slices = bounds.max_slices.min(slice::MAX_SLICES);
-    let slices = integer(args[2], "slices", 1, max_slices, None)?;
-    let params =
-        SliceParams::new(limit, window, slices).ok_or_else(|| time_range("window", tail.unit))?;
-    Ok(tail.request(params))
+/// The algorithm's numbers, each in its range, then together.
+fn params<L: Limiter>(args: &[&[u8]], unit: Unit, bounds: Bounds) -> Result<L::Params, ArgError> {
+    let mut values = [0u64; MAX_ARGS];
+    let n = L::ARGS.len();
+    if n > MAX_ARGS || args.len() < n {
+        return Err(ArgError::Unknown(String::new()));
+    }
+    for ((value, arg), &bytes) in values.iter_mut().zip(L::ARGS).zip(args) {
+        *value = match arg.kind {
+            ArgKind::Duration => time(bytes, arg.name, unit)?.get(),
+            ArgKind::Integer { min, max, ceiling } => integer(
+                bytes,
+                arg.name,
+                min,
+                ceiling_max(max, ceiling, bounds),
+                None,
+            )?,
+        };
+    }
+    L::params(&values[..n]).map_err(|e| match e {
+        ParamError::Arg(i) => L::ARGS
+            .get(i)
+            .map_or(ArgError::Joint("invalid arguments"), |arg| {
+                range_of(arg, unit, bounds)
+            }),
+        ParamError::Joint(rule) => ArgError::Joint(rule),
+    })
+}
+
+/// The range error of an argument: what it must be.
+fn range_of(arg: &Arg, unit: Unit, bounds: Bounds) -> ArgError {
+    match arg.kind {
+        ArgKind::Duration => time_range(arg.name, unit),
+        ArgKind::Integer { min, max, ceiling } => {
+            range(arg.name, min, ceiling_max(max, ceiling, bounds), None)
+        }
+    }
+}
+
+/// An integer's maximum under the configured ceiling, if it has one.
+fn ceiling_max(max: u64, ceiling: Option<Ceiling>, bounds: Bounds) -> u64 {
+    ceiling.map_or(max, |c| max.min(bounds.ceiling(c)))
 }
 
 /// The options after the required numbers.
@@ -179,10 +191,7 @@ impl Tail {
     }
 }
 
-/// Parses `[quantity] [MS] [AT ns]` after `required` numbers. The caller
-/// checked that `args` holds at least the required numbers. `trusted` tells
-/// whether the command came from the master or the AOF; it is asked only
-/// when `AT` is present.
+/// Parses `[quantity] [MS] [AT ns]` after `required` numbers.
 fn tail(args: &[&[u8]], required: usize, trusted: impl FnOnce() -> bool) -> Result<Tail, ArgError> {
     let mut trusted = Some(trusted);
     let mut out = Tail {
@@ -224,22 +233,22 @@ fn tail(args: &[&[u8]], required: usize, trusted: impl FnOnce() -> bool) -> Resu
     Ok(out)
 }
 
+/// The longest duration, in `unit`s.
+const fn max_time(unit: Unit) -> u64 {
+    match unit {
+        Unit::Seconds => MAX_DURATION_SECONDS,
+        Unit::Millis => MAX_DURATION_SECONDS * 1_000,
+    }
+}
+
 /// A period or window in `unit`s, as nanoseconds.
 fn time(arg: &[u8], name: &'static str, unit: Unit) -> Result<Nanos, ArgError> {
-    let max = match unit {
-        Unit::Seconds => MAX_TIME_SECONDS,
-        Unit::Millis => MAX_TIME_SECONDS * 1_000,
-    };
-    let amount = integer(arg, name, 1, max, Some(unit))?;
+    let amount = integer(arg, name, 1, max_time(unit), Some(unit))?;
     unit.to_nanos(amount).ok_or_else(|| time_range(name, unit))
 }
 
 fn time_range(name: &'static str, unit: Unit) -> ArgError {
-    let max = match unit {
-        Unit::Seconds => MAX_TIME_SECONDS,
-        Unit::Millis => MAX_TIME_SECONDS * 1_000,
-    };
-    range(name, 1, max, Some(unit))
+    range(name, 1, max_time(unit), Some(unit))
 }
 
 fn range(name: &'static str, min: u64, max: u64, unit: Option<Unit>) -> ArgError {
@@ -305,6 +314,61 @@ pub fn printable(arg: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::gcra::{GcraParams, Tat};
+    use crate::core::slice::{SliceParams, SliceWindow};
+    use crate::core::slide::{SlideLog, SlideParams};
+
+    fn throttle(
+        args: &[&[u8]],
+        trusted: impl FnOnce() -> bool,
+    ) -> Result<Request<GcraParams>, ArgError> {
+        limiter::<Tat>(args, trusted, Bounds::DEFAULT)
+    }
+
+    fn slide(
+        args: &[&[u8]],
+        trusted: impl FnOnce() -> bool,
+        bounds: Bounds,
+    ) -> Result<Request<SlideParams>, ArgError> {
+        limiter::<SlideLog>(args, trusted, bounds)
+    }
+
+    fn slice(
+        args: &[&[u8]],
+        trusted: impl FnOnce() -> bool,
+        bounds: Bounds,
+    ) -> Result<Request<SliceParams>, ArgError> {
+        limiter::<SliceWindow>(args, trusted, bounds)
+    }
+
+    #[test]
+    fn every_algorithm_fits_the_argument_buffer() {
+        assert!(Tat::ARGS.len() <= MAX_ARGS);
+        assert!(SlideLog::ARGS.len() <= MAX_ARGS);
+        assert!(SliceWindow::ARGS.len() <= MAX_ARGS);
+    }
+
+    #[test]
+    fn the_tolerance_boundary() {
+        // (max_burst + 1) x period / count <= 100 years (3,153,600,000 s),
+        // SPEC's tolerance; both sides, in seconds and in milliseconds.
+        let ok = |args: &[&str]| {
+            let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+            throttle(&args, || false).is_ok()
+        };
+        assert!(ok(&["9", "1", "315360000"]));
+        assert!(!ok(&["10", "1", "315360000"]));
+        assert!(ok(&["19", "2", "315360000"]));
+        assert!(!ok(&["20", "2", "315360000"]));
+        assert!(ok(&["9", "1", "315360000000", "MS"]));
+        assert!(!ok(&["10", "1", "315360000000", "MS"]));
+        assert!(ok(&["29", "3", "315360000000", "MS"]));
+        assert!(!ok(&["30", "3", "315360000000", "MS"]));
+        assert_eq!(
+            throttle_err(&["10", "1", "315360000"]),
+            "ERR (max_burst + 1) x period / count must be at most 3153600000 seconds (100 years)"
+        );
+    }
 
     fn msg(e: ArgError) -> String {
         e.message().into_string().unwrap()
@@ -363,7 +427,7 @@ mod tests {
             (&["15", "30", "60", "PX"], "ERR unknown argument 'PX'"),
             (&["15", "30", "60", "MS", "ms"], "ERR MS is given more than once"),
             (&["15", "30", "60", "AT", "5"], "ERR AT is accepted only from the master or the AOF: it carries the master's clock"),
-            (&["1000", "1", "315360000"], "ERR max_burst / count x period must be at most 3153600000 seconds (100 years)"),
+            (&["1000", "1", "315360000"], "ERR (max_burst + 1) x period / count must be at most 3153600000 seconds (100 years)"),
             (&["15", "30", "60", "a\u{0}b"], "ERR unknown argument 'a?b'"),
         ];
         for (args, expected) in cases {

@@ -1,16 +1,20 @@
 //! redis-ratelimit: rate limiting inside Redis, on compact custom types.
 //!
-//! - `core`: the algorithms, pure and unit-tested without a server;
+//! - `core`: the algorithms, one `Limiter` each, pure and unit-tested
+//!   without a server;
 //! - `args`: arguments to validated parameters, and the error table;
-//! - `commands`: the commands, each readable top to bottom;
-//! - `types`: the custom data types' callbacks;
-//! - `server`: the raw server calls, wrapped; `clock`: the one clock.
+//! - `commands`: the command table and the one flow every limiter runs;
+//! - `registration`: typed command metadata (flags, key specs, COMMAND DOCS);
+//! - `types`: the table of custom data types and their callbacks;
+//! - `server`: the server API, resolved at load, behind typed handles;
+//! - `clock`: the one clock; `replication`, `stats`, `config`.
 
 mod args;
 mod clock;
 mod commands;
 mod config;
-pub mod core;
+mod core;
+mod registration;
 mod replication;
 mod server;
 mod stats;
@@ -34,30 +38,31 @@ type Allocator = std::alloc::System;
 const ALLOCATOR: Allocator = std::alloc::System;
 
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
-    if let Some(name) = server::missing_api() {
-        ctx.log_warning(&format!(
-            "ratelimit: this server lacks RedisModule_{name}; Redis 7.0 or newer (or Valkey 8 or newer) is required"
-        ));
-        return Status::Err;
-    }
+    let api = match server::resolve_api() {
+        Ok(api) => api,
+        Err(name) => {
+            ctx.log_warning(&format!(
+                "ratelimit: this server lacks {name}; Redis 7.0 or newer (or Valkey 8 or newer) is required"
+            ));
+            return Status::Err;
+        }
+    };
     let raw_ctx = ctx.get_raw();
     // SAFETY: called once during OnLoad with the load context.
     unsafe {
-        if let Some(set_options) = crate::api!(RedisModule_SetModuleOptions) {
-            set_options(
-                raw_ctx,
-                (redis_module::raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS
-                    | redis_module::raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED)
-                    as i32,
-            );
-        }
+        (api.set_module_options)(
+            raw_ctx,
+            (redis_module::raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS
+                | redis_module::raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED)
+                as i32,
+        );
     }
-    if let Err(message) = commands::register(raw_ctx) {
-        ctx.log_warning(&format!("ratelimit: {}", message.to_string_lossy()));
+    if let Err(message) = commands::register(api, raw_ctx) {
+        ctx.log_warning(&format!("ratelimit: {message}"));
         return Status::Err;
     }
-    replication::init(raw_ctx);
-    if let Err(message) = stats::register(raw_ctx) {
+    replication::init(api, raw_ctx);
+    if let Err(message) = stats::register(api, raw_ctx) {
         ctx.log_warning(&format!("ratelimit: {}", message.to_string_lossy()));
         return Status::Err;
     }

@@ -21,24 +21,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use redis_module::raw;
 
-use crate::server::Ctx;
+use crate::server::{self, Api};
 
-/// True once anything may replay the replication stream.
-static REPLAYED: AtomicBool = AtomicBool::new(true);
+/// True once anything may replay the replication stream: a replica, the
+/// replication backlog, or a fork that may feed a new replica.
+static STREAM_MAY_BE_REPLAYED: AtomicBool = AtomicBool::new(true);
 
 /// Whether a change made now must carry the master's clock, given the
 /// running command's context flags.
 pub fn needs_clock(context_flags: c_int) -> bool {
-    context_flags & raw::REDISMODULE_CTX_FLAGS_AOF as c_int != 0 || REPLAYED.load(Ordering::Relaxed)
+    context_flags & raw::REDISMODULE_CTX_FLAGS_AOF as c_int != 0
+        || STREAM_MAY_BE_REPLAYED.load(Ordering::Relaxed)
 }
 
 /// Reads the current state and subscribes to the events that change it.
-pub fn init(ctx: Ctx) {
-    REPLAYED.store(replication_active(ctx), Ordering::Relaxed);
-    let Some(subscribe) = crate::api!(RedisModule_SubscribeToServerEvent) else {
-        REPLAYED.store(true, Ordering::Relaxed);
-        return;
-    };
+pub fn init(api: &Api, ctx: *mut raw::RedisModuleCtx) {
+    STREAM_MAY_BE_REPLAYED.store(replication_active(api, ctx), Ordering::Relaxed);
     for id in [
         raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED,
         raw::REDISMODULE_EVENT_REPLICA_CHANGE,
@@ -46,8 +44,10 @@ pub fn init(ctx: Ctx) {
     ] {
         let event = raw::RedisModuleEvent { id, dataver: 1 };
         // SAFETY: called during OnLoad with the load context.
-        if unsafe { subscribe(ctx, event, Some(on_event)) } != raw::REDISMODULE_OK as c_int {
-            REPLAYED.store(true, Ordering::Relaxed);
+        if unsafe { (api.subscribe_to_server_event)(ctx, event, Some(on_event)) }
+            != raw::REDISMODULE_OK as c_int
+        {
+            STREAM_MAY_BE_REPLAYED.store(true, Ordering::Relaxed);
         }
     }
 }
@@ -59,24 +59,23 @@ extern "C" fn on_event(
     _data: *mut c_void,
 ) {
     let _ = std::panic::catch_unwind(|| {
-        let replayed = event.id != raw::REDISMODULE_EVENT_FORK_CHILD || replication_active(ctx);
+        let replayed = event.id != raw::REDISMODULE_EVENT_FORK_CHILD
+            || server::api().is_none_or(|api| replication_active(api, ctx));
         if replayed {
-            REPLAYED.store(true, Ordering::Relaxed);
+            STREAM_MAY_BE_REPLAYED.store(true, Ordering::Relaxed);
         }
     });
 }
 
 /// True unless INFO replication shows a master with no replica and no
 /// backlog. Any doubt answers true.
-fn replication_active(ctx: Ctx) -> bool {
-    let (Some(get), Some(field_c), Some(field_int), Some(free)) = (
-        crate::api!(RedisModule_GetServerInfo),
-        crate::api!(RedisModule_ServerInfoGetFieldC),
-        crate::api!(RedisModule_ServerInfoGetFieldSigned),
-        crate::api!(RedisModule_FreeServerInfo),
-    ) else {
-        return true;
-    };
+fn replication_active(api: &Api, ctx: *mut raw::RedisModuleCtx) -> bool {
+    let (get, field_c, field_int, free) = (
+        api.get_server_info,
+        api.server_info_get_field_c,
+        api.server_info_get_field_signed,
+        api.free_server_info,
+    );
     // SAFETY: `ctx` is a live context; the info data is freed below.
     unsafe {
         let info = get(ctx, c"replication".as_ptr());

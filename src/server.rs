@@ -1,232 +1,405 @@
-//! The few server calls the commands and types make, as safe functions over
-//! the raw module API. Each one is a direct call: no allocation, no copy of
-//! an argument, so the hot path costs what the server itself costs.
+//! The server's module API, resolved once at load, and the typed handles
+//! that every other file uses instead of raw pointers.
 //!
-//! Every API function used here is checked by `missing_api` when the module
-//! loads, so that a server lacking one refuses the module with a clear log
-//! line instead of failing later.
+//! - [`Api`]: every server function the module calls, checked when the
+//!   module loads (a server lacking one refuses the module with a log line
+//!   naming it); after that each call is a direct call, never re-checked.
+//! - [`Ctx`] and [`Args`]: the running command's context and arguments,
+//!   created once per command by `commands::entry` with a lifetime that ends
+//!   when the command returns, so borrowed argument bytes cannot outlive it.
+//! - [`ModuleType`]: a custom type's server handle tied to its Rust state
+//!   type, so a key's value can only be read or written as the type it is.
+//! - [`Key`]: an open key, closed on drop.
+//!
+//! Nothing here allocates or copies an argument: the hot path costs what
+//! the server itself costs.
 
-use std::ffi::{c_int, c_longlong, c_void, CStr};
-use std::ptr::NonNull;
+use std::ffi::{c_char, c_int, c_long, c_longlong, c_ulonglong, c_void, CStr};
+use std::marker::PhantomData;
+use std::sync::OnceLock;
 
-use redis_module::raw;
+use redis_module::native_types::RedisType;
+use redis_module::raw::{
+    self, mstime_t, RedisModuleCmdFunc, RedisModuleCommand, RedisModuleCommandFilterCtx,
+    RedisModuleCommandFilterFunc, RedisModuleCommandInfo, RedisModuleCtx, RedisModuleDigest,
+    RedisModuleEvent, RedisModuleEventCallback, RedisModuleIO, RedisModuleInfoCtx,
+    RedisModuleInfoFunc, RedisModuleKey, RedisModuleServerInfoData, RedisModuleString,
+    RedisModuleType,
+};
 
-/// A server API function, read by value from the table the server filled
-/// in at load: `None` when this server lacks it.
-#[macro_export]
-macro_rules! api {
-    ($name:ident) => {{
-        // SAFETY: written once by the server before any module code runs.
-        #[allow(unused_unsafe)]
-        let f = unsafe { redis_module::raw::$name };
-        f
-    }};
+/// Declares [`Api`] with one field per server function and its resolver.
+macro_rules! api_table {
+    ($($field:ident = $name:ident: fn($($arg:ty),*) $(-> $ret:ty)?;)*) => {
+        /// The server functions the module calls, resolved at load.
+        pub struct Api {
+            $(pub $field: unsafe extern "C" fn($($arg),*) $(-> $ret)?,)*
+            pub replicate: unsafe extern "C" fn(
+                *mut RedisModuleCtx, *const c_char, *const c_char, ...
+            ) -> c_int,
+            pub emit_aof: unsafe extern "C" fn(
+                *mut RedisModuleIO, *const c_char, *const c_char, ...
+            ),
+        }
+
+        impl Api {
+            /// Reads every function from the table the server filled in,
+            /// or names the first one this server lacks.
+            fn resolve() -> Result<Api, &'static str> {
+                // SAFETY: the server wrote these statics once, during
+                // `RedisModule_Init`, before any module code ran.
+                unsafe {
+                    Ok(Api {
+                        $($field: raw::$name.ok_or(stringify!($name))?,)*
+                        replicate: raw::RedisModule_Replicate.ok_or("RedisModule_Replicate")?,
+                        emit_aof: raw::RedisModule_EmitAOF.ok_or("RedisModule_EmitAOF")?,
+                    })
+                }
+            }
+        }
+    };
 }
 
-pub type Ctx = *mut raw::RedisModuleCtx;
-pub type RString = *mut raw::RedisModuleString;
+api_table! {
+    string_ptr_len = RedisModule_StringPtrLen: fn(*const RedisModuleString, *mut usize) -> *const c_char;
+    open_key = RedisModule_OpenKey: fn(*mut RedisModuleCtx, *mut RedisModuleString, c_int) -> *mut RedisModuleKey;
+    close_key = RedisModule_CloseKey: fn(*mut RedisModuleKey);
+    key_type = RedisModule_KeyType: fn(*mut RedisModuleKey) -> c_int;
+    module_type_get_type = RedisModule_ModuleTypeGetType: fn(*mut RedisModuleKey) -> *mut RedisModuleType;
+    module_type_get_value = RedisModule_ModuleTypeGetValue: fn(*mut RedisModuleKey) -> *mut c_void;
+    module_type_set_value = RedisModule_ModuleTypeSetValue: fn(*mut RedisModuleKey, *mut RedisModuleType, *mut c_void) -> c_int;
+    set_abs_expire = RedisModule_SetAbsExpire: fn(*mut RedisModuleKey, mstime_t) -> c_int;
+    get_abs_expire = RedisModule_GetAbsExpire: fn(*mut RedisModuleKey) -> mstime_t;
+    string_dma = RedisModule_StringDMA: fn(*mut RedisModuleKey, *mut usize, c_int) -> *mut c_char;
+    signal_modified_key = RedisModule_SignalModifiedKey: fn(*mut RedisModuleCtx, *mut RedisModuleString) -> c_int;
+    notify_keyspace_event = RedisModule_NotifyKeyspaceEvent: fn(*mut RedisModuleCtx, c_int, *const c_char, *mut RedisModuleString) -> c_int;
+    get_context_flags = RedisModule_GetContextFlags: fn(*mut RedisModuleCtx) -> c_int;
+    reply_with_array = RedisModule_ReplyWithArray: fn(*mut RedisModuleCtx, c_long) -> c_int;
+    reply_with_long_long = RedisModule_ReplyWithLongLong: fn(*mut RedisModuleCtx, c_longlong) -> c_int;
+    reply_with_error = RedisModule_ReplyWithError: fn(*mut RedisModuleCtx, *const c_char) -> c_int;
+    reply_with_simple_string = RedisModule_ReplyWithSimpleString: fn(*mut RedisModuleCtx, *const c_char) -> c_int;
+    wrong_arity = RedisModule_WrongArity: fn(*mut RedisModuleCtx) -> c_int;
+    replicate_verbatim = RedisModule_ReplicateVerbatim: fn(*mut RedisModuleCtx) -> c_int;
+    save_string_buffer = RedisModule_SaveStringBuffer: fn(*mut RedisModuleIO, *const c_char, usize);
+    load_string_buffer = RedisModule_LoadStringBuffer: fn(*mut RedisModuleIO, *mut usize) -> *mut c_char;
+    digest_add_string_buffer = RedisModule_DigestAddStringBuffer: fn(*mut RedisModuleDigest, *const c_char, usize);
+    digest_end_sequence = RedisModule_DigestEndSequence: fn(*mut RedisModuleDigest);
+    free = RedisModule_Free: fn(*mut c_void);
+    set_module_options = RedisModule_SetModuleOptions: fn(*mut RedisModuleCtx, c_int);
+    create_command = RedisModule_CreateCommand: fn(*mut RedisModuleCtx, *const c_char, RedisModuleCmdFunc, *const c_char, c_int, c_int, c_int) -> c_int;
+    get_command = RedisModule_GetCommand: fn(*mut RedisModuleCtx, *const c_char) -> *mut RedisModuleCommand;
+    set_command_info = RedisModule_SetCommandInfo: fn(*mut RedisModuleCommand, *const RedisModuleCommandInfo) -> c_int;
+    register_info_func = RedisModule_RegisterInfoFunc: fn(*mut RedisModuleCtx, RedisModuleInfoFunc) -> c_int;
+    info_add_section = RedisModule_InfoAddSection: fn(*mut RedisModuleInfoCtx, *const c_char) -> c_int;
+    info_add_field_ulonglong = RedisModule_InfoAddFieldULongLong: fn(*mut RedisModuleInfoCtx, *const c_char, c_ulonglong) -> c_int;
+    register_command_filter = RedisModule_RegisterCommandFilter: fn(*mut RedisModuleCtx, RedisModuleCommandFilterFunc, c_int) -> *mut raw::RedisModuleCommandFilter;
+    command_filter_args_count = RedisModule_CommandFilterArgsCount: fn(*mut RedisModuleCommandFilterCtx) -> c_int;
+    command_filter_arg_get = RedisModule_CommandFilterArgGet: fn(*mut RedisModuleCommandFilterCtx, c_int) -> *mut RedisModuleString;
+    subscribe_to_server_event = RedisModule_SubscribeToServerEvent: fn(*mut RedisModuleCtx, RedisModuleEvent, RedisModuleEventCallback) -> c_int;
+    get_server_info = RedisModule_GetServerInfo: fn(*mut RedisModuleCtx, *const c_char) -> *mut RedisModuleServerInfoData;
+    server_info_get_field_c = RedisModule_ServerInfoGetFieldC: fn(*mut RedisModuleServerInfoData, *const c_char) -> *const c_char;
+    server_info_get_field_signed = RedisModule_ServerInfoGetFieldSigned: fn(*mut RedisModuleServerInfoData, *const c_char, *mut c_int) -> c_longlong;
+    free_server_info = RedisModule_FreeServerInfo: fn(*mut RedisModuleCtx, *mut RedisModuleServerInfoData);
+}
 
-/// The API functions the module calls, by name, for the load-time check.
-pub fn missing_api() -> Option<&'static str> {
+static API: OnceLock<Api> = OnceLock::new();
+
+/// Resolves the API table; called once, first thing in `OnLoad`. The error
+/// names the missing function.
+pub fn resolve_api() -> Result<&'static Api, &'static str> {
+    if let Some(api) = API.get() {
+        return Ok(api);
+    }
+    let api = Api::resolve()?;
+    Ok(API.get_or_init(|| api))
+}
+
+/// The resolved table. `None` only before `resolve_api` succeeded, and no
+/// command, type callback or event of the module runs before that.
+pub fn api() -> Option<&'static Api> {
+    API.get()
+}
+
+/// Optional functions, absent on some supported servers: looked up where
+/// they are used, which is only at load.
+pub mod optional {
+    use redis_module::raw;
+
+    /// `SetCommandACLCategories` (Redis 7.2+, Valkey).
+    pub fn set_command_acl_categories(
+    ) -> Option<unsafe extern "C" fn(*mut raw::RedisModuleCommand, *const std::ffi::c_char) -> i32>
     {
-        let table: &[(&str, bool)] = &[
-            ("StringPtrLen", api!(RedisModule_StringPtrLen).is_some()),
-            ("OpenKey", api!(RedisModule_OpenKey).is_some()),
-            ("CloseKey", api!(RedisModule_CloseKey).is_some()),
-            ("KeyType", api!(RedisModule_KeyType).is_some()),
-            (
-                "ModuleTypeGetType",
-                api!(RedisModule_ModuleTypeGetType).is_some(),
-            ),
-            (
-                "ModuleTypeGetValue",
-                api!(RedisModule_ModuleTypeGetValue).is_some(),
-            ),
-            (
-                "ModuleTypeSetValue",
-                api!(RedisModule_ModuleTypeSetValue).is_some(),
-            ),
-            ("SetAbsExpire", api!(RedisModule_SetAbsExpire).is_some()),
-            ("Replicate", api!(RedisModule_Replicate).is_some()),
-            ("ReplyWithArray", api!(RedisModule_ReplyWithArray).is_some()),
-            (
-                "ReplyWithLongLong",
-                api!(RedisModule_ReplyWithLongLong).is_some(),
-            ),
-            ("ReplyWithError", api!(RedisModule_ReplyWithError).is_some()),
-            (
-                "ReplyWithSimpleString",
-                api!(RedisModule_ReplyWithSimpleString).is_some(),
-            ),
-            (
-                "GetContextFlags",
-                api!(RedisModule_GetContextFlags).is_some(),
-            ),
-            ("WrongArity", api!(RedisModule_WrongArity).is_some()),
-            (
-                "SignalModifiedKey",
-                api!(RedisModule_SignalModifiedKey).is_some(),
-            ),
-            (
-                "SetModuleOptions",
-                api!(RedisModule_SetModuleOptions).is_some(),
-            ),
-            (
-                "SaveStringBuffer",
-                api!(RedisModule_SaveStringBuffer).is_some(),
-            ),
-            (
-                "LoadStringBuffer",
-                api!(RedisModule_LoadStringBuffer).is_some(),
-            ),
-            ("EmitAOF", api!(RedisModule_EmitAOF).is_some()),
-            (
-                "DigestAddStringBuffer",
-                api!(RedisModule_DigestAddStringBuffer).is_some(),
-            ),
-            (
-                "DigestEndSequence",
-                api!(RedisModule_DigestEndSequence).is_some(),
-            ),
-            ("CreateCommand", api!(RedisModule_CreateCommand).is_some()),
-            ("GetCommand", api!(RedisModule_GetCommand).is_some()),
-            ("SetCommandInfo", api!(RedisModule_SetCommandInfo).is_some()),
-            ("Free", api!(RedisModule_Free).is_some()),
-            (
-                "ReplicateVerbatim",
-                api!(RedisModule_ReplicateVerbatim).is_some(),
-            ),
-            ("StringDMA", api!(RedisModule_StringDMA).is_some()),
-            (
-                "NotifyKeyspaceEvent",
-                api!(RedisModule_NotifyKeyspaceEvent).is_some(),
-            ),
-            (
-                "RegisterInfoFunc",
-                api!(RedisModule_RegisterInfoFunc).is_some(),
-            ),
-            ("InfoAddSection", api!(RedisModule_InfoAddSection).is_some()),
-            (
-                "InfoAddFieldULongLong",
-                api!(RedisModule_InfoAddFieldULongLong).is_some(),
-            ),
-            (
-                "RegisterCommandFilter",
-                api!(RedisModule_RegisterCommandFilter).is_some(),
-            ),
-            (
-                "CommandFilterArgsCount",
-                api!(RedisModule_CommandFilterArgsCount).is_some(),
-            ),
-            (
-                "CommandFilterArgGet",
-                api!(RedisModule_CommandFilterArgGet).is_some(),
-            ),
-        ];
-        table
-            .iter()
-            .find(|(_, present)| !present)
-            .map(|(name, _)| *name)
+        // SAFETY: written once by the server before any module code runs.
+        unsafe { raw::RedisModule_SetCommandACLCategories }
     }
 }
 
-/// The bytes of a server string, borrowed for as long as the command runs.
-pub fn bytes<'a>(s: RString) -> &'a [u8] {
+/// The running command's context, valid for `'a`: the command's duration.
+#[derive(Clone, Copy)]
+pub struct Ctx<'a> {
+    raw: *mut RedisModuleCtx,
+    api: &'static Api,
+    _command: PhantomData<&'a ()>,
+}
+
+/// The running command's arguments, valid for `'a`.
+#[derive(Clone, Copy)]
+pub struct Args<'a> {
+    argv: &'a [*mut RedisModuleString],
+    api: &'static Api,
+}
+
+/// Runs `f` with the context and arguments of one command. The
+/// higher-ranked lifetime keeps everything borrowed from them inside `f`.
+///
+/// # Safety
+/// `raw` is the running command's context and `argv` its `argc` arguments,
+/// as the server passes them to a command handler.
+pub unsafe fn with_command<R>(
+    raw: *mut RedisModuleCtx,
+    argv: *mut *mut RedisModuleString,
+    argc: c_int,
+    api: &'static Api,
+    f: impl for<'a> FnOnce(Ctx<'a>, Args<'a>) -> R,
+) -> R {
+    let argv: &[*mut RedisModuleString] = match usize::try_from(argc) {
+        // SAFETY: the server passes `argc` valid arguments at `argv`.
+        Ok(n) if !argv.is_null() => unsafe { std::slice::from_raw_parts(argv, n) },
+        _ => &[],
+    };
+    let ctx = Ctx {
+        raw,
+        api,
+        _command: PhantomData,
+    };
+    f(ctx, Args { argv, api })
+}
+
+impl<'a> Args<'a> {
+    pub fn len(&self) -> usize {
+        self.argv.len()
+    }
+
+    /// The bytes of argument `i` (empty past the end), borrowed for the
+    /// command's duration.
+    pub fn bytes(&self, i: usize) -> &'a [u8] {
+        self.argv.get(i).map_or(&[], |&s| string_bytes(self.api, s))
+    }
+
+    /// The arguments from `i` on.
+    pub fn skip(&self, i: usize) -> Args<'a> {
+        Args {
+            argv: self.argv.get(i..).unwrap_or_default(),
+            api: self.api,
+        }
+    }
+
+    /// Argument `i` as the server's string, to open a key or replicate.
+    fn raw(&self, i: usize) -> Option<*mut RedisModuleString> {
+        self.argv.get(i).copied()
+    }
+}
+
+/// The bytes of a server string that lives at least as long as `'a`.
+fn string_bytes<'a>(api: &Api, s: *mut RedisModuleString) -> &'a [u8] {
     let mut len = 0usize;
-    // SAFETY: `s` is a live argument of the running command; the server owns
-    // the buffer until the command returns.
+    // SAFETY: `s` is a live server string (a command argument or a filter
+    // argument) whose buffer the server keeps for `'a`.
     unsafe {
-        match api!(RedisModule_StringPtrLen) {
-            Some(f) => {
-                let ptr = f(s, &mut len);
-                if ptr.is_null() {
-                    &[]
-                } else {
-                    std::slice::from_raw_parts(ptr.cast::<u8>(), len)
-                }
-            }
-            None => &[],
+        let ptr = (api.string_ptr_len)(s, &mut len);
+        if ptr.is_null() {
+            &[]
+        } else {
+            std::slice::from_raw_parts(ptr.cast::<u8>(), len)
         }
     }
 }
 
-/// The running command's context flags (`REDISMODULE_CTX_FLAGS_*`).
-pub fn context_flags(ctx: Ctx) -> c_int {
-    // SAFETY: `ctx` is the running command's context.
-    unsafe { api!(RedisModule_GetContextFlags).map_or(0, |f| f(ctx)) }
-}
+impl<'a> Ctx<'a> {
+    /// The context flags (`REDISMODULE_CTX_FLAGS_*`).
+    pub fn flags(&self) -> c_int {
+        // SAFETY: the running command's context.
+        unsafe { (self.api.get_context_flags)(self.raw) }
+    }
 
-/// Whether the command came from the master or the AOF, which alone may
-/// send the time- and state-carrying forms.
-pub fn from_master_or_aof(context_flags: c_int) -> bool {
-    let mask =
-        (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING) as c_int;
-    context_flags & mask != 0
-}
+    /// Whether the command came from the master or the AOF, which alone may
+    /// send the time- and state-carrying forms.
+    pub fn is_from_master_or_aof(&self) -> bool {
+        let mask =
+            (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING) as c_int;
+        self.flags() & mask != 0
+    }
 
-/// What an open key holds, seen from one module type.
-pub enum Held<T> {
-    Nothing,
-    Ours(NonNull<T>),
-    Other,
-}
-
-/// An open key, closed on drop.
-pub struct Key {
-    ctx: Ctx,
-    name: RString,
-    ptr: *mut raw::RedisModuleKey,
-}
-
-impl Key {
-    /// Opens `name` for reading, or for writing too.
-    pub fn open(ctx: Ctx, name: RString, write: bool) -> Key {
+    /// Opens the key named by argument `i`, for reading, or for writing too.
+    pub fn open_key(&self, args: Args<'a>, i: usize, write: bool) -> Key<'a> {
         let mode = if write {
             raw::REDISMODULE_READ | raw::REDISMODULE_WRITE
         } else {
             raw::REDISMODULE_READ
         };
-        // SAFETY: `ctx` and `name` belong to the running command.
-        let ptr = unsafe {
-            api!(RedisModule_OpenKey).map_or(std::ptr::null_mut(), |f| f(ctx, name, mode as c_int))
+        let name = args.raw(i).unwrap_or(std::ptr::null_mut());
+        let ptr = if name.is_null() {
+            std::ptr::null_mut()
+        } else {
+            // SAFETY: `name` is an argument of the running command.
+            unsafe { (self.api.open_key)(self.raw, name, mode as c_int) }
         };
-        Key { ctx, name, ptr }
+        Key {
+            ctx: *self,
+            name,
+            ptr,
+        }
     }
 
-    /// The value, if the key holds one of module type `ty`.
-    pub fn held<T>(&self, ty: *mut raw::RedisModuleType) -> Held<T> {
+    /// Replies with integers in an array.
+    pub fn reply_integers(&self, fields: &[i64]) {
+        // SAFETY: the running command's context.
+        unsafe {
+            (self.api.reply_with_array)(self.raw, fields.len() as c_long);
+            for &field in fields {
+                (self.api.reply_with_long_long)(self.raw, field as c_longlong);
+            }
+        }
+    }
+
+    /// Replies with an error. `message` starts with its error code (`ERR`,
+    /// `WRONGTYPE`) and contains no NUL byte, which `CStr` guarantees.
+    pub fn reply_error(&self, message: &CStr) {
+        // SAFETY: the running command's context.
+        unsafe { (self.api.reply_with_error)(self.raw, message.as_ptr()) };
+    }
+
+    pub fn reply_ok(&self) {
+        // SAFETY: the running command's context.
+        unsafe { (self.api.reply_with_simple_string)(self.raw, c"OK".as_ptr()) };
+    }
+
+    /// Replies with the server's standard wrong-number-of-arguments error.
+    pub fn reply_wrong_arity(&self) {
+        // SAFETY: the running command's context.
+        unsafe { (self.api.wrong_arity)(self.raw) };
+    }
+
+    /// Propagates the running command as the client sent it. Cheap: the
+    /// server reuses its own argument vector, and drops it when nothing
+    /// replays the stream (see `replication`).
+    pub fn replicate_verbatim(&self) {
+        // SAFETY: the running command's context.
+        unsafe { (self.api.replicate_verbatim)(self.raw) };
+    }
+
+    /// Sends `command <args> AT <at>` to the replicas and the AOF. The
+    /// argument strings are passed by reference, not copied.
+    pub fn replicate_with_time(&self, command: &CStr, args: Args<'a>, at: i64) {
+        // SAFETY: each variadic argument has the C type its format letter
+        // names: 'v' an array of server strings and its length, 'c' a C
+        // string, 'l' a long long. The strings are the running command's
+        // arguments.
+        unsafe {
+            (self.api.replicate)(
+                self.raw,
+                command.as_ptr(),
+                c"vcl".as_ptr(),
+                args.argv.as_ptr(),
+                args.argv.len(),
+                c"AT".as_ptr(),
+                at as c_longlong,
+            );
+        }
+    }
+}
+
+/// A custom data type's server handle, tied to the Rust type of its values:
+/// a key's value can only be read or stored as the state type it is.
+pub struct ModuleType<T> {
+    inner: RedisType,
+    _state: PhantomData<fn() -> T>,
+}
+
+impl<T> ModuleType<T> {
+    pub const fn new(
+        name: &'static str,
+        version: i32,
+        methods: raw::RedisModuleTypeMethods,
+    ) -> ModuleType<T> {
+        ModuleType {
+            inner: RedisType::new(name, version, methods),
+            _state: PhantomData,
+        }
+    }
+
+    /// The server's handle, set when the module loaded.
+    fn raw(&self) -> *mut RedisModuleType {
+        *self.inner.raw_type.borrow()
+    }
+}
+
+/// For `redis_module!`'s `data_types`, which creates the type at load.
+impl<T> std::ops::Deref for ModuleType<T> {
+    type Target = RedisType;
+    fn deref(&self) -> &RedisType {
+        &self.inner
+    }
+}
+
+/// What an open key holds, seen from one module type.
+pub enum Held<'k, T> {
+    Nothing,
+    Ours(&'k mut T),
+    Other,
+}
+
+/// An open key, closed on drop.
+pub struct Key<'a> {
+    ctx: Ctx<'a>,
+    name: *mut RedisModuleString,
+    ptr: *mut RedisModuleKey,
+}
+
+impl<'a> Key<'a> {
+    fn kind(&self) -> c_int {
         if self.ptr.is_null() {
+            return raw::REDISMODULE_KEYTYPE_EMPTY as c_int;
+        }
+        // SAFETY: an open key.
+        unsafe { (self.ctx.api.key_type)(self.ptr) }
+    }
+
+    /// The value, if the key holds one of type `ty`. The borrow of the key
+    /// keeps the value from being replaced while it is in use.
+    pub fn value<T>(&mut self, ty: &ModuleType<T>) -> Held<'_, T> {
+        let kind = self.kind();
+        if kind == raw::REDISMODULE_KEYTYPE_EMPTY as c_int {
             return Held::Nothing;
         }
-        // SAFETY: `self.ptr` is an open key; a value of type `ty` was stored
-        // by this module as a `Box<T>` (see `set`).
+        if kind != raw::REDISMODULE_KEYTYPE_MODULE as c_int {
+            return Held::Other;
+        }
+        let api = self.ctx.api;
+        // SAFETY: an open key holding a module value. A value of type `ty`
+        // was stored by `set` as a `Box<T>`: `ModuleType<T>` ties the two.
         unsafe {
-            let kind = api!(RedisModule_KeyType).map_or(-1, |f| f(self.ptr));
-            if kind == raw::REDISMODULE_KEYTYPE_EMPTY as c_int {
-                return Held::Nothing;
-            }
-            if kind != raw::REDISMODULE_KEYTYPE_MODULE as c_int
-                || api!(RedisModule_ModuleTypeGetType).map_or(std::ptr::null_mut(), |f| f(self.ptr))
-                    != ty
-            {
+            if (api.module_type_get_type)(self.ptr) != ty.raw() {
                 return Held::Other;
             }
-            let value =
-                api!(RedisModule_ModuleTypeGetValue).map_or(std::ptr::null_mut(), |f| f(self.ptr));
-            NonNull::new(value.cast::<T>()).map_or(Held::Other, Held::Ours)
+            match (api.module_type_get_value)(self.ptr).cast::<T>().as_mut() {
+                Some(value) => Held::Ours(value),
+                None => Held::Other,
+            }
         }
     }
 
-    /// Stores `value` as the key's value of module type `ty`, replacing
-    /// whatever the key held. Returns false if the server refused.
-    pub fn set<T>(&self, ty: *mut raw::RedisModuleType, value: Box<T>) -> bool {
-        let raw_value = Box::into_raw(value);
-        // SAFETY: the key is open for writing; on success the server owns
-        // the value and frees it through the type's `free` callback.
+    /// Stores `value` as the key's value of type `ty`, replacing whatever
+    /// the key held. False if the server refused (it then drops `value`).
+    pub fn set<T>(&mut self, ty: &ModuleType<T>, value: T) -> bool {
+        if self.ptr.is_null() {
+            return false;
+        }
+        let raw_value = Box::into_raw(Box::new(value));
+        // SAFETY: an open key; on success the server owns the value and
+        // frees it through the type's `free` callback.
         let ok = unsafe {
-            api!(RedisModule_ModuleTypeSetValue).is_some_and(|f| {
-                f(self.ptr, ty, raw_value.cast::<c_void>()) == raw::REDISMODULE_OK as c_int
-            })
+            (self.ctx.api.module_type_set_value)(self.ptr, ty.raw(), raw_value.cast::<c_void>())
+                == raw::REDISMODULE_OK as c_int
         };
         if !ok {
             // SAFETY: the server did not take it: it is still ours.
@@ -237,46 +410,41 @@ impl Key {
 
     /// Sets the expiry to an absolute Unix time in milliseconds.
     pub fn expire_at_ms(&self, unix_ms: i64) {
-        // SAFETY: the key is open for writing and holds a value.
-        unsafe {
-            if let Some(f) = api!(RedisModule_SetAbsExpire) {
-                f(self.ptr, unix_ms);
-            }
+        if !self.ptr.is_null() {
+            // SAFETY: an open key; the server ignores it on an empty key.
+            unsafe { (self.ctx.api.set_abs_expire)(self.ptr, unix_ms) };
         }
     }
 
-    /// The expiry as an absolute Unix time in milliseconds, if the key has one.
+    /// The expiry as an absolute Unix time in milliseconds, if any.
     pub fn expire_ms(&self) -> Option<i64> {
-        // SAFETY: the key is open.
-        let ms = unsafe { api!(RedisModule_GetAbsExpire).map_or(-1, |f| f(self.ptr)) };
+        if self.ptr.is_null() {
+            return None;
+        }
+        // SAFETY: an open key.
+        let ms = unsafe { (self.ctx.api.get_abs_expire)(self.ptr) };
         (ms != raw::REDISMODULE_NO_EXPIRE as i64).then_some(ms)
     }
 
     /// Tells WATCH and client-side caching that the key changed.
     pub fn signal_modified(&self) {
-        // SAFETY: ctx and name belong to the running command.
-        unsafe {
-            if let Some(f) = api!(RedisModule_SignalModifiedKey) {
-                f(self.ctx, self.name);
-            }
+        if !self.name.is_null() {
+            // SAFETY: ctx and name belong to the running command.
+            unsafe { (self.ctx.api.signal_modified_key)(self.ctx.raw, self.name) };
         }
     }
 
     /// The bytes of a string value, if the key holds a string.
     pub fn string(&self) -> Option<&[u8]> {
-        if self.ptr.is_null() {
+        if self.kind() != raw::REDISMODULE_KEYTYPE_STRING as c_int {
             return None;
         }
         let mut len = 0usize;
-        // SAFETY: the key is open; DMA in read mode borrows the string's
-        // buffer, which lives while the key is open and unmodified.
+        // SAFETY: an open key holding a string; DMA in read mode borrows
+        // its buffer, which lives while the key is open and unmodified (the
+        // borrow of `self` ends before any write).
         unsafe {
-            let kind = api!(RedisModule_KeyType).map_or(-1, |f| f(self.ptr));
-            if kind != raw::REDISMODULE_KEYTYPE_STRING as c_int {
-                return None;
-            }
-            let ptr =
-                api!(RedisModule_StringDMA)?(self.ptr, &mut len, raw::REDISMODULE_READ as c_int);
+            let ptr = (self.ctx.api.string_dma)(self.ptr, &mut len, raw::REDISMODULE_READ as c_int);
             (!ptr.is_null()).then(|| std::slice::from_raw_parts(ptr.cast::<u8>(), len))
         }
     }
@@ -284,111 +452,37 @@ impl Key {
     /// Publishes a keyspace event of the module class (`d` in
     /// notify-keyspace-events); the server drops it unless configured.
     pub fn notify(&self, event: &CStr) {
-        // SAFETY: ctx and name belong to the running command.
-        unsafe {
-            if let Some(f) = api!(RedisModule_NotifyKeyspaceEvent) {
-                f(
-                    self.ctx,
-                    raw::REDISMODULE_NOTIFY_MODULE,
+        if !self.name.is_null() {
+            // SAFETY: ctx and name belong to the running command.
+            unsafe {
+                (self.ctx.api.notify_keyspace_event)(
+                    self.ctx.raw,
+                    raw::REDISMODULE_NOTIFY_MODULE as c_int,
                     event.as_ptr(),
                     self.name,
-                );
-            }
+                )
+            };
         }
     }
 }
 
-impl Drop for Key {
+impl Drop for Key<'_> {
     fn drop(&mut self) {
         if !self.ptr.is_null() {
-            // SAFETY: opened by `open`, closed once.
-            unsafe {
-                if let Some(f) = api!(RedisModule_CloseKey) {
-                    f(self.ptr);
-                }
-            }
+            // SAFETY: opened by `open_key`, closed once.
+            unsafe { (self.ctx.api.close_key)(self.ptr) };
         }
     }
 }
 
-/// Replies with the five integers every command answers.
-pub fn reply_five(ctx: Ctx, fields: [i64; 5]) {
-    // SAFETY: `ctx` is the running command's context.
-    unsafe {
-        if let (Some(array), Some(int)) = (
-            api!(RedisModule_ReplyWithArray),
-            api!(RedisModule_ReplyWithLongLong),
-        ) {
-            array(ctx, 5);
-            for field in fields {
-                int(ctx, field as c_longlong);
-            }
-        }
-    }
-}
-
-/// Replies with an error. `message` starts with its error code (`ERR`,
-/// `WRONGTYPE`) and contains no NUL byte, which `CStr` guarantees.
-pub fn reply_error(ctx: Ctx, message: &CStr) {
-    // SAFETY: `ctx` is the running command's context.
-    unsafe {
-        if let Some(f) = api!(RedisModule_ReplyWithError) {
-            f(ctx, message.as_ptr());
-        }
-    }
-}
-
-pub fn reply_ok(ctx: Ctx) {
-    // SAFETY: `ctx` is the running command's context.
-    unsafe {
-        if let Some(f) = api!(RedisModule_ReplyWithSimpleString) {
-            f(ctx, c"OK".as_ptr());
-        }
-    }
-}
-
-/// Replies with the server's standard wrong-number-of-arguments error.
-pub fn reply_wrong_arity(ctx: Ctx) {
-    // SAFETY: `ctx` is the running command's context.
-    unsafe {
-        if let Some(f) = api!(RedisModule_WrongArity) {
-            f(ctx);
-        }
-    }
-}
-
-/// Propagates the running command as the client sent it. Cheap: the
-/// server reuses its own argument vector, and drops it when nothing
-/// listens (see `replication`).
-pub fn replicate_verbatim(ctx: Ctx) {
-    // SAFETY: `ctx` is the running command's context.
-    unsafe {
-        if let Some(f) = api!(RedisModule_ReplicateVerbatim) {
-            f(ctx);
-        }
-    }
-}
-
-/// Sends the running command to the replicas and the AOF with the master's
-/// clock appended: `command <args as the client sent them> AT <ns>`. The
-/// client's argument strings are passed by reference, not copied.
-pub fn replicate_with_time(ctx: Ctx, command: &CStr, args: &[RString], at: i64) {
-    let Some(f) = api!(RedisModule_Replicate) else {
-        return;
-    };
-    let (cmd, argv, argc) = (command.as_ptr(), args.as_ptr(), args.len());
-    // SAFETY: each variadic argument has the C type its format letter names:
-    // 'v' an array of server strings and its length, 'c' a C string, 'l' a
-    // long long. The strings are the running command's arguments.
-    unsafe {
-        f(
-            ctx,
-            cmd,
-            c"vcl".as_ptr(),
-            argv,
-            argc,
-            c"AT".as_ptr(),
-            at as c_longlong,
-        );
-    }
+/// The bytes of a command filter's argument, for the filter's duration.
+pub fn filter_arg<'a>(
+    api: &Api,
+    fctx: *mut RedisModuleCommandFilterCtx,
+    pos: c_int,
+) -> Option<&'a [u8]> {
+    // SAFETY: `fctx` is the server's filter context, valid while the filter
+    // runs; `pos` is checked against the count by the caller.
+    let s = unsafe { (api.command_filter_arg_get)(fctx, pos) };
+    (!s.is_null()).then(|| string_bytes(api, s))
 }

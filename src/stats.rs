@@ -11,9 +11,10 @@ use redis_module::raw;
 
 use crate::server;
 
-/// The commands that keep counters, in INFO order.
+/// The rows of the section, in INFO order: one per limiter command, which
+/// is also one per type.
 #[derive(Clone, Copy)]
-pub enum Command {
+pub enum Row {
     Throttle = 0,
     Slide = 1,
     Slice = 2,
@@ -40,11 +41,16 @@ static COUNTERS: [Counters; 3] = [ZERO, ZERO, ZERO];
 
 /// Keys per type: a value is counted when the module creates it (command,
 /// RDB load, copy, RL.STATE) and uncounted when the server frees it.
-pub static KEYS: [AtomicI64; 3] = [AtomicI64::new(0), AtomicI64::new(0), AtomicI64::new(0)];
+static KEYS: [AtomicI64; 3] = [AtomicI64::new(0), AtomicI64::new(0), AtomicI64::new(0)];
+
+/// Counts keys of a type in (`delta` > 0) or out.
+pub fn count_keys(row: Row, delta: i64) {
+    KEYS[row as usize].fetch_add(delta, Ordering::Relaxed);
+}
 
 /// Counts one call and its outcome: `Some(limited)` or `None` for an error.
-pub fn record(command: Command, outcome: Option<bool>) {
-    let c = &COUNTERS[command as usize];
+pub fn record(row: Row, outcome: Option<bool>) {
+    let c = &COUNTERS[row as usize];
     c.calls.fetch_add(1, Ordering::Relaxed);
     let field = match outcome {
         Some(false) => &c.allowed,
@@ -65,12 +71,10 @@ fn reset() {
 /// The INFO callback.
 pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
     let _ = std::panic::catch_unwind(|| {
-        let (Some(section), Some(field)) = (
-            crate::api!(RedisModule_InfoAddSection),
-            crate::api!(RedisModule_InfoAddFieldULongLong),
-        ) else {
+        let Some(api) = server::api() else {
             return;
         };
+        let (section, field) = (api.info_add_section, api.info_add_field_ulonglong);
         // SAFETY: `ctx` is the server's INFO context; names are C strings.
         unsafe {
             section(ctx, c"".as_ptr());
@@ -102,37 +106,30 @@ pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_i
 /// for every command, so it looks at the arguments only when there are two.
 pub extern "C" fn watch_resetstat(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     let _ = std::panic::catch_unwind(|| {
-        let (Some(count), Some(arg)) = (
-            crate::api!(RedisModule_CommandFilterArgsCount),
-            crate::api!(RedisModule_CommandFilterArgGet),
-        ) else {
+        let Some(api) = server::api() else {
             return;
         };
         // SAFETY: `fctx` is the server's filter context for this command.
-        unsafe {
-            if count(fctx) != 2 {
-                return;
-            }
-            if server::bytes(arg(fctx, 0)).eq_ignore_ascii_case(b"CONFIG")
-                && server::bytes(arg(fctx, 1)).eq_ignore_ascii_case(b"RESETSTAT")
-            {
-                reset();
-            }
+        if unsafe { (api.command_filter_args_count)(fctx) } != 2 {
+            return;
+        }
+        let is = |pos, word: &[u8]| {
+            server::filter_arg(api, fctx, pos).is_some_and(|arg| arg.eq_ignore_ascii_case(word))
+        };
+        if is(0, b"CONFIG") && is(1, b"RESETSTAT") {
+            reset();
         }
     });
 }
 
 /// Registers the INFO section and the filter.
-pub fn register(ctx: server::Ctx) -> Result<(), &'static CStr> {
+pub fn register(api: &server::Api, ctx: *mut raw::RedisModuleCtx) -> Result<(), &'static CStr> {
     // SAFETY: called during OnLoad with the load context.
     unsafe {
-        let info_func = crate::api!(RedisModule_RegisterInfoFunc).ok_or(c"no RegisterInfoFunc")?;
-        if info_func(ctx, Some(info)) != raw::REDISMODULE_OK as c_int {
+        if (api.register_info_func)(ctx, Some(info)) != raw::REDISMODULE_OK as c_int {
             return Err(c"could not register the INFO section");
         }
-        let filter =
-            crate::api!(RedisModule_RegisterCommandFilter).ok_or(c"no RegisterCommandFilter")?;
-        if filter(ctx, Some(watch_resetstat), 0).is_null() {
+        if (api.register_command_filter)(ctx, Some(watch_resetstat), 0).is_null() {
             return Err(c"could not register the CONFIG RESETSTAT filter");
         }
     }

@@ -151,7 +151,7 @@ fn bad_input_table() {
         (&["RL.THROTTLE", "k", "15", "30", "60", "NX"], "ERR unknown argument 'NX'"),
         (&["RL.THROTTLE", "k", "15", "30", "60", "MS", "MS"], "ERR MS is given more than once"),
         (&["RL.THROTTLE", "k", "15", "30", "60", "1", "MS", "AT", "1"], "ERR AT is accepted only from the master or the AOF: it carries the master's clock"),
-        (&["RL.THROTTLE", "k", "1000000", "1", "315360000"], "ERR max_burst / count x period must be at most 3153600000 seconds (100 years)"),
+        (&["RL.THROTTLE", "k", "1000000", "1", "315360000"], "ERR (max_burst + 1) x period / count must be at most 3153600000 seconds (100 years)"),
         (&["RL.THROTTLE", "k", "1", "1", "1", "1", "MS", "x", "x", "x", "x", "x"], "ERR unknown argument 'x'"),
         (&["RL.STATE", "k", "Gxxxxxxxxxxxxxxxx"], "ERR RL.STATE is accepted only from the master or the AOF"),
     ];

@@ -28,18 +28,21 @@
 
 use super::codec::{Reader, Writer};
 use super::time::Nanos;
-use super::{Decision, DecodeError, Retry};
+use super::{Arg, ArgKind, Decision, DecodeError, Limiter, ParamError, Retry, MAX_DURATION};
 
-/// The largest `max_burst`, and the largest quantity that is considered
-/// (a larger one can never fit any limiter anyway).
+/// The largest `max_burst`. (A request's quantity has its own bound in the
+/// argument parser; here a quantity above the capacity is simply one that
+/// can never fit, and only `min(quantity, capacity)` enters the arithmetic.)
 pub const MAX_BURST: u64 = 1_000_000_000_000;
 /// The largest `count`: it is the denominator of the stored fraction.
 pub const MAX_COUNT: u64 = u32::MAX as u64;
-/// The longest `period`: ten years.
-pub const MAX_PERIOD: Nanos = Nanos::new(315_360_000 * 1_000_000_000);
-/// The longest tolerance `τ` (one hundred years): a burst may not borrow more
-/// time than this, which keeps every TAT far below `Nanos::MAX`.
-pub const MAX_TOLERANCE: Nanos = Nanos::new(3_153_600_000 * 1_000_000_000);
+/// The longest tolerance `τ = (max_burst + 1) × period / count`: one
+/// hundred years. A burst may not borrow more time than this, which keeps
+/// every TAT far below `Nanos::MAX`.
+pub const MAX_TOLERANCE: Nanos = Nanos::new(10 * MAX_DURATION.get());
+/// The rule `MAX_TOLERANCE` sets, as the error message states it.
+const TOLERANCE_RULE: &str =
+    "(max_burst + 1) x period / count must be at most 3153600000 seconds (100 years)";
 
 /// Validated GCRA parameters: `count` units per `period`, burst `max_burst`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,7 +75,7 @@ impl GcraParams {
             Ok(c) if c > 0 => c,
             _ => return Err(GcraParamError::Count),
         };
-        if period == Nanos::ZERO || period > MAX_PERIOD {
+        if period == Nanos::ZERO || period > MAX_DURATION {
             return Err(GcraParamError::Period);
         }
         let capacity = max_burst + 1;
@@ -90,10 +93,6 @@ impl GcraParams {
         })
     }
 
-    pub fn capacity(&self) -> u64 {
-        self.capacity
-    }
-
     fn scale(&self, t: Nanos) -> u128 {
         u128::from(t.get()) * u128::from(self.count)
     }
@@ -106,11 +105,19 @@ impl GcraParams {
 
 /// The theoretical arrival time, exactly: `whole + frac / den` nanoseconds,
 /// with `den` the `count` in force when it was stored and `frac < den`.
+/// The state of a missing key is the TAT 0 (the epoch), which is never
+/// ahead of `now`: a full limiter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Tat {
     whole: Nanos,
     frac: u32,
     den: u32,
+}
+
+impl Default for Tat {
+    fn default() -> Tat {
+        Tat::from_nanos(Nanos::ZERO)
+    }
 }
 
 impl Tat {
@@ -144,20 +151,101 @@ impl Tat {
             den: 1,
         }
     }
+}
 
-    /// Bytes this value occupies.
-    pub fn mem_usage(&self) -> usize {
-        std::mem::size_of::<Tat>()
+impl Limiter for Tat {
+    type Params = GcraParams;
+    /// The TAT to store.
+    type Update = Tat;
+
+    const NAME: &'static str = "THROTTLE";
+    const TYPE_NAME: &'static str = "rl-gcra--";
+    const TAG: u8 = b'G';
+    const ARGS: &'static [Arg] = &[
+        Arg {
+            name: "max_burst",
+            kind: ArgKind::Integer {
+                min: 0,
+                max: MAX_BURST,
+                ceiling: None,
+            },
+        },
+        Arg {
+            name: "count",
+            kind: ArgKind::Integer {
+                min: 1,
+                max: MAX_COUNT,
+                ceiling: None,
+            },
+        },
+        Arg {
+            name: "period",
+            kind: ArgKind::Duration,
+        },
+    ];
+
+    fn params(values: &[u64]) -> Result<GcraParams, ParamError> {
+        let &[max_burst, count, period] = values else {
+            return Err(ParamError::Arg(values.len().min(2)));
+        };
+        GcraParams::new(max_burst, count, Nanos::new(period)).map_err(|e| match e {
+            GcraParamError::MaxBurst => ParamError::Arg(0),
+            GcraParamError::Count => ParamError::Arg(1),
+            GcraParamError::Period => ParamError::Arg(2),
+            GcraParamError::Tolerance => ParamError::Joint(TOLERANCE_RULE),
+        })
     }
 
-    /// Canonical encoding: whole ns, fraction, denominator.
-    pub fn encode(&self) -> Vec<u8> {
+    /// Decides a request against this TAT (the default, 0, for a missing
+    /// key). The update, when the request is allowed and takes at least one
+    /// unit, is the TAT to store.
+    fn decide(&self, now: Nanos, params: &GcraParams, quantity: u64) -> (Decision, Option<Tat>) {
+        let now_s = params.scale(now);
+        let tat_s = self.scaled(params);
+        let ttl_before = tat_s.saturating_sub(now_s);
+
+        let fits = quantity <= params.capacity;
+        // With quantity <= capacity the increment is at most τ, so no overflow.
+        let new_tat_s = tat_s.max(now_s)
+            + u128::from(quantity.min(params.capacity)) * u128::from(params.period);
+        let ttl_after = new_tat_s - now_s;
+        let limited = !fits || ttl_after > params.tolerance;
+
+        let ttl = if limited { ttl_before } else { ttl_after };
+        let remaining = params.tolerance.saturating_sub(ttl) / u128::from(params.period);
+        let retry = if !fits {
+            Retry::Never
+        } else if limited {
+            Retry::At(now.saturating_add(params.unscale_ceil(ttl_after - params.tolerance)))
+        } else {
+            Retry::NotLimited
+        };
+        let decision = Decision {
+            limited,
+            limit: params.capacity,
+            remaining: u64::try_from(remaining)
+                .unwrap_or(u64::MAX)
+                .min(params.capacity),
+            retry,
+            reset_at: now.saturating_add(params.unscale_ceil(ttl)),
+        };
+        let update = (!limited && quantity > 0).then(|| Tat::from_scaled(new_tat_s, params));
+        (decision, update)
+    }
+
+    fn apply(&mut self, update: Tat) {
+        *self = update;
+    }
+
+    /// Canonical encoding: whole ns (u64), fraction (u32), denominator
+    /// (u32), little-endian: 16 bytes.
+    fn encode(&self) -> Vec<u8> {
         let mut w = Writer::with_capacity(16);
         w.u64(self.whole.get()).u32(self.frac).u32(self.den);
         w.into_bytes()
     }
 
-    pub fn decode(bytes: &[u8]) -> Result<Tat, DecodeError> {
+    fn decode(bytes: &[u8]) -> Result<Tat, DecodeError> {
         let mut r = Reader::new(bytes);
         let tat = Tat {
             whole: Nanos::new(r.u64()?),
@@ -175,48 +263,10 @@ impl Tat {
         }
         Ok(tat)
     }
-}
 
-/// Decides a request for `quantity` units at `now` against the stored TAT
-/// (`None` for a missing key). Returns the decision and, when the request is
-/// allowed and takes at least one unit, the TAT to store.
-pub fn decide(
-    tat: Option<&Tat>,
-    now: Nanos,
-    params: &GcraParams,
-    quantity: u64,
-) -> (Decision, Option<Tat>) {
-    let now_s = params.scale(now);
-    let tat_s = tat.map_or(now_s, |t| t.scaled(params));
-    let ttl_before = tat_s.saturating_sub(now_s);
-
-    let fits = quantity <= params.capacity;
-    // With quantity <= capacity the increment is at most τ, so no overflow.
-    let new_tat_s =
-        tat_s.max(now_s) + u128::from(quantity.min(params.capacity)) * u128::from(params.period);
-    let ttl_after = new_tat_s - now_s;
-    let limited = !fits || ttl_after > params.tolerance;
-
-    let ttl = if limited { ttl_before } else { ttl_after };
-    let remaining = params.tolerance.saturating_sub(ttl) / u128::from(params.period);
-    let retry = if !fits {
-        Retry::Never
-    } else if limited {
-        Retry::At(now.saturating_add(params.unscale_ceil(ttl_after - params.tolerance)))
-    } else {
-        Retry::NotLimited
-    };
-    let decision = Decision {
-        limited,
-        limit: params.capacity,
-        remaining: u64::try_from(remaining)
-            .unwrap_or(u64::MAX)
-            .min(params.capacity),
-        retry,
-        reset_at: now.saturating_add(params.unscale_ceil(ttl)),
-    };
-    let update = (!limited && quantity > 0).then(|| Tat::from_scaled(new_tat_s, params));
-    (decision, update)
+    fn mem_usage(&self) -> usize {
+        std::mem::size_of::<Tat>()
+    }
 }
 
 #[cfg(test)]
@@ -224,6 +274,16 @@ mod tests {
     use super::*;
     use crate::core::Unit;
     use proptest::prelude::*;
+
+    /// Decides against a stored TAT, or a missing key (`None`).
+    fn decide(
+        tat: Option<&Tat>,
+        now: Nanos,
+        p: &GcraParams,
+        quantity: u64,
+    ) -> (Decision, Option<Tat>) {
+        tat.copied().unwrap_or_default().decide(now, p, quantity)
+    }
 
     const MS: u64 = 1_000_000;
     const S: u64 = 1_000 * MS;
@@ -393,15 +453,15 @@ mod tests {
             Err(GcraParamError::Period)
         );
         assert_eq!(
-            GcraParams::new(0, 1, MAX_PERIOD.saturating_add(Nanos::new(1))),
+            GcraParams::new(0, 1, MAX_DURATION.saturating_add(Nanos::new(1))),
             Err(GcraParamError::Period)
         );
         assert_eq!(
-            GcraParams::new(100, 1, MAX_PERIOD),
+            GcraParams::new(100, 1, MAX_DURATION),
             Err(GcraParamError::Tolerance)
         );
         assert!(GcraParams::new(MAX_BURST, MAX_COUNT, Nanos::new(S)).is_ok());
-        assert!(GcraParams::new(0, 1, MAX_PERIOD).is_ok());
+        assert!(GcraParams::new(0, 1, MAX_DURATION).is_ok());
     }
 
     #[test]

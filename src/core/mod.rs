@@ -1,6 +1,13 @@
 //! The rate-limiting algorithms, free of Redis: no `redis_module` import, no
 //! clock, no I/O. Every function here takes the current time as an argument,
 //! so all of it is deterministic and unit-tested without a server.
+//!
+//! Each algorithm is one file and one implementation of [`Limiter`]: its
+//! state, its parameters (described by [`Limiter::ARGS`], validated by
+//! [`Limiter::params`]), the pure decision and the persisted encoding. The
+//! glue (`commands`, `types`, `args`) is generic over the trait and never
+//! names an algorithm; adding one is a file here plus a line in the glue's
+//! tables.
 
 pub mod codec;
 pub mod decision;
@@ -11,6 +18,107 @@ pub mod time;
 
 pub use decision::{Decision, Retry};
 pub use time::{Nanos, Unit};
+
+/// The longest period or window any algorithm accepts: ten years of 365
+/// days. Durations above it are refused, which keeps every instant the
+/// algorithms compute far below `Nanos::MAX`.
+pub const MAX_DURATION: Nanos = Nanos::new(MAX_DURATION_SECONDS * 1_000_000_000);
+/// [`MAX_DURATION`] in whole seconds.
+pub const MAX_DURATION_SECONDS: u64 = 315_360_000;
+
+/// One rate-limiting algorithm, seen from its state: what one key holds.
+///
+/// A missing key is the `Default` state: deciding on it is deciding on an
+/// empty limiter. Deciding is pure; an allowed request that takes units
+/// returns an update, which `apply` records on the same state. Inside Redis
+/// a command runs atomically, so no compare-and-swap is needed between the
+/// two.
+pub trait Limiter: Clone + Default + Sized {
+    /// The validated parameters of one call.
+    type Params: Copy;
+    /// What an allowed request that takes units changes.
+    type Update;
+
+    /// The algorithm's name: its command is `RL.<NAME>`, and it is the word
+    /// that starts a limit of this kind in a command that takes several.
+    const NAME: &'static str;
+    /// The name `TYPE key` answers for a key holding this state: exactly
+    /// nine characters, as Redis requires.
+    const TYPE_NAME: &'static str;
+    /// The first byte of the state-carrying payload (`RL.STATE`), naming
+    /// the type.
+    const TAG: u8;
+    /// The numbers that follow the key, in order.
+    const ARGS: &'static [Arg];
+
+    /// The parameters from the numbers of `ARGS`, each already within its
+    /// own range, durations in nanoseconds.
+    fn params(values: &[u64]) -> Result<Self::Params, ParamError>;
+
+    /// Decides a request for `quantity` units at `now` (`quantity = 0` is a
+    /// peek). Returns the decision and, only when the request is allowed and
+    /// takes at least one unit, the update to `apply`.
+    fn decide(
+        &self,
+        now: Nanos,
+        params: &Self::Params,
+        quantity: u64,
+    ) -> (Decision, Option<Self::Update>);
+
+    /// Records an update that `decide` produced on this same state.
+    fn apply(&mut self, update: Self::Update);
+
+    /// The canonical byte encoding, shared by RDB, AOF rewrite and DEBUG
+    /// DIGEST. It is a promise: saved files must keep loading.
+    fn encode(&self) -> Vec<u8>;
+
+    /// Reads what `encode` wrote, validating everything: a payload no valid
+    /// state encodes to is refused, never trusted.
+    fn decode(bytes: &[u8]) -> Result<Self, DecodeError>;
+
+    /// Bytes this state occupies, computed from what it allocated.
+    fn mem_usage(&self) -> usize;
+}
+
+/// One number of an algorithm's arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Arg {
+    pub name: &'static str,
+    pub kind: ArgKind,
+}
+
+/// What a number means, which gives its range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgKind {
+    /// An integer in `min..=max`; a `ceiling` is a lower maximum that the
+    /// server's configuration may set for clients.
+    Integer {
+        min: u64,
+        max: u64,
+        ceiling: Option<Ceiling>,
+    },
+    /// A duration in the call's unit (seconds, or milliseconds with `MS`),
+    /// from 1 to [`MAX_DURATION`].
+    Duration,
+}
+
+/// A bound of the server's configuration on an argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ceiling {
+    /// `max-slide-limit`: the largest RL.SLIDE limit.
+    SlideLimit,
+    /// `max-slices`: the largest RL.SLICE slice count.
+    Slices,
+}
+
+/// Why `Limiter::params` refused numbers that are each in range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamError {
+    /// The argument at this index of `ARGS` is out of its range.
+    Arg(usize),
+    /// The arguments together break a rule, stated by the text.
+    Joint(&'static str),
+}
 
 /// Why a persisted state (an RDB payload or an AOF state blob) was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -67,14 +67,12 @@ use std::ops::Range;
 use super::codec::{Reader, Writer};
 use super::decision::{Decision, Retry};
 use super::time::Nanos;
-use super::DecodeError;
+use super::{Arg, ArgKind, Ceiling, DecodeError, Limiter, ParamError, MAX_DURATION};
 
 /// The most slices a window may have.
 pub const MAX_SLICES: u64 = 1_000_000;
 /// The largest limit: a counter is a `u32` and never exceeds the limit.
 pub const MAX_LIMIT: u64 = u32::MAX as u64;
-/// The longest window: ten years of 365 days.
-pub const MAX_WINDOW: Nanos = Nanos::new(315_360_000 * 1_000_000_000);
 
 /// The parameters of one `RL.SLICE` call, valid by construction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,14 +83,17 @@ pub struct SliceParams {
 
 impl SliceParams {
     /// `None` unless `1 <= limit <= MAX_LIMIT`, `1 <= slices <= MAX_SLICES`
-    /// and `slices` ns `<= window <= MAX_WINDOW`.
+    /// and `slices` ns `<= window <= MAX_DURATION`.
     pub fn new(limit: u64, window: Nanos, slices: u64) -> Option<SliceParams> {
         let geometry = Geometry::new(window.get(), slices)?;
         (1..=MAX_LIMIT)
             .contains(&limit)
             .then_some(SliceParams { limit, geometry })
     }
+}
 
+#[cfg(test)]
+impl SliceParams {
     pub fn limit(&self) -> u64 {
         self.limit
     }
@@ -118,7 +119,7 @@ struct Geometry {
 impl Geometry {
     fn new(window: u64, slices: u64) -> Option<Geometry> {
         let valid =
-            (1..=MAX_SLICES).contains(&slices) && (slices..=MAX_WINDOW.get()).contains(&window);
+            (1..=MAX_SLICES).contains(&slices) && (slices..=MAX_DURATION.get()).contains(&window);
         valid.then_some(Geometry { window, slices })
     }
 
@@ -206,10 +207,54 @@ impl SliceWindow {
     pub fn new() -> SliceWindow {
         SliceWindow::default()
     }
+}
+
+impl Limiter for SliceWindow {
+    type Params = SliceParams;
+    type Update = SliceUpdate;
+
+    const NAME: &'static str = "SLICE";
+    const TYPE_NAME: &'static str = "rl-slice-";
+    const TAG: u8 = b'S';
+    const ARGS: &'static [Arg] = &[
+        Arg {
+            name: "limit",
+            kind: ArgKind::Integer {
+                min: 1,
+                max: MAX_LIMIT,
+                ceiling: None,
+            },
+        },
+        Arg {
+            name: "window",
+            kind: ArgKind::Duration,
+        },
+        Arg {
+            name: "slices",
+            kind: ArgKind::Integer {
+                min: 1,
+                max: MAX_SLICES,
+                ceiling: Some(Ceiling::Slices),
+            },
+        },
+    ];
+
+    fn params(values: &[u64]) -> Result<SliceParams, ParamError> {
+        let &[limit, window, slices] = values else {
+            return Err(ParamError::Arg(values.len().min(2)));
+        };
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(ParamError::Arg(0));
+        }
+        if !(1..=MAX_SLICES).contains(&slices) {
+            return Err(ParamError::Arg(2));
+        }
+        SliceParams::new(limit, Nanos::new(window), slices).ok_or(ParamError::Arg(1))
+    }
 
     /// Decides one request at `now`. Pure: returns `Some(update)` only when
     /// the request is allowed and `quantity > 0`.
-    pub fn decide(
+    fn decide(
         &self,
         now: Nanos,
         params: &SliceParams,
@@ -230,7 +275,7 @@ impl SliceWindow {
 
     /// Records what `decide` allowed. O(1) in the head slice; moving to a
     /// newer slice clears the expired ones (at most `S + 1`).
-    pub fn apply(&mut self, update: SliceUpdate) {
+    fn apply(&mut self, update: SliceUpdate) {
         let SliceUpdate {
             geometry,
             head,
@@ -271,21 +316,15 @@ impl SliceWindow {
         }
     }
 
-    /// No unit recorded (units that merely expired still count as recorded;
-    /// the key's expiry removes them).
-    pub fn is_empty(&self) -> bool {
-        self.counters.is_empty()
-    }
-
     /// Bytes held: the struct and its counters.
-    pub fn mem_usage(&self) -> usize {
+    fn mem_usage(&self) -> usize {
         std::mem::size_of::<SliceWindow>() + std::mem::size_of_val(&*self.counters)
     }
 
     /// Canonical encoding, little-endian: `window`, `slices`, `head` (u64
     /// each), then the `S + 1` counters (u32 each) in slice order, oldest
     /// (`head - S`) first. An empty state is `0, 0, 0` with no counters.
-    pub fn encode(&self) -> Vec<u8> {
+    fn encode(&self) -> Vec<u8> {
         let mut writer = Writer::with_capacity(24 + 4 * self.counters.len());
         writer
             .u64(self.geometry.window)
@@ -304,7 +343,7 @@ impl SliceWindow {
     /// Reads what `encode` wrote, validating everything: the geometry, the
     /// head, the exact length before allocating, that slices before the
     /// epoch are zero, that the head slice holds a unit and the total fits.
-    pub fn decode(bytes: &[u8]) -> Result<SliceWindow, DecodeError> {
+    fn decode(bytes: &[u8]) -> Result<SliceWindow, DecodeError> {
         let mut reader = Reader::new(bytes);
         let window = reader.u64()?;
         let slices = reader.u64()?;
@@ -356,6 +395,14 @@ impl SliceWindow {
         };
         state.oldest = state.first_non_empty(head.saturating_sub(slices));
         Ok(state)
+    }
+}
+
+impl SliceWindow {
+    /// No unit recorded (units that merely expired still count as recorded;
+    /// the key's expiry removes them).
+    pub fn is_empty(&self) -> bool {
+        self.counters.is_empty()
     }
 
     /// `decide` for a state that is empty or already has `params`' geometry.
@@ -625,12 +672,12 @@ mod tests {
         assert!(SliceParams::new(MAX_LIMIT + 1, Nanos::new(10), 1).is_none());
         assert!(SliceParams::new(1, Nanos::new(10), 0).is_none());
         assert!(SliceParams::new(1, Nanos::new(10), 11).is_none());
-        assert!(SliceParams::new(1, MAX_WINDOW, MAX_SLICES + 1).is_none());
-        assert!(SliceParams::new(1, MAX_WINDOW.saturating_add(Nanos::new(1)), 1).is_none());
-        let p = SliceParams::new(MAX_LIMIT, MAX_WINDOW, MAX_SLICES).unwrap();
+        assert!(SliceParams::new(1, MAX_DURATION, MAX_SLICES + 1).is_none());
+        assert!(SliceParams::new(1, MAX_DURATION.saturating_add(Nanos::new(1)), 1).is_none());
+        let p = SliceParams::new(MAX_LIMIT, MAX_DURATION, MAX_SLICES).unwrap();
         assert_eq!(
             (p.limit(), p.window(), p.slices()),
-            (MAX_LIMIT, MAX_WINDOW, MAX_SLICES)
+            (MAX_LIMIT, MAX_DURATION, MAX_SLICES)
         );
         assert!(SliceParams::new(1, Nanos::new(10), 10).is_some());
     }
@@ -650,7 +697,7 @@ mod tests {
         assert_eq!(even.index(Nanos::new(1249)), 4);
         assert_eq!(even.start(5), Nanos::new(1250));
         assert_eq!(even.start(u64::MAX), Nanos::MAX);
-        let odd = Geometry::new(MAX_WINDOW.get(), 7).unwrap();
+        let odd = Geometry::new(MAX_DURATION.get(), 7).unwrap();
         assert_eq!(odd.start(u64::MAX), Nanos::MAX);
         assert!(odd.index(Nanos::MAX) < u64::MAX);
     }
@@ -738,7 +785,7 @@ mod tests {
         for p in [
             params(1, 1, 1),
             params(3, 7, 7),
-            params(3, MAX_WINDOW.get(), 3),
+            params(3, MAX_DURATION.get(), 3),
             params(5, 10, 3),
         ] {
             let mut state = SliceWindow::new();
@@ -832,7 +879,10 @@ mod tests {
             "window shorter than the slices"
         );
         assert!(
-            invalid(&with_counters(header(MAX_WINDOW.get() + 1, 4, 9), &[1; 5])),
+            invalid(&with_counters(
+                header(MAX_DURATION.get() + 1, 4, 9),
+                &[1; 5]
+            )),
             "window too long"
         );
         assert!(
@@ -853,7 +903,7 @@ mod tests {
         // before anything is allocated for them.
         assert_eq!(
             SliceWindow::decode(&with_counters(
-                header(MAX_WINDOW.get(), MAX_SLICES, 40),
+                header(MAX_DURATION.get(), MAX_SLICES, 40),
                 &[1; 3]
             )),
             Err(DecodeError::Length)

@@ -29,12 +29,14 @@
 //! at index `expired + need - 1` (units leave in order). With pairs that rank
 //! lookup would need a scan or a second index.
 //!
-//! Every call is O(1) amortized: the counted part starts after the expired
-//! prefix, found in O(1) when none or all of the log is expired and by binary
-//! search otherwise (a limited call changes nothing, so it must not rescan);
-//! an allowed call drops the expired prefix in O(1) and appends its units.
-//! Each unit is appended once and dropped once, so a request costs O(1) per
-//! unit it takes, and the ring grows by doubling and shrinks by halving.
+//! Cost: the counted part starts after the expired prefix, found in O(1)
+//! when none or all of the log is expired and otherwise by a binary search,
+//! O(log n) in the units held (a limited call changes nothing, so it must
+//! not rescan what a later call would scan again). An allowed call drops the
+//! expired prefix and appends its units: each unit is appended once and
+//! dropped once, so recording costs O(1) amortized per unit, and the ring
+//! grows by doubling and shrinks by halving. So a call is O(log n) at worst
+//! and O(1) amortized per unit recorded.
 //!
 //! ## Worked example
 //!
@@ -66,13 +68,13 @@ use std::mem;
 
 use super::codec::{Reader, Writer};
 use super::time::Nanos;
-use super::{Decision, DecodeError, Retry};
+use super::{
+    Arg, ArgKind, Ceiling, Decision, DecodeError, Limiter, ParamError, Retry, MAX_DURATION,
+};
 
 /// The largest `limit`: it bounds the memory of a key (8 bytes per unit),
 /// and a decoded log may not hold more units than this.
 pub const MAX_LIMIT: u64 = 100_000_000;
-/// The longest `window`: ten years.
-pub const MAX_WINDOW: Nanos = Nanos::new(315_360_000 * 1_000_000_000);
 
 /// Bytes of one entry.
 const ENTRY_BYTES: usize = mem::size_of::<u64>();
@@ -85,13 +87,16 @@ pub struct SlideParams {
 }
 
 impl SlideParams {
-    /// `None` unless `1 <= limit <= MAX_LIMIT` and `1 ns <= window <= MAX_WINDOW`.
+    /// `None` unless `1 <= limit <= MAX_LIMIT` and `1 ns <= window <= MAX_DURATION`.
     pub fn new(limit: u64, window: Nanos) -> Option<SlideParams> {
         let limit_ok = (1..=MAX_LIMIT).contains(&limit);
-        let window_ok = Nanos::new(1) <= window && window <= MAX_WINDOW;
+        let window_ok = Nanos::new(1) <= window && window <= MAX_DURATION;
         (limit_ok && window_ok).then_some(SlideParams { limit, window })
     }
+}
 
+#[cfg(test)]
+impl SlideParams {
     pub fn limit(&self) -> u64 {
         self.limit
     }
@@ -123,18 +128,42 @@ pub struct SlideUpdate {
     limit: u64,
 }
 
-impl SlideLog {
-    /// An empty log; allocates nothing.
-    pub fn new() -> SlideLog {
-        SlideLog {
-            entries: VecDeque::new(),
+impl Limiter for SlideLog {
+    type Params = SlideParams;
+    type Update = SlideUpdate;
+
+    const NAME: &'static str = "SLIDE";
+    const TYPE_NAME: &'static str = "rl-slide-";
+    const TAG: u8 = b'L';
+    const ARGS: &'static [Arg] = &[
+        Arg {
+            name: "limit",
+            kind: ArgKind::Integer {
+                min: 1,
+                max: MAX_LIMIT,
+                ceiling: Some(Ceiling::SlideLimit),
+            },
+        },
+        Arg {
+            name: "window",
+            kind: ArgKind::Duration,
+        },
+    ];
+
+    fn params(values: &[u64]) -> Result<SlideParams, ParamError> {
+        let &[limit, window] = values else {
+            return Err(ParamError::Arg(values.len().min(1)));
+        };
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(ParamError::Arg(0));
         }
+        SlideParams::new(limit, Nanos::new(window)).ok_or(ParamError::Arg(1))
     }
 
     /// Decides a request for `quantity` units at `now`. Pure: returns the
     /// decision and, only when the request is allowed and takes at least one
     /// unit, the update to `apply`.
-    pub fn decide(
+    fn decide(
         &self,
         now: Nanos,
         params: &SlideParams,
@@ -208,7 +237,7 @@ impl SlideLog {
 
     /// Applies an update that `decide` produced on this same state: drops
     /// the expired prefix, then records the units.
-    pub fn apply(&mut self, update: SlideUpdate) {
+    fn apply(&mut self, update: SlideUpdate) {
         let expired = update.expired.min(self.entries.len());
         self.entries.drain(..expired);
         // Defensive: keep the log nondecreasing even if misused.
@@ -223,23 +252,14 @@ impl SlideLog {
         self.shrink_if_sparse();
     }
 
-    /// Units held, expired ones not yet dropped included.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// Bytes this value occupies, counting what is allocated, not what is used.
-    pub fn mem_usage(&self) -> usize {
+    fn mem_usage(&self) -> usize {
         mem::size_of::<SlideLog>() + self.entries.capacity() * ENTRY_BYTES
     }
 
     /// Canonical encoding: the number of entries, then the entries, oldest
     /// first. The ring's capacity and layout are not part of it.
-    pub fn encode(&self) -> Vec<u8> {
+    fn encode(&self) -> Vec<u8> {
         let mut w = Writer::with_capacity(ENTRY_BYTES * (1 + self.entries.len()));
         w.u64(self.entries.len() as u64);
         for &entry in &self.entries {
@@ -251,7 +271,7 @@ impl SlideLog {
     /// Decodes what `encode` wrote, validating everything: the exact length,
     /// at most `MAX_LIMIT` entries, entries never decreasing. Allocates only
     /// what the payload's own length justifies.
-    pub fn decode(bytes: &[u8]) -> Result<SlideLog, DecodeError> {
+    fn decode(bytes: &[u8]) -> Result<SlideLog, DecodeError> {
         let mut r = Reader::new(bytes);
         let count = r.u64()?;
         if count > MAX_LIMIT {
@@ -279,7 +299,9 @@ impl SlideLog {
         r.finish()?;
         Ok(SlideLog { entries })
     }
+}
 
+impl SlideLog {
     /// How many entries at the front have left by `at`: those `<= at - window`.
     fn expired_at(&self, at: Nanos, window: Nanos) -> usize {
         // Before `window` has passed since the epoch nothing can have left.
@@ -323,6 +345,18 @@ impl SlideLog {
 }
 
 #[cfg(test)]
+impl SlideLog {
+    /// Units held, expired ones not yet dropped included.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::core::time::Unit;
@@ -352,9 +386,9 @@ mod tests {
         assert!(SlideParams::new(0, ms(1)).is_none());
         assert!(SlideParams::new(MAX_LIMIT + 1, ms(1)).is_none());
         assert!(SlideParams::new(1, Nanos::ZERO).is_none());
-        assert!(SlideParams::new(1, MAX_WINDOW.saturating_add(Nanos::new(1))).is_none());
-        let p = SlideParams::new(MAX_LIMIT, MAX_WINDOW).expect("extremes are valid");
-        assert_eq!((p.limit(), p.window()), (MAX_LIMIT, MAX_WINDOW));
+        assert!(SlideParams::new(1, MAX_DURATION.saturating_add(Nanos::new(1))).is_none());
+        let p = SlideParams::new(MAX_LIMIT, MAX_DURATION).expect("extremes are valid");
+        assert_eq!((p.limit(), p.window()), (MAX_LIMIT, MAX_DURATION));
         let p = SlideParams::new(1, Nanos::new(1)).expect("extremes are valid");
         assert_eq!((p.limit(), p.window()), (1, Nanos::new(1)));
     }
@@ -400,7 +434,7 @@ mod tests {
             // long after: nothing counted
             (ms(9000), 3, 1000, 0,    0, 3, -1,    0),
         ];
-        let mut log = SlideLog::new();
+        let mut log = SlideLog::default();
         for (row, &(at, limit, window_ms, quantity, limited, remaining, retry, reset)) in
             cases.iter().enumerate()
         {
@@ -419,7 +453,7 @@ mod tests {
     fn worked_example_of_the_module_doc() {
         let s = |n: u64| Nanos::new(n * 1_000_000_000);
         let p = SlideParams::new(3, s(10)).expect("valid");
-        let mut log = SlideLog::new();
+        let mut log = SlideLog::default();
         let seconds = |log: &mut SlideLog, at, q| request(log, at, &p, q).reply(at, Unit::Seconds);
         assert_eq!(seconds(&mut log, s(0), 1), [0, 3, 2, -1, 10]);
         assert_eq!(seconds(&mut log, s(4), 2), [0, 3, 0, -1, 10]);
@@ -429,9 +463,9 @@ mod tests {
 
     #[test]
     fn decide_never_panics_at_the_extremes() {
-        let p = SlideParams::new(MAX_LIMIT, MAX_WINDOW).expect("valid");
+        let p = SlideParams::new(MAX_LIMIT, MAX_DURATION).expect("valid");
         let one = SlideParams::new(1, Nanos::new(1)).expect("valid");
-        let mut log = SlideLog::new();
+        let mut log = SlideLog::default();
         for now in [Nanos::ZERO, Nanos::new(1), Nanos::MAX] {
             for quantity in [0, 1, MAX_LIMIT, MAX_LIMIT + 1, u64::MAX] {
                 let _ = log.decide(now, &p, quantity);
@@ -447,7 +481,7 @@ mod tests {
 
     #[test]
     fn a_new_log_allocates_nothing() {
-        let log = SlideLog::new();
+        let log = SlideLog::default();
         assert_eq!(log.entries.capacity(), 0);
         assert!(log.is_empty());
         assert_eq!(log.mem_usage(), mem::size_of::<SlideLog>());
@@ -458,11 +492,11 @@ mod tests {
     fn a_full_log_costs_eight_bytes_per_unit() {
         let p = params(1_000, 1_000_000);
         // Filled one unit at a time, or in one request.
-        let mut one_by_one = SlideLog::new();
+        let mut one_by_one = SlideLog::default();
         for t in 0..1_000 {
             assert!(!request(&mut one_by_one, Nanos::new(t), &p, 1).limited);
         }
-        let mut at_once = SlideLog::new();
+        let mut at_once = SlideLog::default();
         assert!(!request(&mut at_once, Nanos::ZERO, &p, 1_000).limited);
         for log in [&one_by_one, &at_once] {
             assert_eq!(log.len(), 1_000);
@@ -474,7 +508,7 @@ mod tests {
     #[test]
     fn the_ring_shrinks_when_traffic_drops() {
         let p = params(1_000, 10);
-        let mut log = SlideLog::new();
+        let mut log = SlideLog::default();
         request(&mut log, Nanos::ZERO, &p, 1_000);
         assert_eq!(log.entries.capacity(), 1_000);
         request(&mut log, Nanos::new(10), &p, 1);
@@ -521,7 +555,7 @@ mod tests {
             SlideLog::decode(&encode(&[MAX_LIMIT, 1, 2])),
             Err(DecodeError::Length)
         );
-        assert_eq!(SlideLog::decode(&encode(&[0])), Ok(SlideLog::new()));
+        assert_eq!(SlideLog::decode(&encode(&[0])), Ok(SlideLog::default()));
     }
 
     /// The naive reference: every admitted unit's timestamp, nothing ever
@@ -633,7 +667,7 @@ mod tests {
         steps: &[Step],
         mut check: impl FnMut(&SlideLog, u64, &SlideParams, u64, &Decision, bool),
     ) -> SlideLog {
-        let mut log = SlideLog::new();
+        let mut log = SlideLog::default();
         let mut now = start;
         let mut limit = limits[0];
         for s in steps {
