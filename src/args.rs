@@ -63,6 +63,30 @@ pub enum ArgError {
     AtFromClient,
     /// Arguments each in range that together break the rule stated.
     Joint(&'static str),
+    /// An error in the `index`-th (1-based) spec of a several-limit command.
+    InSpec {
+        index: usize,
+        algorithm: &'static str,
+        inner: Box<ArgError>,
+    },
+    /// A spec word that names no algorithm.
+    UnknownAlgorithm {
+        index: usize,
+        word: String,
+    },
+    /// Fewer arguments than the spec's algorithm takes.
+    SpecTooShort {
+        index: usize,
+        algorithm: &'static str,
+        expects: String,
+    },
+    /// Fewer specs than keys.
+    MissingSpec {
+        index: usize,
+        keys: usize,
+    },
+    /// A key named twice in one several-limit call.
+    RepeatedKey(String),
 }
 
 impl ArgError {
@@ -88,6 +112,38 @@ impl ArgError {
                     .to_string()
             }
             ArgError::Joint(rule) => format!("ERR {rule}"),
+            ArgError::InSpec {
+                index,
+                algorithm,
+                inner,
+            } => {
+                let inner = inner.message();
+                let inner = inner.to_string_lossy();
+                let detail = inner.strip_prefix("ERR ").unwrap_or(&inner);
+                format!("ERR spec {index} ({algorithm}): {detail}")
+            }
+            ArgError::UnknownAlgorithm { index, word } => {
+                let at = if *index == 0 {
+                    String::new()
+                } else {
+                    format!("spec {index}: ")
+                };
+                format!("ERR {at}unknown algorithm '{word}' (expected THROTTLE, SLIDE or SLICE)")
+            }
+            ArgError::SpecTooShort {
+                index: 0,
+                algorithm,
+                expects,
+            } => format!("ERR {algorithm} expects {expects}"),
+            ArgError::SpecTooShort {
+                index,
+                algorithm,
+                expects,
+            } => format!("ERR spec {index} ({algorithm}): expects {expects}"),
+            ArgError::MissingSpec { index, keys } => {
+                format!("ERR spec {index} is missing: {keys} keys need {keys} specs")
+            }
+            ArgError::RepeatedKey(key) => format!("ERR key '{key}' is given more than once"),
         };
         // The text holds no NUL: every user byte went through `printable`.
         CString::new(text).unwrap_or_default()
@@ -165,10 +221,11 @@ fn ceiling_max(max: u64, ceiling: Option<Ceiling>, bounds: Bounds) -> u64 {
 }
 
 /// The options after the required numbers.
-struct Tail {
-    quantity: u64,
-    unit: Unit,
-    at: Option<Nanos>,
+#[derive(Debug)]
+pub struct Tail {
+    pub quantity: u64,
+    pub unit: Unit,
+    pub at: Option<Nanos>,
 }
 
 impl Tail {
@@ -289,6 +346,275 @@ fn parse_decimal(arg: &[u8]) -> Option<u64> {
         }
         n.checked_mul(10)?.checked_add(u64::from(digit))
     })
+}
+
+/// The most keys of one several-limit command.
+pub const MAX_KEYS: usize = 16;
+
+/// The arguments of a command, read one at a time without copying.
+pub trait ArgSource<'a> {
+    fn len(&self) -> usize;
+    /// Argument `i`, empty past the end.
+    fn get(&self, i: usize) -> &'a [u8];
+}
+
+impl<'a> ArgSource<'a> for &[&'a [u8]] {
+    fn len(&self) -> usize {
+        <[&[u8]]>::len(self)
+    }
+    fn get(&self, i: usize) -> &'a [u8] {
+        <[&[u8]]>::get(self, i).copied().unwrap_or_default()
+    }
+}
+
+/// What a spec may name: an algorithm's word and numbers, and the check of
+/// its parameters (`Limiter::params`, without keeping them).
+#[derive(Clone, Copy)]
+pub struct SpecSyntax {
+    pub name: &'static str,
+    pub args: &'static [Arg],
+    pub check: fn(&[u64]) -> Result<(), ParamError>,
+}
+
+/// One limit of a several-limit command: the algorithm's row in the table
+/// and its numbers (durations in ns), checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Spec {
+    pub algorithm: usize,
+    values: [u64; MAX_ARGS],
+    len: usize,
+}
+
+impl Spec {
+    pub fn values(&self) -> &[u64] {
+        &self.values[..self.len]
+    }
+}
+
+/// `numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS] [AT ns]`,
+/// parsed from the arguments after the command name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Several {
+    /// Keys at arguments `1 ..= count` (after the command name: `2 ..`).
+    pub count: usize,
+    pub specs: [Spec; MAX_KEYS],
+    pub quantity: u64,
+    pub unit: Unit,
+    pub at: Option<Nanos>,
+}
+
+/// The number of keys of a several-limit call, from its `numkeys` argument.
+pub fn numkeys(arg: &[u8]) -> Result<usize, ArgError> {
+    let n = integer(arg, "numkeys", 1, MAX_KEYS as u64, None)?;
+    usize::try_from(n).map_err(|_| range("numkeys", 1, MAX_KEYS as u64, None))
+}
+
+/// Parses the arguments after the command name of RL.ALLOW / RL.PEEK.
+/// `table` is the algorithms a spec may name; `trusted` as in `limiter`.
+pub fn several<'a>(
+    args: impl ArgSource<'a>,
+    table: &[SpecSyntax],
+    trusted: impl FnOnce() -> bool,
+    bounds: Bounds,
+) -> Result<Several, ArgError> {
+    let count = numkeys(args.get(0))?;
+    if args.len() < 1 + count {
+        return Err(ArgError::MissingSpec {
+            index: 1,
+            keys: count,
+        });
+    }
+    for i in 1..=count {
+        let key = args.get(i);
+        if (1..i).any(|j| args.get(j) == key) {
+            return Err(ArgError::RepeatedKey(printable(key)));
+        }
+    }
+    // Where each spec's numbers start: the words first, so that the unit
+    // (MS, after the specs) is known before a duration is read.
+    let mut starts = [0usize; MAX_KEYS];
+    let mut specs = [Spec::default(); MAX_KEYS];
+    let mut at = 1 + count;
+    for (index, (start, spec)) in starts.iter_mut().zip(&mut specs).take(count).enumerate() {
+        let index = index + 1;
+        if at >= args.len() {
+            return Err(ArgError::MissingSpec { index, keys: count });
+        }
+        let word = args.get(at);
+        let algorithm = table
+            .iter()
+            .position(|a| word.eq_ignore_ascii_case(a.name.as_bytes()))
+            .ok_or_else(|| ArgError::UnknownAlgorithm {
+                index,
+                word: printable(word),
+            })?;
+        let syntax = &table[algorithm];
+        if syntax.args.len() > MAX_ARGS || at + syntax.args.len() >= args.len() {
+            let names: Vec<&str> = syntax.args.iter().map(|a| a.name).collect();
+            return Err(ArgError::SpecTooShort {
+                index,
+                algorithm: syntax.name,
+                expects: names.join(" "),
+            });
+        }
+        spec.algorithm = algorithm;
+        spec.len = syntax.args.len();
+        *start = at + 1;
+        at += 1 + syntax.args.len();
+    }
+    let options = options(&args, at, true, trusted)?;
+    let bounds = match options.at {
+        Some(_) => Bounds::HARD,
+        None => bounds,
+    };
+    for (index, (spec, &start)) in specs.iter_mut().zip(&starts).take(count).enumerate() {
+        let syntax = &table[spec.algorithm];
+        let in_spec = |inner: ArgError| ArgError::InSpec {
+            index: index + 1,
+            algorithm: syntax.name,
+            inner: Box::new(inner),
+        };
+        for (i, arg) in syntax.args.iter().enumerate() {
+            let bytes = args.get(start + i);
+            spec.values[i] = match arg.kind {
+                ArgKind::Duration => time(bytes, arg.name, options.unit).map_err(in_spec)?.get(),
+                ArgKind::Integer { min, max, ceiling } => integer(
+                    bytes,
+                    arg.name,
+                    min,
+                    ceiling_max(max, ceiling, bounds),
+                    None,
+                )
+                .map_err(in_spec)?,
+            };
+        }
+        (syntax.check)(spec.values()).map_err(|e| {
+            in_spec(match e {
+                ParamError::Arg(i) => syntax
+                    .args
+                    .get(i)
+                    .map_or(ArgError::Joint("invalid arguments"), |arg| {
+                        range_of(arg, options.unit, bounds)
+                    }),
+                ParamError::Joint(rule) => ArgError::Joint(rule),
+            })
+        })?;
+    }
+    Ok(Several {
+        count,
+        specs,
+        quantity: options.quantity,
+        unit: options.unit,
+        at: options.at,
+    })
+}
+
+/// `RL.REFUND key spec quantity [MS] [AT ns]`, parsed from the arguments
+/// after the key. The spec's errors read as the single command's.
+pub fn refund<'a>(
+    args: impl ArgSource<'a>,
+    table: &[SpecSyntax],
+    trusted: impl FnOnce() -> bool,
+    bounds: Bounds,
+) -> Result<(Spec, Tail), ArgError> {
+    let word = args.get(0);
+    let algorithm = table
+        .iter()
+        .position(|a| word.eq_ignore_ascii_case(a.name.as_bytes()))
+        .ok_or_else(|| ArgError::UnknownAlgorithm {
+            index: 0,
+            word: printable(word),
+        })?;
+    let syntax = &table[algorithm];
+    let n = syntax.args.len();
+    if n > MAX_ARGS || args.len() < n + 2 {
+        let mut names: Vec<&str> = syntax.args.iter().map(|a| a.name).collect();
+        names.push("quantity");
+        return Err(ArgError::SpecTooShort {
+            index: 0,
+            algorithm: syntax.name,
+            expects: names.join(" "),
+        });
+    }
+    let quantity = integer(args.get(1 + n), "quantity", 0, MAX_QUANTITY, None)?;
+    let mut tail = options(&args, n + 2, false, trusted)?;
+    tail.quantity = quantity;
+    let bounds = tail.bounds(bounds);
+    let mut spec = Spec {
+        algorithm,
+        values: [0; MAX_ARGS],
+        len: n,
+    };
+    for (i, arg) in syntax.args.iter().enumerate() {
+        let bytes = args.get(1 + i);
+        spec.values[i] = match arg.kind {
+            ArgKind::Duration => time(bytes, arg.name, tail.unit)?.get(),
+            ArgKind::Integer { min, max, ceiling } => integer(
+                bytes,
+                arg.name,
+                min,
+                ceiling_max(max, ceiling, bounds),
+                None,
+            )?,
+        };
+    }
+    (syntax.check)(spec.values()).map_err(|e| match e {
+        ParamError::Arg(i) => syntax
+            .args
+            .get(i)
+            .map_or(ArgError::Joint("invalid arguments"), |arg| {
+                range_of(arg, tail.unit, bounds)
+            }),
+        ParamError::Joint(rule) => ArgError::Joint(rule),
+    })?;
+    Ok((spec, tail))
+}
+
+/// `[QUANTITY q] [MS] [AT ns]` from argument `from` on, in any order.
+fn options<'a>(
+    args: &impl ArgSource<'a>,
+    from: usize,
+    allow_quantity: bool,
+    trusted: impl FnOnce() -> bool,
+) -> Result<Tail, ArgError> {
+    let mut trusted = Some(trusted);
+    let mut out = Tail {
+        quantity: 1,
+        unit: Unit::Seconds,
+        at: None,
+    };
+    let (mut ms, mut quantity) = (false, false);
+    let mut i = from;
+    while i < args.len() {
+        let arg = args.get(i);
+        if arg.eq_ignore_ascii_case(b"MS") {
+            if ms {
+                return Err(ArgError::Repeated("MS"));
+            }
+            ms = true;
+            out.unit = Unit::Millis;
+        } else if allow_quantity && arg.eq_ignore_ascii_case(b"QUANTITY") {
+            if quantity {
+                return Err(ArgError::Repeated("QUANTITY"));
+            }
+            quantity = true;
+            i += 1;
+            out.quantity = integer(args.get(i), "QUANTITY", 0, MAX_QUANTITY, None)?;
+        } else if arg.eq_ignore_ascii_case(b"AT") {
+            if !trusted.take().is_some_and(|f| f()) {
+                return Err(ArgError::AtFromClient);
+            }
+            if out.at.is_some() {
+                return Err(ArgError::Repeated("AT"));
+            }
+            i += 1;
+            out.at = Some(Nanos::new(integer(args.get(i), "AT", 0, u64::MAX, None)?));
+        } else {
+            return Err(ArgError::Unknown(printable(arg)));
+        }
+        i += 1;
+    }
+    Ok(out)
 }
 
 /// An argument as it may appear in an error message: printable ASCII only,

@@ -14,7 +14,7 @@
 //! was written with, which moves the expiry out (see `limit`). Only those
 //! changes are propagated; peeks (quantity 0) change nothing.
 
-use std::ffi::{c_int, CStr};
+use std::ffi::{c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
@@ -23,34 +23,106 @@ use crate::args::{self, ArgError, Request};
 use crate::core::gcra::Tat;
 use crate::core::slice::SliceWindow;
 use crate::core::slide::SlideLog;
-use crate::core::{Limiter, Nanos};
+use crate::core::{Decision, Detail, Limiter, Nanos};
 use crate::registration::{Access, ArgSpec, ArgType, CommandSpec, Keys};
 use crate::server::{self, Args, Ctx, Held, Key};
 use crate::stats;
 use crate::types::{self, Stored};
 use crate::{clock, config, replication};
 
-/// The module's commands: one row per limiter, then the internal ones.
+/// The algorithms: one row each. Their commands, the state payloads of
+/// `RL.STATE` and the spec words of RL.ALLOW / RL.PEEK all come from here.
+pub const ALGORITHMS: &[Algorithm] = &[
+    Algorithm::of::<Tat>(
+        "GCRA rate limiter, compatible with redis-cell's CL.THROTTLE. Replies limited, limit, remaining, retry_after, reset_after.",
+        "O(1)",
+    ),
+    Algorithm::of::<SlideLog>(
+        "Exact sliding-log rate limiter. Replies limited, limit, remaining, retry_after, reset_after.",
+        "O(log N) at worst in the N units held; O(1) amortized per unit recorded",
+    ),
+    Algorithm::of::<SliceWindow>(
+        "Sliding window of time slices that never over-admits. Replies limited, limit, remaining, retry_after, reset_after.",
+        "O(1) amortized",
+    ),
+];
+
+/// The module's commands: one per algorithm, then the several-limit ones,
+/// then the internal one.
 pub fn commands() -> Vec<CommandSpec> {
-    vec![
-        limiter::<Tat>(
-            "GCRA rate limiter, compatible with redis-cell's CL.THROTTLE. Replies limited, limit, remaining, retry_after, reset_after.",
-            "O(1)",
-        ),
-        limiter::<SlideLog>(
-            "Exact sliding-log rate limiter. Replies limited, limit, remaining, retry_after, reset_after.",
-            "O(log N) at worst in the N units held; O(1) amortized per unit recorded",
-        ),
-        limiter::<SliceWindow>(
-            "Sliding window of time slices that never over-admits. Replies limited, limit, remaining, retry_after, reset_after.",
-            "O(1) amortized",
-        ),
-        state_command(),
-    ]
+    let mut commands: Vec<CommandSpec> = ALGORITHMS.iter().map(|a| (a.command)(a)).collect();
+    commands.push(several_command(
+        "RL.ALLOW",
+        rl_allow,
+        "write deny-oom fast",
+        "write fast",
+        Access::ReadUpdate,
+        "Several limits, one atomic all-or-nothing decision. Replies the binding limit's five fields, its index, and every limit's five fields.",
+    ));
+    commands.push(several_command(
+        "RL.PEEK",
+        rl_peek,
+        "readonly fast",
+        "read fast",
+        Access::ReadOnly,
+        "What RL.ALLOW with the same arguments would answer now, changing nothing. Works on replicas and in read-only contexts.",
+    ));
+    commands.push(inspect_command());
+    commands.push(refund_command());
+    commands.push(state_command());
+    commands
+}
+
+/// One algorithm, type-erased for the tables: what the commands that name
+/// algorithms by word, or persisted states by tag, need of it.
+pub struct Algorithm {
+    pub syntax: args::SpecSyntax,
+    tag: u8,
+    summary: &'static str,
+    complexity: &'static str,
+    command: fn(&Algorithm) -> CommandSpec,
+    restore: fn(&mut Key, &[u8]) -> Result<(), Error>,
+    decide: for<'a> fn(&mut Key<'a>, &[u64], Nanos, u64) -> Result<Decision, Error>,
+    record: for<'a> fn(&mut Key<'a>, &[u64], Nanos, u64) -> Result<(), Error>,
+    extend: for<'a> fn(&mut Key<'a>, &[u64], Nanos) -> Result<bool, Error>,
+    inspect: for<'a> fn(&mut Key<'a>, Nanos) -> Option<Details>,
+    refund: for<'a> fn(&mut Key<'a>, &[u64], Nanos, u64) -> Result<Refunded, Error>,
+}
+
+/// RL.INSPECT's fields of a state.
+type Details = Vec<(&'static str, Detail)>;
+/// A refund's answer (what a peek gives right after) and whether the key
+/// changed.
+type Refunded = (Decision, bool);
+
+impl Algorithm {
+    const fn of<L: Stored>(summary: &'static str, complexity: &'static str) -> Algorithm {
+        Algorithm {
+            syntax: args::SpecSyntax {
+                name: L::NAME,
+                args: L::ARGS,
+                check: check::<L>,
+            },
+            tag: L::TAG,
+            summary,
+            complexity,
+            command: |a| limiter_command::<L>(a.summary, a.complexity),
+            restore: restore::<L>,
+            decide: decide_key::<L>,
+            record: record_key::<L>,
+            extend: extend_key::<L>,
+            inspect: inspect_key::<L>,
+            refund: refund_key::<L>,
+        }
+    }
+}
+
+fn check<L: Limiter>(values: &[u64]) -> Result<(), crate::core::ParamError> {
+    L::params(values).map(|_| ())
 }
 
 /// `RL.<NAME> key <the algorithm's numbers> [quantity] [MS]`
-fn limiter<L: Stored>(summary: &'static str, complexity: &'static str) -> CommandSpec {
+fn limiter_command<L: Stored>(summary: &'static str, complexity: &'static str) -> CommandSpec {
     let mut args = vec![ArgSpec::new("key", ArgType::Key)];
     args.extend(L::ARGS.iter().map(|arg| ArgSpec::integer(arg.name)));
     args.push(ArgSpec::integer("quantity").optional());
@@ -104,7 +176,7 @@ pub fn register(api: &server::Api, ctx: *mut raw::RedisModuleCtx) -> Result<(), 
         let alias = CommandSpec {
             name: "CL.THROTTLE".to_string(),
             summary: "RL.THROTTLE under redis-cell's name (the cell-alias option): same arguments, same reply.",
-            ..limiter::<Tat>("", "O(1)")
+            ..limiter_command::<Tat>("", "O(1)")
         };
         crate::registration::register(api, ctx, &alias).map_err(|_| {
             "CL.THROTTLE already exists (is redis-cell loaded too?): unload it, or load ratelimit without cell-alias".to_string()
@@ -155,6 +227,10 @@ enum Outcome {
     Limited,
     /// Sent by the master or read from the AOF: not a client call.
     FromMasterOrAof,
+    /// Only asked where the keys are: not a call.
+    KeyPositions,
+    /// Answered, with no allowed/limited outcome.
+    Answered,
 }
 
 /// `RL.<NAME> key <numbers> [quantity] [MS]`: the handler of every limiter.
@@ -187,12 +263,14 @@ fn limit<'a, L: Stored>(
             match update {
                 Some(update) => {
                     state.apply(update);
-                    recorded::<L>(ctx, &key, args, &request, now, decision.reset_at);
+                    recorded(&key, decision.reset_at);
+                    propagate(ctx, L::NAME, args, request.at, now);
                 }
-                None if decision.limited && takes => {
-                    extend_expiry::<L>(ctx, &key, args, &request, now, decision.reset_at);
+                None => {
+                    if decision.limited && takes && extend_expiry(&key, decision.reset_at) {
+                        propagate(ctx, L::NAME, args, request.at, now);
+                    }
                 }
-                None => {}
             }
             decision
         }
@@ -202,7 +280,8 @@ fn limit<'a, L: Stored>(
             if let Some(update) = update {
                 state.apply(update);
                 store(&mut key, state)?;
-                recorded::<L>(ctx, &key, args, &request, now, decision.reset_at);
+                recorded(&key, decision.reset_at);
+                propagate(ctx, L::NAME, args, request.at, now);
             }
             decision
         }
@@ -212,7 +291,8 @@ fn limit<'a, L: Stored>(
             if let Some(update) = update {
                 state.apply(update);
                 store(&mut key, state)?;
-                recorded::<L>(ctx, &key, args, &request, now, decision.reset_at);
+                recorded(&key, decision.reset_at);
+                propagate(ctx, L::NAME, args, request.at, now);
             }
             decision
         }
@@ -237,54 +317,440 @@ fn store<L: Stored>(key: &mut Key, state: L) -> Result<(), Error> {
 }
 
 /// After an allowed request recorded its units: the key expires when its
-/// state is back to empty; the change goes to WATCH, replicas and the AOF.
-fn recorded<'a, L: Limiter>(
-    ctx: Ctx<'a>,
-    key: &Key<'a>,
-    args: Args<'a>,
-    request: &Request<L::Params>,
-    now: Nanos,
-    reset_at: Nanos,
-) {
+/// state is back to empty, and WATCH hears of the change.
+fn recorded(key: &Key, reset_at: Nanos) {
     key.expire_at_ms(unix_ms_ceil(reset_at));
     key.signal_modified();
-    propagate::<L>(ctx, args, request, now);
 }
 
 /// A limited request under parameters that keep the recorded units longer
 /// than the key's expiry (a longer window): the key must live that long,
-/// or its units would be forgotten early. A key created by another type's
-/// state (adopted) is never in this case: it records nothing when limited.
-fn extend_expiry<'a, L: Stored>(
-    ctx: Ctx<'a>,
-    key: &Key<'a>,
-    args: Args<'a>,
-    request: &Request<L::Params>,
-    now: Nanos,
-    reset_at: Nanos,
-) {
+/// or its units would be forgotten early. True when the expiry moved. A
+/// key adopted from another type's state is never in this case: it records
+/// nothing when limited.
+fn extend_expiry(key: &Key, reset_at: Nanos) -> bool {
     let reset_ms = unix_ms_ceil(reset_at);
-    if key.expire_ms().is_some_and(|expire| expire < reset_ms) {
+    let later = key.expire_ms().is_some_and(|expire| expire < reset_ms);
+    if later {
         key.expire_at_ms(reset_ms);
         key.signal_modified();
-        propagate::<L>(ctx, args, request, now);
+    }
+    later
+}
+
+/// `RL.ALLOW` / `RL.PEEK` `numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS]`
+fn several_command(
+    name: &'static str,
+    handler: crate::registration::Handler,
+    flags: &'static str,
+    acl: &'static str,
+    access: Access,
+    summary: &'static str,
+) -> CommandSpec {
+    let spec = ArgSpec::new(
+        "spec",
+        ArgType::OneOf(
+            ALGORITHMS
+                .iter()
+                .map(|a| {
+                    let mut block = vec![ArgSpec::flag("algorithm", a.syntax.name)];
+                    block.extend(a.syntax.args.iter().map(|arg| ArgSpec::integer(arg.name)));
+                    ArgSpec::new(a.syntax.name, ArgType::Block(block))
+                })
+                .collect(),
+        ),
+    )
+    .multiple();
+    CommandSpec {
+        name: name.to_string(),
+        handler,
+        flags,
+        acl,
+        arity: -6,
+        summary,
+        complexity: "O(N) in the number of limits, each as its single command",
+        since: "0.2.0",
+        keys: Keys::Counted { pos: 1, access },
+        args: vec![
+            ArgSpec::integer("numkeys"),
+            ArgSpec::new("key", ArgType::Key).multiple(),
+            spec,
+            ArgSpec::integer("quantity").token("QUANTITY").optional(),
+            ArgSpec::flag("ms", "MS").optional(),
+        ],
     }
 }
 
-/// Sends the change the running command made to the replicas and the AOF.
-/// A command from the master or the AOF already carries its clock; when
-/// nothing replays the stream, the clock is not needed (see `replication`).
-fn propagate<'a, L: Limiter>(
-    ctx: Ctx<'a>,
-    args: Args<'a>,
-    request: &Request<L::Params>,
+/// `RL.ALLOW numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS]`
+extern "C" fn rl_allow(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    entry(ctx, argv, argc, Some(stats::Row::Allow), |ctx, args| {
+        several(ctx, args, true)
+    })
+}
+
+/// `RL.PEEK numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS]`
+extern "C" fn rl_peek(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    entry(ctx, argv, argc, Some(stats::Row::Peek), |ctx, args| {
+        several(ctx, args, false)
+    })
+}
+
+/// The flow of RL.ALLOW (`write`) and RL.PEEK: decide every limit at one
+/// instant; when all allow and the request takes units, record it on every
+/// key; otherwise record nothing (a refused RL.ALLOW still moves an expiry
+/// out, per key, as the single commands do). One reply, one propagation.
+fn several<'a>(ctx: Ctx<'a>, args: Args<'a>, write: bool) -> Result<Outcome, Error> {
+    if ctx.is_keys_position_request() {
+        // Cluster routing and COMMAND GETKEYS: name the keys, nothing else.
+        if let Ok(count) = args::numkeys(args.bytes(1)) {
+            (2..(2 + count).min(args.len())).for_each(|pos| ctx.key_at(pos));
+        }
+        return Ok(Outcome::KeyPositions);
+    }
+    if args.len() < 6 {
+        return Err(Error::Arity);
+    }
+    let syntax: [args::SpecSyntax; ALGORITHMS.len()] =
+        std::array::from_fn(|i| ALGORITHMS[i].syntax);
+    let parsed = args::several(
+        args.skip(1),
+        &syntax,
+        || ctx.is_from_master_or_aof(),
+        config::bounds(),
+    )?;
+    let count = parsed.count;
+    let specs = &parsed.specs[..count];
+    let takes = write && parsed.quantity > 0;
+    let now = parsed.at.unwrap_or_else(clock::now);
+
+    let mut keys: [Option<Key<'a>>; args::MAX_KEYS] = std::array::from_fn(|_| None);
+    for (i, slot) in keys.iter_mut().take(count).enumerate() {
+        *slot = Some(ctx.open_key(args, 2 + i, takes));
+    }
+    let mut decisions = [NOTHING; args::MAX_KEYS];
+    for ((decision, key), spec) in decisions.iter_mut().zip(keys.iter_mut()).zip(specs) {
+        let (Some(key), Some(algorithm)) = (key, ALGORITHMS.get(spec.algorithm)) else {
+            return Err(Error::Store);
+        };
+        *decision = (algorithm.decide)(key, spec.values(), now, parsed.quantity)?;
+    }
+    let decisions = &decisions[..count];
+    let allowed = decisions.iter().all(|d| !d.limited);
+
+    if takes {
+        let mut changed = false;
+        for ((key, spec), decision) in keys.iter_mut().zip(specs).zip(decisions) {
+            let (Some(key), Some(algorithm)) = (key, ALGORITHMS.get(spec.algorithm)) else {
+                continue;
+            };
+            if allowed {
+                (algorithm.record)(key, spec.values(), now, parsed.quantity)?;
+                changed = true;
+            } else {
+                changed |= (algorithm.extend)(key, spec.values(), now)?;
+                if decision.limited {
+                    key.notify(c"rl.limited");
+                }
+            }
+        }
+        if changed {
+            propagate(ctx, "ALLOW", args, parsed.at, now);
+        }
+    }
+
+    let binding = crate::core::binding(decisions).unwrap_or(0);
+    ctx.reply_array(7);
+    for field in decisions[binding].reply(now, parsed.unit) {
+        ctx.reply_integer(field);
+    }
+    ctx.reply_integer(binding as i64 + 1);
+    ctx.reply_array(count);
+    for decision in decisions {
+        ctx.reply_integers(&decision.reply(now, parsed.unit));
+    }
+    Ok(match (parsed.at, allowed) {
+        (Some(_), _) => Outcome::FromMasterOrAof,
+        (None, true) => Outcome::Allowed,
+        (None, false) => Outcome::Limited,
+    })
+}
+
+/// A placeholder for the decisions array; never replied.
+const NOTHING: Decision = Decision {
+    limited: false,
+    limit: 0,
+    remaining: 0,
+    retry: crate::core::Retry::NotLimited,
+    reset_at: Nanos::ZERO,
+};
+
+/// Decides one limit of a several-limit call, changing nothing.
+fn decide_key<L: Stored>(
+    key: &mut Key,
+    values: &[u64],
     now: Nanos,
-) {
-    if request.at.is_none() && replication::needs_clock(ctx.flags()) {
+    quantity: u64,
+) -> Result<Decision, Error> {
+    let params = L::params(values).map_err(|_| Error::Store)?;
+    Ok(match key.value(L::module_type()) {
+        Held::Ours(state) => state.decide(now, &params, quantity).0,
+        Held::Nothing => L::default().decide(now, &params, quantity).0,
+        Held::Other => {
+            let state = L::adopt(key).ok_or(Error::WrongType)?;
+            state.decide(now, &params, quantity).0
+        }
+    })
+}
+
+/// Records an allowed limit of a several-limit call, exactly as its single
+/// command would: decide again (pure: same instant, same state), apply,
+/// expire.
+fn record_key<L: Stored>(
+    key: &mut Key,
+    values: &[u64],
+    now: Nanos,
+    quantity: u64,
+) -> Result<(), Error> {
+    let params = L::params(values).map_err(|_| Error::Store)?;
+    let reset_at = match key.value(L::module_type()) {
+        Held::Ours(state) => {
+            let (decision, update) = state.decide(now, &params, quantity);
+            if let Some(update) = update {
+                state.apply(update);
+            }
+            decision.reset_at
+        }
+        Held::Nothing => fresh(key, L::default(), &params, now, quantity)?,
+        Held::Other => {
+            let adopted = L::adopt(key).ok_or(Error::WrongType)?;
+            fresh(key, adopted, &params, now, quantity)?
+        }
+    };
+    recorded(key, reset_at);
+    Ok(())
+}
+
+/// Records on a state that is not the key's value yet, and stores it.
+fn fresh<L: Stored>(
+    key: &mut Key,
+    mut state: L,
+    params: &L::Params,
+    now: Nanos,
+    quantity: u64,
+) -> Result<Nanos, Error> {
+    let (decision, update) = state.decide(now, params, quantity);
+    if let Some(update) = update {
+        state.apply(update);
+    }
+    store(key, state)?;
+    Ok(decision.reset_at)
+}
+
+/// In a refused several-limit call, the expiry rule of a limited request
+/// for one key: true when its expiry moved out.
+fn extend_key<L: Stored>(key: &mut Key, values: &[u64], now: Nanos) -> Result<bool, Error> {
+    let params = L::params(values).map_err(|_| Error::Store)?;
+    let reset_at = match key.value(L::module_type()) {
+        Held::Ours(state) => state.decide(now, &params, 0).0.reset_at,
+        _ => return Ok(false),
+    };
+    Ok(extend_expiry(key, reset_at))
+}
+
+/// `RL.INSPECT key`
+fn inspect_command() -> CommandSpec {
+    CommandSpec {
+        name: "RL.INSPECT".to_string(),
+        handler: rl_inspect,
+        flags: "readonly",
+        acl: "read",
+        arity: 2,
+        summary: "What a key of this module holds, in a user's words: type, ttl, memory and the state. Nil for a missing key.",
+        complexity: "O(1), or O(slices) for an RL.SLICE key",
+        since: "0.2.0",
+        keys: Keys::One {
+            pos: 1,
+            access: Access::ReadOnly,
+        },
+        args: vec![ArgSpec::new("key", ArgType::Key)],
+    }
+}
+
+/// `RL.REFUND key spec quantity [MS]`
+fn refund_command() -> CommandSpec {
+    let spec = ArgSpec::new(
+        "spec",
+        ArgType::OneOf(
+            ALGORITHMS
+                .iter()
+                .map(|a| {
+                    let mut block = vec![ArgSpec::flag("algorithm", a.syntax.name)];
+                    block.extend(a.syntax.args.iter().map(|arg| ArgSpec::integer(arg.name)));
+                    ArgSpec::new(a.syntax.name, ArgType::Block(block))
+                })
+                .collect(),
+        ),
+    );
+    CommandSpec {
+        name: "RL.REFUND".to_string(),
+        handler: rl_refund,
+        flags: "write fast",
+        acl: "write fast",
+        arity: -6,
+        summary: "Gives back up to quantity units the key recorded (the newest first). Replies the five fields a peek gives right after.",
+        complexity: "O(1) amortized, O(slices) at worst for an RL.SLICE key",
+        since: "0.2.0",
+        keys: Keys::One {
+            pos: 1,
+            access: Access::ReadUpdate,
+        },
+        args: vec![
+            ArgSpec::new("key", ArgType::Key),
+            spec,
+            ArgSpec::integer("quantity"),
+            ArgSpec::flag("ms", "MS").optional(),
+        ],
+    }
+}
+
+/// `RL.INSPECT key`: field-value pairs (a map under RESP3), nil for a
+/// missing key, WRONGTYPE for a key this module did not write.
+extern "C" fn rl_inspect(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    entry(ctx, argv, argc, Some(stats::Row::Inspect), |ctx, args| {
+        if args.len() != 2 {
+            return Err(Error::Arity);
+        }
+        let now = clock::now();
+        let mut key = ctx.open_key(args, 1, false);
+        if key.is_empty() {
+            ctx.reply_null();
+            return Ok(Outcome::Answered);
+        }
+        let (name, details) = ALGORITHMS
+            .iter()
+            .find_map(|a| (a.inspect)(&mut key, now).map(|d| (a.syntax.name, d)))
+            .ok_or(Error::WrongType)?;
+        let ttl = key
+            .expire_ms()
+            .map_or(-1, |at| (at - unix_ms_ceil(now)).max(0));
+        drop(key);
+        let memory = ctx.memory_usage(args, 1).unwrap_or(-1);
+        let kind = CString::new(name.to_ascii_lowercase()).unwrap_or_default();
+        ctx.reply_map(3 + details.len());
+        ctx.reply_simple(c"type");
+        ctx.reply_simple(&kind);
+        ctx.reply_simple(c"ttl");
+        ctx.reply_integer(ttl);
+        ctx.reply_simple(c"memory");
+        ctx.reply_integer(memory);
+        for (field, detail) in details {
+            let field = CString::new(field).unwrap_or_default();
+            ctx.reply_simple(&field);
+            match detail {
+                Detail::Integer(n) => ctx.reply_integer(n),
+                Detail::Integers(list) => ctx.reply_integers(&list),
+            }
+        }
+        Ok(Outcome::Answered)
+    })
+}
+
+/// `RL.REFUND key spec quantity [MS]`
+extern "C" fn rl_refund(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    entry(ctx, argv, argc, Some(stats::Row::Refund), |ctx, args| {
+        if args.len() < 5 {
+            return Err(Error::Arity);
+        }
+        let syntax: [args::SpecSyntax; ALGORITHMS.len()] =
+            std::array::from_fn(|i| ALGORITHMS[i].syntax);
+        let (spec, tail) = args::refund(
+            args.skip(2),
+            &syntax,
+            || ctx.is_from_master_or_aof(),
+            config::bounds(),
+        )?;
+        let algorithm = ALGORITHMS.get(spec.algorithm).ok_or(Error::Store)?;
+        let now = tail.at.unwrap_or_else(clock::now);
+        let mut key = ctx.open_key(args, 1, tail.quantity > 0);
+        let (decision, changed) = (algorithm.refund)(&mut key, spec.values(), now, tail.quantity)?;
+        if changed {
+            propagate(ctx, "REFUND", args, tail.at, now);
+        }
+        ctx.reply_integers(&decision.reply(now, tail.unit));
+        Ok(match (tail.at, decision.limited) {
+            (Some(_), _) => Outcome::FromMasterOrAof,
+            (None, false) => Outcome::Allowed,
+            (None, true) => Outcome::Limited,
+        })
+    })
+}
+
+/// RL.INSPECT's details of a key holding `L`'s state; `None` for another
+/// type.
+fn inspect_key<L: Stored>(key: &mut Key, now: Nanos) -> Option<Details> {
+    match key.value(L::module_type()) {
+        Held::Ours(state) => Some(state.inspect(now)),
+        _ => None,
+    }
+}
+
+/// Refunds on a key holding `L`'s state, and answers what a peek answers
+/// right after; true when the key changed. A key left with nothing counted
+/// is deleted; a missing key stays missing.
+fn refund_key<L: Stored>(
+    key: &mut Key,
+    values: &[u64],
+    now: Nanos,
+    quantity: u64,
+) -> Result<(Decision, bool), Error> {
+    let params = L::params(values).map_err(|_| Error::Store)?;
+    let state = match key.value(L::module_type()) {
+        Held::Ours(state) => state,
+        Held::Nothing => return Ok((L::default().decide(now, &params, 0).0, false)),
+        Held::Other => return Err(Error::WrongType),
+    };
+    if quantity == 0 {
+        return Ok((state.decide(now, &params, 0).0, false));
+    }
+    state.refund(now, &params, quantity);
+    let decision = state.decide(now, &params, 0).0;
+    if decision.reset_at <= now {
+        if !key.delete() {
+            return Err(Error::Store);
+        }
+        key.signal_modified();
+    } else {
+        recorded(key, decision.reset_at);
+    }
+    Ok((decision, true))
+}
+
+/// Sends the change the running command made to the replicas and the AOF,
+/// as `RL.<name> <arguments after the name> AT <now>`. A command from the
+/// master or the AOF already carries its clock (`at`); when nothing replays
+/// the stream, the clock is not needed (see `replication`).
+fn propagate<'a>(ctx: Ctx<'a>, name: &str, args: Args<'a>, at: Option<Nanos>, now: Nanos) {
+    if at.is_none() && replication::needs_clock(ctx.flags()) {
         let at = i64::try_from(now.get()).unwrap_or(i64::MAX);
         // The canonical name, also for a call through the CL.THROTTLE alias.
         let mut buf = [0u8; 32];
-        match command_name(L::NAME, &mut buf) {
+        match command_name(name, &mut buf) {
             Some(name) => ctx.replicate_with_time(name, args.skip(1), at),
             None => ctx.replicate_verbatim(),
         }
@@ -326,12 +792,12 @@ extern "C" fn rl_state(
         }
         let payload = args.bytes(2);
         let mut key = ctx.open_key(args, 1, true);
-        match payload.split_first() {
-            Some((&Tat::TAG, body)) => restore::<Tat>(&mut key, body),
-            Some((&SlideLog::TAG, body)) => restore::<SlideLog>(&mut key, body),
-            Some((&SliceWindow::TAG, body)) => restore::<SliceWindow>(&mut key, body),
-            _ => Err(Error::BadState),
-        }?;
+        let (&tag, body) = payload.split_first().ok_or(Error::BadState)?;
+        let algorithm = ALGORITHMS
+            .iter()
+            .find(|a| a.tag == tag)
+            .ok_or(Error::BadState)?;
+        (algorithm.restore)(&mut key, body)?;
         key.signal_modified();
         ctx.reply_ok();
         Ok(Outcome::FromMasterOrAof)
@@ -403,10 +869,11 @@ fn entry(
                 let result = f(ctx, args);
                 if let Some(stat) = stat {
                     match result {
-                        Ok(Outcome::Allowed) => stats::record(stat, Some(false)),
-                        Ok(Outcome::Limited) => stats::record(stat, Some(true)),
-                        Ok(Outcome::FromMasterOrAof) => {}
-                        Err(_) => stats::record(stat, None),
+                        Ok(Outcome::Allowed) => stats::record(stat, stats::Call::Allowed),
+                        Ok(Outcome::Limited) => stats::record(stat, stats::Call::Limited),
+                        Ok(Outcome::Answered) => stats::record(stat, stats::Call::Answered),
+                        Ok(Outcome::FromMasterOrAof | Outcome::KeyPositions) => {}
+                        Err(_) => stats::record(stat, stats::Call::Error),
                     }
                 }
                 if let Err(e) = result {
@@ -436,8 +903,20 @@ mod tests {
     #[test]
     fn every_limiter_row_describes_its_numbers() {
         let names: Vec<String> = commands().into_iter().map(|c| c.name).collect();
-        assert_eq!(names, ["RL.THROTTLE", "RL.SLIDE", "RL.SLICE", "RL.STATE"]);
-        let throttle = limiter::<Tat>("", "");
+        assert_eq!(
+            names,
+            [
+                "RL.THROTTLE",
+                "RL.SLIDE",
+                "RL.SLICE",
+                "RL.ALLOW",
+                "RL.PEEK",
+                "RL.INSPECT",
+                "RL.REFUND",
+                "RL.STATE"
+            ]
+        );
+        let throttle = limiter_command::<Tat>("", "");
         assert_eq!(throttle.name, "RL.THROTTLE");
         assert_eq!(throttle.arity, -5);
         let names: Vec<&str> = throttle.args.iter().map(|a| a.name).collect();
@@ -445,7 +924,7 @@ mod tests {
             names,
             ["key", "max_burst", "count", "period", "quantity", "ms"]
         );
-        assert_eq!(limiter::<SliceWindow>("", "").arity, -5);
-        assert_eq!(limiter::<SlideLog>("", "").arity, -4);
+        assert_eq!(limiter_command::<SliceWindow>("", "").arity, -5);
+        assert_eq!(limiter_command::<SlideLog>("", "").arity, -4);
     }
 }

@@ -42,7 +42,6 @@ pub enum Keys {
     /// after it. Described by a key spec of the keynum kind; the handler
     /// answers key-position requests (`getkeys-api`), which Redis 7.0 needs
     /// to route such a command in a cluster.
-    #[allow(dead_code)] // first used by the several-key commands
     Counted { pos: c_int, access: Access },
 }
 
@@ -52,7 +51,6 @@ pub enum Access {
     /// Reads the value and may update it (a limiter call).
     ReadUpdate,
     /// Reads the value and never changes it.
-    #[allow(dead_code)] // first used by the read-only commands
     ReadOnly,
     /// Replaces the value without reading it (`RL.STATE`).
     Overwrite,
@@ -91,10 +89,8 @@ pub enum ArgType {
     /// A keyword alone, such as `MS`.
     PureToken,
     /// Arguments that come together.
-    #[allow(dead_code)] // first used by the several-key commands
     Block(Vec<ArgSpec>),
     /// One of several alternatives.
-    #[allow(dead_code)] // first used by the several-key commands
     OneOf(Vec<ArgSpec>),
 }
 
@@ -128,7 +124,6 @@ impl ArgSpec {
         }
     }
 
-    #[allow(dead_code)] // first used by the several-key commands
     pub fn multiple(self) -> ArgSpec {
         ArgSpec {
             multiple: true,
@@ -136,7 +131,6 @@ impl ArgSpec {
         }
     }
 
-    #[allow(dead_code)] // first used by the several-key commands
     pub fn token(self, token: &'static str) -> ArgSpec {
         ArgSpec {
             token: Some(token),

@@ -39,6 +39,9 @@ macro_rules! api_table {
             pub emit_aof: unsafe extern "C" fn(
                 *mut RedisModuleIO, *const c_char, *const c_char, ...
             ),
+            pub call: unsafe extern "C" fn(
+                *mut RedisModuleCtx, *const c_char, *const c_char, ...
+            ) -> *mut raw::RedisModuleCallReply,
         }
 
         impl Api {
@@ -52,6 +55,7 @@ macro_rules! api_table {
                         $($field: raw::$name.ok_or(stringify!($name))?,)*
                         replicate: raw::RedisModule_Replicate.ok_or("RedisModule_Replicate")?,
                         emit_aof: raw::RedisModule_EmitAOF.ok_or("RedisModule_EmitAOF")?,
+                        call: raw::RedisModule_Call.ok_or("RedisModule_Call")?,
                     })
                 }
             }
@@ -74,10 +78,18 @@ api_table! {
     notify_keyspace_event = RedisModule_NotifyKeyspaceEvent: fn(*mut RedisModuleCtx, c_int, *const c_char, *mut RedisModuleString) -> c_int;
     get_context_flags = RedisModule_GetContextFlags: fn(*mut RedisModuleCtx) -> c_int;
     reply_with_array = RedisModule_ReplyWithArray: fn(*mut RedisModuleCtx, c_long) -> c_int;
+    reply_with_map = RedisModule_ReplyWithMap: fn(*mut RedisModuleCtx, c_long) -> c_int;
+    reply_with_null = RedisModule_ReplyWithNull: fn(*mut RedisModuleCtx) -> c_int;
     reply_with_long_long = RedisModule_ReplyWithLongLong: fn(*mut RedisModuleCtx, c_longlong) -> c_int;
     reply_with_error = RedisModule_ReplyWithError: fn(*mut RedisModuleCtx, *const c_char) -> c_int;
     reply_with_simple_string = RedisModule_ReplyWithSimpleString: fn(*mut RedisModuleCtx, *const c_char) -> c_int;
     wrong_arity = RedisModule_WrongArity: fn(*mut RedisModuleCtx) -> c_int;
+    is_keys_position_request = RedisModule_IsKeysPositionRequest: fn(*mut RedisModuleCtx) -> c_int;
+    key_at_pos = RedisModule_KeyAtPos: fn(*mut RedisModuleCtx, c_int);
+    delete_key = RedisModule_DeleteKey: fn(*mut RedisModuleKey) -> c_int;
+    call_reply_type = RedisModule_CallReplyType: fn(*mut raw::RedisModuleCallReply) -> c_int;
+    call_reply_integer = RedisModule_CallReplyInteger: fn(*mut raw::RedisModuleCallReply) -> c_longlong;
+    free_call_reply = RedisModule_FreeCallReply: fn(*mut raw::RedisModuleCallReply);
     replicate_verbatim = RedisModule_ReplicateVerbatim: fn(*mut RedisModuleCtx) -> c_int;
     save_string_buffer = RedisModule_SaveStringBuffer: fn(*mut RedisModuleIO, *const c_char, usize);
     load_string_buffer = RedisModule_LoadStringBuffer: fn(*mut RedisModuleIO, *mut usize) -> *mut c_char;
@@ -199,6 +211,15 @@ impl<'a> Args<'a> {
     }
 }
 
+impl<'a> crate::args::ArgSource<'a> for Args<'a> {
+    fn len(&self) -> usize {
+        self.argv.len()
+    }
+    fn get(&self, i: usize) -> &'a [u8] {
+        self.bytes(i)
+    }
+}
+
 /// The bytes of a server string that lives at least as long as `'a`.
 fn string_bytes<'a>(api: &Api, s: *mut RedisModuleString) -> &'a [u8] {
     let mut len = 0usize;
@@ -252,12 +273,79 @@ impl<'a> Ctx<'a> {
 
     /// Replies with integers in an array.
     pub fn reply_integers(&self, fields: &[i64]) {
+        self.reply_array(fields.len());
+        for &field in fields {
+            self.reply_integer(field);
+        }
+    }
+
+    /// Starts an array reply of `len` elements, which the next replies fill.
+    pub fn reply_array(&self, len: usize) {
         // SAFETY: the running command's context.
+        unsafe { (self.api.reply_with_array)(self.raw, len as c_long) };
+    }
+
+    /// Starts a map reply of `len` pairs (a flat array of `2 × len` under
+    /// RESP2), which the next replies fill, key then value.
+    pub fn reply_map(&self, len: usize) {
+        // SAFETY: the running command's context.
+        unsafe { (self.api.reply_with_map)(self.raw, len as c_long) };
+    }
+
+    pub fn reply_integer(&self, value: i64) {
+        // SAFETY: the running command's context.
+        unsafe { (self.api.reply_with_long_long)(self.raw, value as c_longlong) };
+    }
+
+    /// A simple string: module text only, never user bytes.
+    pub fn reply_simple(&self, text: &CStr) {
+        // SAFETY: the running command's context.
+        unsafe { (self.api.reply_with_simple_string)(self.raw, text.as_ptr()) };
+    }
+
+    pub fn reply_null(&self) {
+        // SAFETY: the running command's context.
+        unsafe { (self.api.reply_with_null)(self.raw) };
+    }
+
+    /// `MEMORY USAGE key` for the key named by argument `i`, as the
+    /// server computes it; `None` if it answers anything but an integer.
+    pub fn memory_usage(&self, args: Args<'a>, i: usize) -> Option<i64> {
+        let name = args.raw(i)?;
+        // SAFETY: 's' is a server string, an argument of the running
+        // command; the reply is freed below.
         unsafe {
-            (self.api.reply_with_array)(self.raw, fields.len() as c_long);
-            for &field in fields {
-                (self.api.reply_with_long_long)(self.raw, field as c_longlong);
+            let reply = (self.api.call)(
+                self.raw,
+                c"MEMORY".as_ptr(),
+                c"cs".as_ptr(),
+                c"USAGE".as_ptr(),
+                name,
+            );
+            if reply.is_null() {
+                return None;
             }
+            let integer = ((self.api.call_reply_type)(reply)
+                == raw::REDISMODULE_REPLY_INTEGER as c_int)
+                .then(|| (self.api.call_reply_integer)(reply));
+            (self.api.free_call_reply)(reply);
+            integer
+        }
+    }
+
+    /// True when the server only asks where the keys are (a command
+    /// flagged `getkeys-api`, for cluster routing and COMMAND GETKEYS): the
+    /// handler then names them with `key_at` and does nothing else.
+    pub fn is_keys_position_request(&self) -> bool {
+        // SAFETY: the running command's context.
+        unsafe { (self.api.is_keys_position_request)(self.raw) != 0 }
+    }
+
+    /// Names argument `pos` as a key, answering a key-position request.
+    pub fn key_at(&self, pos: usize) {
+        if let Ok(pos) = c_int::try_from(pos) {
+            // SAFETY: the running command's context, in a key-position request.
+            unsafe { (self.api.key_at_pos)(self.raw, pos) };
         }
     }
 
@@ -406,6 +494,20 @@ impl<'a> Key<'a> {
             drop(unsafe { Box::from_raw(raw_value) });
         }
         ok
+    }
+
+    /// True when the key holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.kind() == raw::REDISMODULE_KEYTYPE_EMPTY as c_int
+    }
+
+    /// Deletes the key (open for writing). False if the server refused.
+    pub fn delete(&mut self) -> bool {
+        if self.ptr.is_null() {
+            return false;
+        }
+        // SAFETY: an open key; its value is freed through the type's `free`.
+        unsafe { (self.ctx.api.delete_key)(self.ptr) == raw::REDISMODULE_OK as c_int }
     }
 
     /// Sets the expiry to an absolute Unix time in milliseconds.

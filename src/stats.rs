@@ -11,16 +11,24 @@ use redis_module::raw;
 
 use crate::server;
 
-/// The rows of the section, in INFO order: one per limiter command, which
-/// is also one per type.
+/// The rows of the section, in INFO order: one per command; the first
+/// three, one per limiter, also count the keys of their type.
 #[derive(Clone, Copy)]
 pub enum Row {
     Throttle = 0,
     Slide = 1,
     Slice = 2,
+    Allow = 3,
+    Peek = 4,
+    Inspect = 5,
+    Refund = 6,
 }
 
-const NAMES: [&str; 3] = ["throttle", "slide", "slice"];
+const NAMES: [&str; 7] = [
+    "throttle", "slide", "slice", "allow", "peek", "inspect", "refund",
+];
+/// Rows that are types.
+const TYPES: usize = 3;
 
 struct Counters {
     calls: AtomicU64,
@@ -37,25 +45,38 @@ const ZERO: Counters = Counters {
     errors: AtomicU64::new(0),
 };
 
-static COUNTERS: [Counters; 3] = [ZERO, ZERO, ZERO];
+static COUNTERS: [Counters; NAMES.len()] = [ZERO; NAMES.len()];
 
 /// Keys per type: a value is counted when the module creates it (command,
 /// RDB load, copy, RL.STATE) and uncounted when the server frees it.
-static KEYS: [AtomicI64; 3] = [AtomicI64::new(0), AtomicI64::new(0), AtomicI64::new(0)];
+static KEYS: [AtomicI64; TYPES] = [AtomicI64::new(0), AtomicI64::new(0), AtomicI64::new(0)];
 
 /// Counts keys of a type in (`delta` > 0) or out.
 pub fn count_keys(row: Row, delta: i64) {
-    KEYS[row as usize].fetch_add(delta, Ordering::Relaxed);
+    if let Some(keys) = KEYS.get(row as usize) {
+        keys.fetch_add(delta, Ordering::Relaxed);
+    }
 }
 
-/// Counts one call and its outcome: `Some(limited)` or `None` for an error.
-pub fn record(row: Row, outcome: Option<bool>) {
+/// How a client call ended.
+#[derive(Clone, Copy)]
+pub enum Call {
+    Allowed,
+    Limited,
+    /// Answered without an allowed/limited outcome (RL.INSPECT).
+    Answered,
+    Error,
+}
+
+/// Counts one call and its outcome.
+pub fn record(row: Row, call: Call) {
     let c = &COUNTERS[row as usize];
     c.calls.fetch_add(1, Ordering::Relaxed);
-    let field = match outcome {
-        Some(false) => &c.allowed,
-        Some(true) => &c.limited,
-        None => &c.errors,
+    let field = match call {
+        Call::Allowed => &c.allowed,
+        Call::Limited => &c.limited,
+        Call::Error => &c.errors,
+        Call::Answered => return,
     };
     field.fetch_add(1, Ordering::Relaxed);
 }

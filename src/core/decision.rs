@@ -50,6 +50,45 @@ impl Decision {
     }
 }
 
+/// The binding limit of a request decided against several limits at once:
+/// the index of the decision whose five fields speak for all of them.
+///
+/// - Some limit refused: the refusing limit that frees last, its
+///   `retry_after` the largest (one that can never fit counts as largest).
+/// - All allowed: the limit with the least remaining; ties go to the larger
+///   `reset_after`.
+///
+/// Further ties go to the lower index. `None` only for an empty slice.
+pub fn binding(decisions: &[Decision]) -> Option<usize> {
+    let any_limited = decisions.iter().any(|d| d.limited);
+    let mut best: Option<usize> = None;
+    for (i, d) in decisions.iter().enumerate() {
+        if any_limited && !d.limited {
+            continue;
+        }
+        let better = match best.map(|b| &decisions[b]) {
+            None => true,
+            Some(b) if any_limited => retry_rank(d.retry) > retry_rank(b.retry),
+            Some(b) => {
+                d.remaining < b.remaining || (d.remaining == b.remaining && d.reset_at > b.reset_at)
+            }
+        };
+        if better {
+            best = Some(i);
+        }
+    }
+    best
+}
+
+/// Orders retries: later instants rank higher, never-fits highest.
+fn retry_rank(retry: Retry) -> (u8, Nanos) {
+    match retry {
+        Retry::NotLimited => (0, Nanos::ZERO),
+        Retry::At(at) => (1, at),
+        Retry::Never => (2, Nanos::ZERO),
+    }
+}
+
 fn to_i64(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
@@ -89,6 +128,48 @@ mod tests {
             ..d
         };
         assert_eq!(never.reply(Nanos::ZERO, Unit::Seconds), [1, 10, 0, -1, 5]);
+    }
+
+    fn allowed(remaining: u64, reset: u64) -> Decision {
+        Decision {
+            limited: false,
+            limit: 10,
+            remaining,
+            retry: Retry::NotLimited,
+            reset_at: Nanos::new(reset),
+        }
+    }
+
+    fn limited(retry: Retry) -> Decision {
+        Decision {
+            limited: true,
+            limit: 10,
+            remaining: 0,
+            retry,
+            reset_at: Nanos::new(100),
+        }
+    }
+
+    #[test]
+    fn the_binding_limit() {
+        // decisions => binding index
+        #[rustfmt::skip]
+        let cases: &[(&[Decision], Option<usize>)] = &[
+            (&[], None),
+            (&[allowed(3, 10)], Some(0)),
+            // allowed: least remaining ...
+            (&[allowed(3, 10), allowed(1, 5), allowed(2, 50)], Some(1)),
+            // ... ties: the larger reset, then the lower index
+            (&[allowed(1, 10), allowed(1, 50), allowed(1, 50)], Some(1)),
+            // limited: the refusing limit with the latest retry
+            (&[allowed(0, 99), limited(Retry::At(Nanos::new(7))), limited(Retry::At(Nanos::new(9)))], Some(2)),
+            // never-fits beats any instant; ties go to the lower index
+            (&[limited(Retry::At(Nanos::new(u64::MAX))), limited(Retry::Never), limited(Retry::Never)], Some(1)),
+            (&[limited(Retry::At(Nanos::new(5))), limited(Retry::At(Nanos::new(5)))], Some(0)),
+        ];
+        for (i, (decisions, expected)) in cases.iter().enumerate() {
+            assert_eq!(binding(decisions), *expected, "case {i}");
+        }
     }
 
     #[test]

@@ -28,7 +28,9 @@
 
 use super::codec::{Reader, Writer};
 use super::time::Nanos;
-use super::{Arg, ArgKind, Decision, DecodeError, Limiter, ParamError, Retry, MAX_DURATION};
+use super::{
+    millis, Arg, ArgKind, Decision, DecodeError, Detail, Limiter, ParamError, Retry, MAX_DURATION,
+};
 
 /// The largest `max_burst`. (A request's quantity has its own bound in the
 /// argument parser; here a quantity above the capacity is simply one that
@@ -235,6 +237,33 @@ impl Limiter for Tat {
 
     fn apply(&mut self, update: Tat) {
         *self = update;
+    }
+
+    /// Moves the TAT back by `quantity × T`, never before `now`.
+    fn refund(&mut self, now: Nanos, params: &GcraParams, quantity: u64) {
+        let now_s = params.scale(now);
+        let tat_s = self.scaled(params);
+        if tat_s <= now_s {
+            return;
+        }
+        let back = u128::from(quantity.min(params.capacity)) * u128::from(params.period);
+        *self = Tat::from_scaled(tat_s.saturating_sub(back).max(now_s), params);
+    }
+
+    /// `tat_ahead_ms`: how far the TAT is ahead of now, which is the time
+    /// until the limiter is full again (0: it is); `tat_unix_ms`: the TAT.
+    fn inspect(&self, now: Nanos) -> Vec<(&'static str, Detail)> {
+        // The TAT rounded up to whole ns: within a nanosecond, never early.
+        let tat = self
+            .whole
+            .saturating_add(Nanos::new(u64::from(self.frac > 0)));
+        vec![
+            (
+                "tat_ahead_ms",
+                Detail::Integer(millis(tat.saturating_sub(now))),
+            ),
+            ("tat_unix_ms", Detail::Integer(millis(tat))),
+        ]
     }
 
     /// Canonical encoding: whole ns (u64), fraction (u32), denominator

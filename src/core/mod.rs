@@ -16,7 +16,10 @@ pub mod slice;
 pub mod slide;
 pub mod time;
 
-pub use decision::{Decision, Retry};
+#[cfg(test)]
+mod refund_tests;
+
+pub use decision::{binding, Decision, Retry};
 pub use time::{Nanos, Unit};
 
 /// The longest period or window any algorithm accepts: ten years of 365
@@ -68,6 +71,17 @@ pub trait Limiter: Clone + Default + Sized {
     /// Records an update that `decide` produced on this same state.
     fn apply(&mut self, update: Self::Update);
 
+    /// Gives back up to `quantity` recorded units at `now` (a request that
+    /// failed downstream): the newest units go first, and nothing is ever
+    /// given back that was not recorded, so the state never counts fewer
+    /// units than were taken and not refunded. A state left with nothing
+    /// counted under `params` is equivalent to a missing key.
+    fn refund(&mut self, now: Nanos, params: &Self::Params, quantity: u64);
+
+    /// What the state holds at `now`, in a user's words: field-value pairs
+    /// for RL.INSPECT. Needs no parameters.
+    fn inspect(&self, now: Nanos) -> Vec<(&'static str, Detail)>;
+
     /// The canonical byte encoding, shared by RDB, AOF rewrite and DEBUG
     /// DIGEST. It is a promise: saved files must keep loading.
     fn encode(&self) -> Vec<u8>;
@@ -78,6 +92,18 @@ pub trait Limiter: Clone + Default + Sized {
 
     /// Bytes this state occupies, computed from what it allocated.
     fn mem_usage(&self) -> usize;
+}
+
+/// One value of RL.INSPECT's reply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Detail {
+    Integer(i64),
+    Integers(Vec<i64>),
+}
+
+/// A duration in whole milliseconds, rounded up, for RL.INSPECT.
+pub fn millis(d: Nanos) -> i64 {
+    i64::try_from(d.ceil_in(Unit::Millis)).unwrap_or(i64::MAX)
 }
 
 /// One number of an algorithm's arguments.

@@ -67,7 +67,9 @@ use std::ops::Range;
 use super::codec::{Reader, Writer};
 use super::decision::{Decision, Retry};
 use super::time::Nanos;
-use super::{Arg, ArgKind, Ceiling, DecodeError, Limiter, ParamError, MAX_DURATION};
+use super::{
+    millis, Arg, ArgKind, Ceiling, DecodeError, Detail, Limiter, ParamError, MAX_DURATION,
+};
 
 /// The most slices a window may have.
 pub const MAX_SLICES: u64 = 1_000_000;
@@ -314,6 +316,74 @@ impl Limiter for SliceWindow {
         if was_empty {
             self.oldest = self.head;
         }
+    }
+
+    /// Takes up to `quantity` units from the newest non-empty slices (on
+    /// the geometry of `params`, moved there first as `decide` would). The
+    /// head moves back to the newest slice that still holds a unit; a state
+    /// left without units is empty.
+    fn refund(&mut self, _now: Nanos, params: &SliceParams, quantity: u64) {
+        if self.is_empty() {
+            return;
+        }
+        if self.geometry != params.geometry {
+            *self = self.rebucketed(params.geometry);
+            if self.is_empty() {
+                return;
+            }
+        }
+        let mut left = quantity;
+        let mut newest_kept = None;
+        let first_held = self.head.saturating_sub(self.geometry.slices);
+        let mut j = self.head;
+        loop {
+            let at = self.position(j);
+            if let Some(counter) = self.counters.get_mut(at) {
+                let taken = u64::from(*counter).min(left);
+                // `taken` is at most the counter, a u32.
+                *counter -= u32::try_from(taken).unwrap_or(0);
+                left -= taken;
+                self.total = self.total.saturating_sub(taken);
+                if *counter > 0 && newest_kept.is_none() {
+                    newest_kept = Some(j);
+                }
+            }
+            if left == 0 && newest_kept.is_some() || j == first_held {
+                break;
+            }
+            j -= 1;
+        }
+        match newest_kept {
+            // The slices between the new head and the old one are empty, so
+            // the ring positions they free hold no unit of an older slice.
+            Some(head) if self.total > 0 => self.head = head,
+            _ => *self = SliceWindow::new(),
+        }
+    }
+
+    /// `window_ms`, `slices`, `units` (held, all slices), and `counts`:
+    /// the units of each slice held, newest first, `slices + 1` of them;
+    /// `head_age_ms`: how long ago the newest slice began.
+    fn inspect(&self, now: Nanos) -> Vec<(&'static str, Detail)> {
+        let int = |n: u64| Detail::Integer(i64::try_from(n).unwrap_or(i64::MAX));
+        let mut counts: Vec<i64> = self
+            .slots(self.head.saturating_sub(self.geometry.slices), self.head)
+            .map(|(_, count)| i64::from(count))
+            .collect();
+        counts.reverse();
+        vec![
+            (
+                "window_ms",
+                Detail::Integer(millis(Nanos::new(self.geometry.window))),
+            ),
+            ("slices", int(self.geometry.slices)),
+            ("units", int(self.total)),
+            (
+                "head_age_ms",
+                Detail::Integer(millis(now.saturating_sub(self.geometry.start(self.head)))),
+            ),
+            ("counts", Detail::Integers(counts)),
+        ]
     }
 
     /// Bytes held: the struct and its counters.

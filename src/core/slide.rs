@@ -69,7 +69,8 @@ use std::mem;
 use super::codec::{Reader, Writer};
 use super::time::Nanos;
 use super::{
-    Arg, ArgKind, Ceiling, Decision, DecodeError, Limiter, ParamError, Retry, MAX_DURATION,
+    millis, Arg, ArgKind, Ceiling, Decision, DecodeError, Detail, Limiter, ParamError, Retry,
+    MAX_DURATION,
 };
 
 /// The largest `limit`: it bounds the memory of a key (8 bytes per unit),
@@ -250,6 +251,34 @@ impl Limiter for SlideLog {
         self.grow_for(quantity, limit);
         self.entries.extend(iter::repeat_n(at, quantity));
         self.shrink_if_sparse();
+    }
+
+    /// Drops the units that have left, then removes the newest `quantity`.
+    fn refund(&mut self, now: Nanos, params: &SlideParams, quantity: u64) {
+        let newest = self.entries.back().map(|&e| Nanos::new(e));
+        let at = newest.map_or(now, |newest| now.max(newest));
+        let expired = self.expired_at(at, params.window);
+        self.entries.drain(..expired);
+        let take = usize::try_from(quantity).unwrap_or(usize::MAX);
+        let keep = self.entries.len().saturating_sub(take);
+        self.entries.truncate(keep);
+        self.shrink_if_sparse();
+    }
+
+    /// `units`: the units held (some may have left already: the window is
+    /// a parameter of the call, not of the key); `oldest_age_ms` and
+    /// `newest_age_ms`: how long ago the oldest and newest were recorded.
+    fn inspect(&self, now: Nanos) -> Vec<(&'static str, Detail)> {
+        let age = |e: &u64| Detail::Integer(millis(now.saturating_sub(Nanos::new(*e))));
+        let mut out = vec![(
+            "units",
+            Detail::Integer(i64::try_from(self.entries.len()).unwrap_or(i64::MAX)),
+        )];
+        if let (Some(oldest), Some(newest)) = (self.entries.front(), self.entries.back()) {
+            out.push(("oldest_age_ms", age(oldest)));
+            out.push(("newest_age_ms", age(newest)));
+        }
+        out
     }
 
     /// Bytes this value occupies, counting what is allocated, not what is used.
