@@ -1,5 +1,6 @@
 # make run    build the module and start redis-server with it (127.0.0.1:$(PORT))
-# make test   formatting, lints, unit and integration tests against a real server
+# make test   the set-up for the tests (scripts/deps.sh --test), then formatting,
+#             lints, unit tests, and the integration tests against every server
 # make bench  the side-by-side benchmark
 SHELL := /bin/bash
 PORT ?= 6379
@@ -23,7 +24,7 @@ run: build
 	exec redis-server redis.conf.example --port $(PORT)
 
 test:
-	@scripts/deps.sh --valkey
+	@scripts/deps.sh --test
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
 	cargo test --lib
