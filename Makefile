@@ -34,7 +34,7 @@ test:
 	done
 
 bench: build
-	python3 scripts/bench.py
+	python3 scripts/bench.py --module $(MODULE)
 
 clean:
 	cargo clean
