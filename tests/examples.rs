@@ -466,6 +466,18 @@ fn check_middleware(mw: &Middleware, server: &Server, prefix: &str, what: &str) 
         "{}",
         ctx(&r)
     );
+    // Every method costs a unit, OPTIONS and PURGE as well as GET.
+    for (method, remaining) in [("OPTIONS", 2), ("PURGE", 1)] {
+        let r = request(port, method, Some("carol"), "");
+        assert_eq!(r.status, 200, "{method}: {}", ctx(&r));
+        assert_eq!(r.header("RateLimit-Policy"), Some(policy), "{}", ctx(&r));
+        assert_eq!(
+            ratelimit_field(r.header("RateLimit").unwrap()).0,
+            remaining,
+            "{method}: {}",
+            ctx(&r)
+        );
+    }
     // Without X-Client-Id, the peer address is the client.
     let r = request(port, "GET", None, "");
     assert_eq!(r.status, 200, "{}", ctx(&r));
@@ -478,7 +490,7 @@ fn check_middleware(mw: &Middleware, server: &Server, prefix: &str, what: &str) 
 
     // The limiters are RL.THROTTLE keys on the server.
     let mut con = server.conn();
-    for client in ["alice", "bob", "127.0.0.1"] {
+    for client in ["alice", "bob", "carol", "127.0.0.1"] {
         let key = format!("{prefix}{client}");
         let ty: String = cmd(&["TYPE", &key]).query(&mut con).expect("TYPE");
         assert_eq!(ty, "rl-gcra--", "{what}: TYPE {key}");

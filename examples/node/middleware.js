@@ -1,5 +1,7 @@
 // A minimal HTTP server (node's http module, no framework) that rate limits
-// every request with RL.THROTTLE through ioredis.
+// every request, whatever its path and method, with RL.THROTTLE through
+// ioredis. (A method name that node's HTTP parser does not know is refused
+// by node itself with 400, before any handler runs.)
 //
 // Each request costs one unit of the caller's limiter,
 // RL.THROTTLE <prefix><client> <max_burst> <count> <period>, where the client

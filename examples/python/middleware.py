@@ -1,4 +1,5 @@
-"""A minimal HTTP server that rate limits every request with RL.THROTTLE.
+"""A minimal HTTP server that rate limits every request, whatever its path
+and method, with RL.THROTTLE.
 
 Standard library only, apart from redis-py. Each request costs one unit of
 the caller's limiter, ``RL.THROTTLE <prefix><client> <max_burst> <count>
@@ -102,7 +103,13 @@ class Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(data)
 
-    do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = handle_any
+    # BaseHTTPRequestHandler calls do_<METHOD> and answers 501 to a method
+    # without one; every method, OPTIONS and custom ones included, is a
+    # request that costs a unit.
+    def __getattr__(self, name: str):
+        if name.startswith("do_"):
+            return self.handle_any
+        raise AttributeError(name)
 
     def log_message(self, format, *args) -> None:  # noqa: A002 (stdlib signature)
         sys.stderr.write(f"{self.address_string()} {format % args}\n")
