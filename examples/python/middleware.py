@@ -17,7 +17,7 @@ Configuration (environment):
     RL_MAX_BURST   9     } 10 requests per 60 s, in bursts of up to 10
     RL_COUNT       10    }  (capacity = max_burst + 1)
     RL_PERIOD      60    }
-    RL_KEY_PREFIX  ratelimit:http:
+    RL_KEY_PREFIX  rl:http:
     RL_POLICY      default   (the policy name in both fields)
 """
 
@@ -33,7 +33,7 @@ PORT = int(os.environ.get("PORT", "8080"))
 MAX_BURST = int(os.environ.get("RL_MAX_BURST", "9"))
 COUNT = int(os.environ.get("RL_COUNT", "10"))
 PERIOD = int(os.environ.get("RL_PERIOD", "60"))
-KEY_PREFIX = os.environ.get("RL_KEY_PREFIX", "ratelimit:http:")
+KEY_PREFIX = os.environ.get("RL_KEY_PREFIX", "rl:http:")
 POLICY = os.environ.get("RL_POLICY", "default")
 
 # redis-py keeps a thread-safe connection pool.
