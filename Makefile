@@ -20,7 +20,7 @@ build: deps
 run: build
 	@if (exec 3<>/dev/tcp/127.0.0.1/$(PORT)) 2>/dev/null; then \
 		echo "Port $(PORT) is taken (a redis-server service?). Stop it, or: make run PORT=6380"; exit 1; fi
-	@echo "Starting redis-server on 127.0.0.1:$(PORT) with $(MODULE). Try: redis-cli -p $(PORT) RL.THROTTLE user:1 15 30 60"
+	@echo "Starting redis-server on 127.0.0.1:$(PORT) with $(MODULE). Try: redis-cli -p $(PORT) RL.THROTTLE rl:user:1 15 30 60"
 	exec redis-server redis.conf.example --port $(PORT)
 
 test:
