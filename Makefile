@@ -1,5 +1,6 @@
 # make run    build the module and start redis-server with it (127.0.0.1:$(PORT))
-# make test   formatting, lints, unit and integration tests against a real server
+# make test   the set-up for the tests (scripts/deps.sh --test), then formatting,
+#             lints, unit tests, and the integration tests against every server
 # make bench  the side-by-side benchmark
 SHELL := /bin/bash
 PORT ?= 6379
@@ -19,11 +20,11 @@ build: deps
 run: build
 	@if (exec 3<>/dev/tcp/127.0.0.1/$(PORT)) 2>/dev/null; then \
 		echo "Port $(PORT) is taken (a redis-server service?). Stop it, or: make run PORT=6380"; exit 1; fi
-	@echo "Starting redis-server on 127.0.0.1:$(PORT) with $(MODULE). Try: redis-cli -p $(PORT) RL.THROTTLE user:1 15 30 60"
+	@echo "Starting redis-server on 127.0.0.1:$(PORT) with $(MODULE). Try: redis-cli -p $(PORT) RL.THROTTLE rl:user:1 15 30 60"
 	exec redis-server redis.conf.example --port $(PORT)
 
 test:
-	@scripts/deps.sh --valkey
+	@scripts/deps.sh --test
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
 	cargo test --lib
@@ -33,7 +34,7 @@ test:
 	done
 
 bench: build
-	python3 scripts/bench.py
+	python3 scripts/bench.py --module $(MODULE)
 
 clean:
 	cargo clean

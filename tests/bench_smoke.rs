@@ -1,14 +1,20 @@
-//! The benchmark's smoke run: `python3 scripts/bench.py --quick --json <tmp>`
-//! must exit 0 and report every row with a positive throughput in every
-//! regime and a positive memory figure. No timing assertions: the figures
-//! of a quick run on a shared machine mean nothing, only their presence.
+//! The benchmark's smoke run: `python3 scripts/bench.py --quick --module
+//! <the .so this cargo test built> --json <tmp>` must exit 0 and report every
+//! row with a positive throughput in every regime and a positive memory
+//! figure. No timing assertions: the figures of a quick run on a shared
+//! machine mean nothing, only their presence.
 //!
-//! python3, redis-server (`$REDIS_SERVER`) and redis-benchmark
-//! (`$REDIS_BENCHMARK`) are required: a missing one fails the test.
+//! bench.py builds nothing when given `--module`, so this test starts no
+//! nested release build. python3, redis-server (`$REDIS_SERVER`) and
+//! redis-benchmark (`$REDIS_BENCHMARK`) are required: a missing one fails
+//! the test with the command that installs it.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::SystemTime;
+
+use serde_json::Value;
 
 const ROWS: &[&str] = &[
     "PING",
@@ -33,10 +39,60 @@ fn require(program: &str) {
             String::from_utf8_lossy(&out.stderr)
         ),
         Err(e) => panic!(
-            "{program} is required by the benchmark smoke test and was not found ({e}); \
-             on Debian: apt-get install python3 redis-server redis-tools"
+            "{program} is required by the benchmark smoke test and was not found ({e}): \
+             run `scripts/deps.sh --test` (or `make test`, which runs it) from the \
+             repository root, or set REDIS_SERVER / REDIS_BENCHMARK"
         ),
     }
+}
+
+/// The module that this `cargo test` built, next to the test binary (as in
+/// tests/common), refused when older than the sources.
+fn module_path() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let so = exe
+        .parent()
+        .expect("deps dir")
+        .join("libredis_ratelimit.so");
+    assert!(
+        so.exists(),
+        "module not found at {}: run the tests through cargo test, which builds it",
+        so.display()
+    );
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    assert!(
+        modified(&so) >= newest(&src),
+        "{} is older than the sources: rebuild before testing",
+        so.display()
+    );
+    so
+}
+
+fn modified(path: &Path) -> SystemTime {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .expect("mtime")
+}
+
+fn newest(dir: &Path) -> SystemTime {
+    std::fs::read_dir(dir)
+        .expect("src dir")
+        .flatten()
+        .map(|entry| {
+            let path = entry.path();
+            if path.is_dir() {
+                newest(&path)
+            } else {
+                modified(&path)
+            }
+        })
+        .max()
+        .unwrap_or(SystemTime::UNIX_EPOCH)
+}
+
+/// The number at `path` (object keys) in `v`, if there is one.
+fn num(v: &Value, path: &[&str]) -> Option<f64> {
+    path.iter().try_fold(v, |v, k| v.get(k))?.as_f64()
 }
 
 #[test]
@@ -45,12 +101,15 @@ fn quick_benchmark_reports_every_row() {
     require(&std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into()));
     require(&std::env::var("REDIS_BENCHMARK").unwrap_or_else(|_| "redis-benchmark".into()));
 
+    let module = module_path();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let tmp = tempfile::tempdir().expect("temp dir");
     let json_path = tmp.path().join("bench.json");
     let out = Command::new("python3")
         .arg("scripts/bench.py")
         .arg("--quick")
+        .arg("--module")
+        .arg(&module)
         .arg("--json")
         .arg(&json_path)
         .current_dir(root)
@@ -63,13 +122,22 @@ fn quick_benchmark_reports_every_row() {
         "bench.py --quick failed ({}):\n{stdout}\n{stderr}",
         out.status
     );
+    assert!(
+        !stderr.contains("cargo build"),
+        "bench.py built the module although it was given one:\n{stderr}"
+    );
+    assert!(
+        stdout.contains(&module.display().to_string()),
+        "the report does not name the module it was given:\n{stdout}"
+    );
 
     let text = std::fs::read_to_string(&json_path).expect("bench.py wrote no JSON");
-    let report = Json::parse(&text).unwrap_or_else(|e| panic!("bad JSON ({e}):\n{text}"));
-    let rows = report.get("rows").and_then(Json::array).expect("rows");
-    let by_name: BTreeMap<&str, &Json> = rows
+    let report: Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("bad JSON ({e}):\n{text}"));
+    let rows = report["rows"].as_array().expect("rows");
+    let by_name: BTreeMap<&str, &Value> = rows
         .iter()
-        .map(|r| (r.get("name").and_then(Json::str).expect("row name"), r))
+        .map(|r| (r["name"].as_str().expect("row name"), r))
         .collect();
 
     let mut expected: Vec<&str> = ROWS.to_vec();
@@ -81,17 +149,12 @@ fn quick_benchmark_reports_every_row() {
             .get(name)
             .unwrap_or_else(|| panic!("no row {name} in {:?}", by_name.keys()));
         for regime in REGIMES {
-            let t = row
-                .get("throughput")
-                .and_then(|t| t.get(regime))
-                .unwrap_or_else(|| panic!("{name}: no {regime} figures"));
-            let rps = t.get("rps_median").and_then(Json::num);
+            let rps = num(row, &["throughput", regime, "rps_median"]);
             assert!(rps.is_some_and(|x| x > 0.0), "{name} {regime}: rps {rps:?}");
-            let errors = t.get("errors").and_then(Json::num);
+            let errors = num(row, &["throughput", regime, "errors"]);
             assert_eq!(errors, Some(0.0), "{name} {regime}: error replies");
         }
-        let bytes = row.get("bytes_per_key").and_then(Json::num);
-        let check = row.get("limit_check").and_then(Json::str);
+        let bytes = row["bytes_per_key"].as_f64();
         if name == "PING" {
             assert_eq!(bytes, None, "PING has no key");
             continue;
@@ -100,244 +163,74 @@ fn quick_benchmark_reports_every_row() {
             bytes.is_some_and(|x| x > 0.0),
             "{name}: bytes per key {bytes:?}"
         );
-        let memory = row.get("memory").expect("memory");
         assert_eq!(
-            memory.get("dbsize").and_then(Json::num),
-            memory.get("keys").and_then(Json::num),
+            num(row, &["memory", "dbsize"]),
+            num(row, &["memory", "keys"]),
             "{name}: the memory fill did not create one key per call"
         );
         if name != "INCR" {
-            assert_eq!(check, Some("ok"), "{name}: does not limit as expected");
+            assert_eq!(
+                row["limit_check"].as_str(),
+                Some("ok"),
+                "{name}: does not limit as expected"
+            );
         }
     }
 
     // The other sections are present and positive.
-    let per_unit = report
-        .get("memory_per_unit")
-        .and_then(|m| m.get("marginal_bytes_per_unit"))
-        .expect("memory per unit");
     for name in ["RL.SLIDE", "lua:zset_log"] {
-        let v = per_unit.get(name).and_then(Json::num);
+        let v = num(
+            &report,
+            &["memory_per_unit", "marginal_bytes_per_unit", name],
+        );
         assert!(v.is_some_and(|x| x > 0.0), "{name}: bytes per unit {v:?}");
     }
-    let slices = report.get("memory_slices60").expect("60-slice memory");
     for name in ["RL.SLICE", "lua:hash_slices"] {
-        let v = slices
-            .get(name)
-            .and_then(|s| s.get("memory_usage"))
-            .and_then(Json::num);
+        let v = num(&report, &["memory_slices60", name, "memory_usage"]);
         assert!(v.is_some_and(|x| x > 0.0), "{name}: memory usage {v:?}");
     }
     for family in ["RL.SLIDE", "RL.SLICE"] {
-        let v = report
-            .get("scaling")
-            .and_then(|s| s.get(family))
-            .and_then(|s| s.get("largest_over_smallest_median"))
-            .and_then(Json::num);
+        let v = num(
+            &report,
+            &["scaling", family, "largest_over_smallest_median"],
+        );
         assert!(v.is_some_and(|x| x > 0.0), "{family}: scaling ratio {v:?}");
     }
-    let targets = report
-        .get("targets")
-        .and_then(Json::array)
-        .expect("targets");
-    assert!(!targets.is_empty(), "no targets reported");
+    // Each command against the script doing the same job, in every regime.
+    let pairs = report["same_job"].as_array().expect("same_job");
+    let named: Vec<(&str, &str)> = pairs
+        .iter()
+        .map(|p| {
+            (
+                p["command"].as_str().expect("command"),
+                p["script"].as_str().expect("script"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("RL.THROTTLE", "lua:gcra"),
+            ("RL.THROTTLE", "lua:token_bucket"),
+            ("RL.SLIDE", "lua:zset_log"),
+            ("RL.SLICE", "lua:hash_slices"),
+        ]
+    );
+    for (pair, (command, script)) in pairs.iter().zip(&named) {
+        for regime in REGIMES {
+            let v = num(pair, &["ratio_median", regime]);
+            assert!(
+                v.is_some_and(|x| x > 0.0),
+                "{command} / {script} {regime}: {v:?}"
+            );
+        }
+    }
     assert!(
         stdout.contains("| command |"),
         "no Markdown table:\n{stdout}"
     );
-}
-
-/// Just enough JSON to read the report (no dependency for it).
-#[derive(Debug, Clone, PartialEq)]
-enum Json {
-    Null,
-    Bool(bool),
-    Num(f64),
-    Str(String),
-    Arr(Vec<Json>),
-    Obj(BTreeMap<String, Json>),
-}
-
-impl Json {
-    fn parse(text: &str) -> Result<Json, String> {
-        let mut p = Parser {
-            text,
-            s: text.as_bytes(),
-            i: 0,
-        };
-        let v = p.value()?;
-        p.ws();
-        if p.i != p.s.len() {
-            return Err(format!("trailing data at {}", p.i));
-        }
-        Ok(v)
-    }
-
-    fn get(&self, key: &str) -> Option<&Json> {
-        match self {
-            Json::Obj(m) => m.get(key),
-            _ => None,
-        }
-    }
-
-    fn num(&self) -> Option<f64> {
-        match self {
-            Json::Num(x) => Some(*x),
-            _ => None,
-        }
-    }
-
-    fn str(&self) -> Option<&str> {
-        match self {
-            Json::Str(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    fn array(&self) -> Option<&Vec<Json>> {
-        match self {
-            Json::Arr(a) => Some(a),
-            _ => None,
-        }
-    }
-}
-
-struct Parser<'a> {
-    text: &'a str,
-    s: &'a [u8],
-    i: usize,
-}
-
-impl Parser<'_> {
-    fn ws(&mut self) {
-        while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
-            self.i += 1;
-        }
-    }
-
-    fn eat(&mut self, c: u8) -> Result<(), String> {
-        self.ws();
-        if self.s.get(self.i) == Some(&c) {
-            self.i += 1;
-            Ok(())
-        } else {
-            Err(format!("expected '{}' at {}", c as char, self.i))
-        }
-    }
-
-    fn literal(&mut self, word: &str, v: Json) -> Result<Json, String> {
-        if self.s[self.i..].starts_with(word.as_bytes()) {
-            self.i += word.len();
-            Ok(v)
-        } else {
-            Err(format!("bad literal at {}", self.i))
-        }
-    }
-
-    fn value(&mut self) -> Result<Json, String> {
-        self.ws();
-        match self.s.get(self.i) {
-            None => Err("unexpected end".into()),
-            Some(b'n') => self.literal("null", Json::Null),
-            Some(b't') => self.literal("true", Json::Bool(true)),
-            Some(b'f') => self.literal("false", Json::Bool(false)),
-            Some(b'N') => self.literal("NaN", Json::Num(f64::NAN)),
-            Some(b'"') => self.string().map(Json::Str),
-            Some(b'[') => {
-                self.i += 1;
-                let mut items = Vec::new();
-                self.ws();
-                if self.s.get(self.i) == Some(&b']') {
-                    self.i += 1;
-                    return Ok(Json::Arr(items));
-                }
-                loop {
-                    items.push(self.value()?);
-                    self.ws();
-                    match self.s.get(self.i) {
-                        Some(b',') => self.i += 1,
-                        Some(b']') => {
-                            self.i += 1;
-                            return Ok(Json::Arr(items));
-                        }
-                        _ => return Err(format!("bad array at {}", self.i)),
-                    }
-                }
-            }
-            Some(b'{') => {
-                self.i += 1;
-                let mut map = BTreeMap::new();
-                self.ws();
-                if self.s.get(self.i) == Some(&b'}') {
-                    self.i += 1;
-                    return Ok(Json::Obj(map));
-                }
-                loop {
-                    self.ws();
-                    let k = self.string()?;
-                    self.eat(b':')?;
-                    let v = self.value()?;
-                    map.insert(k, v);
-                    self.ws();
-                    match self.s.get(self.i) {
-                        Some(b',') => self.i += 1,
-                        Some(b'}') => {
-                            self.i += 1;
-                            return Ok(Json::Obj(map));
-                        }
-                        _ => return Err(format!("bad object at {}", self.i)),
-                    }
-                }
-            }
-            Some(_) => {
-                let start = self.i;
-                while self.i < self.s.len()
-                    && (self.s[self.i].is_ascii_alphanumeric() || b"+-.".contains(&self.s[self.i]))
-                {
-                    self.i += 1;
-                }
-                let word = &self.text[start..self.i];
-                word.parse::<f64>()
-                    .map(Json::Num)
-                    .map_err(|_| format!("bad number {word:?} at {start}"))
-            }
-        }
-    }
-
-    fn string(&mut self) -> Result<String, String> {
-        self.eat(b'"')?;
-        let mut out = String::new();
-        loop {
-            let c = self.text[self.i..]
-                .chars()
-                .next()
-                .ok_or("unterminated string")?;
-            self.i += c.len_utf8();
-            match c {
-                '"' => return Ok(out),
-                '\\' => {
-                    let e = self.s.get(self.i).copied().ok_or("bad escape")?;
-                    self.i += 1;
-                    match e {
-                        b'"' => out.push('"'),
-                        b'\\' => out.push('\\'),
-                        b'/' => out.push('/'),
-                        b'b' => out.push('\u{8}'),
-                        b'f' => out.push('\u{c}'),
-                        b'n' => out.push('\n'),
-                        b'r' => out.push('\r'),
-                        b't' => out.push('\t'),
-                        b'u' => {
-                            let hex = self.text.get(self.i..self.i + 4).ok_or("bad \\u")?;
-                            let code = u32::from_str_radix(hex, 16).map_err(|e| e.to_string())?;
-                            self.i += 4;
-                            out.push(char::from_u32(code).unwrap_or('\u{fffd}'));
-                        }
-                        _ => return Err(format!("bad escape at {}", self.i)),
-                    }
-                }
-                c => out.push(c),
-            }
-        }
-    }
+    assert!(
+        !stdout.contains("PASS") && !stdout.contains("FAIL"),
+        "the report judges figures against targets it does not explain:\n{stdout}"
+    );
 }

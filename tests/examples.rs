@@ -2,18 +2,20 @@
 //! and Node.js (ioredis) scripts against a test server, and their HTTP
 //! middlewares with real HTTP requests.
 //!
-//! The client libraries are installed once into `tmp/examples/` (gitignored)
-//! and reused while the requirement files are unchanged. A missing python3,
-//! pip, node or npm, or a failed install, fails the test: it never skips.
+//! The set-up (`scripts/deps.sh --test`, which `make test` runs) installs the
+//! client libraries into `tmp/examples/` (gitignored); this file installs
+//! nothing. A missing python3 or node, or libraries missing or older than
+//! the requirement files, fail the test with the command to run: it never
+//! skips.
 
 mod common;
 use common::*;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::{mpsc, Mutex};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 fn root() -> PathBuf {
@@ -21,23 +23,68 @@ fn root() -> PathBuf {
 }
 
 // ---------------------------------------------------------------------------
-// Tools and installs
+// Tools and libraries, installed by the set-up
 
-/// Runs `program args` to see that it is there, or panics saying what to install.
-fn require(program: &str, args: &[&str], install: &str) {
+/// What to run when something the set-up provides is missing.
+const SETUP: &str = "run `scripts/deps.sh --test` (or `make test`, which runs it) \
+                     from the repository root";
+
+/// Runs `program --version` to see that it is there, or panics saying what to run.
+fn require(program: &str) {
     let out = Command::new(program)
-        .args(args)
+        .arg("--version")
         .stdin(Stdio::null())
         .output()
         .unwrap_or_else(|e| {
-            panic!("`{program}` is needed by tests/examples.rs and cannot run ({e}): {install}")
+            panic!("`{program}` is needed by tests/examples.rs and cannot run ({e}): {SETUP}")
         });
     assert!(
         out.status.success(),
-        "`{program} {}` failed, needed by tests/examples.rs: {install}\n{}",
-        args.join(" "),
+        "`{program} --version` failed, needed by tests/examples.rs: {SETUP}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The set-up's install `tmp/examples/<name>`, checked to be complete
+/// (`proof` exists) and made from the current `requirements` file (the
+/// set-up leaves a copy of it as `.installed-from`).
+fn installed(name: &str, requirements: &str, proof: &str) -> PathBuf {
+    let dir = root().join("tmp/examples").join(name);
+    let wanted = std::fs::read(root().join(requirements))
+        .unwrap_or_else(|e| panic!("cannot read {requirements}: {e}"));
+    let from = std::fs::read(dir.join(".installed-from")).ok();
+    assert!(
+        dir.join(proof).exists() && from.is_some(),
+        "the {name} client library of examples/ is not installed in {}: {SETUP}",
+        dir.display()
+    );
+    assert!(
+        from.as_deref() == Some(wanted.as_slice()),
+        "{} was installed from another {requirements} than the current one: {SETUP}",
+        dir.display()
+    );
+    dir
+}
+
+/// redis-py, from examples/python/requirements.txt; the PYTHONPATH to use.
+fn python_libs() -> PathBuf {
+    require("python3");
+    installed(
+        "python",
+        "examples/python/requirements.txt",
+        "redis/__init__.py",
+    )
+}
+
+/// ioredis, from examples/node/package.json; the NODE_PATH to use.
+fn node_libs() -> PathBuf {
+    require("node");
+    installed(
+        "node",
+        "examples/node/package.json",
+        "node_modules/ioredis/package.json",
+    )
+    .join("node_modules")
 }
 
 /// Runs a command to completion within `secs`, or panics with its output.
@@ -85,121 +132,6 @@ fn run(cmd: &mut Command, what: &str, secs: u64) -> Output {
         String::from_utf8_lossy(&output.stderr)
     );
     output
-}
-
-/// Installs into `tmp/examples/<name>` unless an install of the same
-/// requirements is already there. `install(dir)` fills a fresh directory;
-/// it becomes the real one by a rename, so an interrupted or concurrent
-/// install never leaves a half-filled directory that looks complete.
-fn install_once(
-    name: &str,
-    requirements: &str,
-    complete: &str,
-    install: impl FnOnce(&Path),
-) -> PathBuf {
-    // The tests of this file run in parallel threads: one install at a time.
-    static LOCK: Mutex<()> = Mutex::new(());
-    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let base = root().join("tmp").join("examples");
-    let dest = base.join(name);
-    let stamp = ".installed-from";
-    let installed = |dir: &Path| {
-        std::fs::read_to_string(dir.join(stamp)).ok().as_deref() == Some(requirements)
-            && dir.join(complete).exists()
-    };
-    if installed(&dest) {
-        return dest;
-    }
-    std::fs::create_dir_all(&base).expect("create tmp/examples");
-    let partial = base.join(format!("{name}.partial-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&partial);
-    std::fs::create_dir_all(&partial).expect("create install dir");
-    install(&partial);
-    assert!(
-        partial.join(complete).exists(),
-        "the install into {} did not produce {complete}",
-        partial.display()
-    );
-    std::fs::write(partial.join(stamp), requirements).expect("write stamp");
-    let _ = std::fs::remove_dir_all(&dest);
-    if std::fs::rename(&partial, &dest).is_err() {
-        // Another test process installed it at the same moment.
-        let _ = std::fs::remove_dir_all(&partial);
-        assert!(
-            installed(&dest),
-            "cannot move the install to {}",
-            dest.display()
-        );
-    }
-    dest
-}
-
-/// redis-py, from examples/python/requirements.txt; the PYTHONPATH to use.
-fn python_libs() -> PathBuf {
-    require(
-        "python3",
-        &["--version"],
-        "install Python 3 (apt-get install python3 python3-pip)",
-    );
-    let req_file = root().join("examples/python/requirements.txt");
-    let requirements = std::fs::read_to_string(&req_file).expect("requirements.txt");
-    install_once("python", &requirements, "redis/__init__.py", |dir| {
-        require(
-            "python3",
-            &["-m", "pip", "--version"],
-            "install pip (apt-get install python3-pip)",
-        );
-        run(
-            Command::new("python3")
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                ])
-                .arg("--target")
-                .arg(dir)
-                .arg("-r")
-                .arg(&req_file),
-            "pip install -r examples/python/requirements.txt",
-            600,
-        );
-    })
-}
-
-/// ioredis, from examples/node/package.json; the NODE_PATH to use.
-fn node_libs() -> PathBuf {
-    require(
-        "node",
-        &["--version"],
-        "install Node.js (apt-get install nodejs npm)",
-    );
-    let package =
-        std::fs::read_to_string(root().join("examples/node/package.json")).expect("package.json");
-    let dir = install_once(
-        "node",
-        &package,
-        "node_modules/ioredis/package.json",
-        |dir| {
-            require("npm", &["--version"], "install npm (apt-get install npm)");
-            std::fs::write(dir.join("package.json"), &package).expect("copy package.json");
-            run(
-                Command::new("npm")
-                    .args([
-                        "install",
-                        "--no-audit",
-                        "--no-fund",
-                        "--omit=dev",
-                        "--prefix",
-                    ])
-                    .arg(dir),
-                "npm install (examples/node/package.json)",
-                600,
-            );
-        },
-    );
-    dir.join("node_modules")
 }
 
 // ---------------------------------------------------------------------------
@@ -534,6 +466,18 @@ fn check_middleware(mw: &Middleware, server: &Server, prefix: &str, what: &str) 
         "{}",
         ctx(&r)
     );
+    // Every method costs a unit, OPTIONS and PURGE as well as GET.
+    for (method, remaining) in [("OPTIONS", 2), ("PURGE", 1)] {
+        let r = request(port, method, Some("carol"), "");
+        assert_eq!(r.status, 200, "{method}: {}", ctx(&r));
+        assert_eq!(r.header("RateLimit-Policy"), Some(policy), "{}", ctx(&r));
+        assert_eq!(
+            ratelimit_field(r.header("RateLimit").unwrap()).0,
+            remaining,
+            "{method}: {}",
+            ctx(&r)
+        );
+    }
     // Without X-Client-Id, the peer address is the client.
     let r = request(port, "GET", None, "");
     assert_eq!(r.status, 200, "{}", ctx(&r));
@@ -546,7 +490,7 @@ fn check_middleware(mw: &Middleware, server: &Server, prefix: &str, what: &str) 
 
     // The limiters are RL.THROTTLE keys on the server.
     let mut con = server.conn();
-    for client in ["alice", "bob", "127.0.0.1"] {
+    for client in ["alice", "bob", "carol", "127.0.0.1"] {
         let key = format!("{prefix}{client}");
         let ty: String = cmd(&["TYPE", &key]).query(&mut con).expect("TYPE");
         assert_eq!(ty, "rl-gcra--", "{what}: TYPE {key}");

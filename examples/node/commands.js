@@ -4,7 +4,7 @@
 //   REDIS_URL=redis://host:6380/0 node commands.js
 //
 // Every command replies with the same five integers; FIELDS names them.
-// The keys are $KEY_PREFIX (default "example:") followed by the algorithm,
+// The keys are $KEY_PREFIX (default "rl:example:") followed by the algorithm,
 // so a second run shows the limiter being used up.
 'use strict';
 
@@ -19,7 +19,7 @@ function named(reply) {
 
 async function main() {
   const redis = new Redis(process.env.REDIS_URL || 'redis://127.0.0.1:6379');
-  const prefix = process.env.KEY_PREFIX || 'example:';
+  const prefix = process.env.KEY_PREFIX || 'rl:example:';
   const calls = [
     // GCRA: 30 per 60 s, bursts of 15 more (capacity 16).
     ['RL.THROTTLE', prefix + 'throttle', 15, 30, 60],

@@ -1,5 +1,7 @@
 // A minimal HTTP server (node's http module, no framework) that rate limits
-// every request with RL.THROTTLE through ioredis.
+// every request, whatever its path and method, with RL.THROTTLE through
+// ioredis. (A method name that node's HTTP parser does not know is refused
+// by node itself with 400, before any handler runs.)
 //
 // Each request costs one unit of the caller's limiter,
 // RL.THROTTLE <prefix><client> <max_burst> <count> <period>, where the client
@@ -17,7 +19,7 @@
 //   RL_MAX_BURST   9     } 10 requests per 60 s, in bursts of up to 10
 //   RL_COUNT       10    }   (capacity = max_burst + 1)
 //   RL_PERIOD      60    }
-//   RL_KEY_PREFIX  ratelimit:http:
+//   RL_KEY_PREFIX  rl:http:
 //   RL_POLICY      default   (the policy name in both fields)
 'use strict';
 
@@ -31,7 +33,7 @@ const PORT = Number(env.PORT || 8080);
 const MAX_BURST = Number(env.RL_MAX_BURST || 9);
 const COUNT = Number(env.RL_COUNT || 10);
 const PERIOD = Number(env.RL_PERIOD || 60);
-const KEY_PREFIX = env.RL_KEY_PREFIX || 'ratelimit:http:';
+const KEY_PREFIX = env.RL_KEY_PREFIX || 'rl:http:';
 const POLICY = env.RL_POLICY || 'default';
 
 // A Structured Field String (RFC 9651): quoted, with \ and " escaped.

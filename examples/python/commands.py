@@ -4,7 +4,7 @@
     REDIS_URL=redis://host:6380/0 python3 commands.py
 
 Every command replies with the same five integers; ``Reply`` names them.
-The keys are ``$KEY_PREFIX`` (default ``example:``) followed by the
+The keys are ``$KEY_PREFIX`` (default ``rl:example:``) followed by the
 algorithm, so a second run shows the limiter being used up.
 """
 
@@ -28,7 +28,7 @@ def call(client: redis.Redis, *args) -> Reply:
 
 def main() -> None:
     client = redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379"))
-    prefix = os.environ.get("KEY_PREFIX", "example:")
+    prefix = os.environ.get("KEY_PREFIX", "rl:example:")
     calls = [
         # GCRA: 30 per 60 s, bursts of 15 more (capacity 16).
         ("RL.THROTTLE", prefix + "throttle", 15, 30, 60),

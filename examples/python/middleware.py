@@ -1,4 +1,5 @@
-"""A minimal HTTP server that rate limits every request with RL.THROTTLE.
+"""A minimal HTTP server that rate limits every request, whatever its path
+and method, with RL.THROTTLE.
 
 Standard library only, apart from redis-py. Each request costs one unit of
 the caller's limiter, ``RL.THROTTLE <prefix><client> <max_burst> <count>
@@ -16,7 +17,7 @@ Configuration (environment):
     RL_MAX_BURST   9     } 10 requests per 60 s, in bursts of up to 10
     RL_COUNT       10    }  (capacity = max_burst + 1)
     RL_PERIOD      60    }
-    RL_KEY_PREFIX  ratelimit:http:
+    RL_KEY_PREFIX  rl:http:
     RL_POLICY      default   (the policy name in both fields)
 """
 
@@ -32,7 +33,7 @@ PORT = int(os.environ.get("PORT", "8080"))
 MAX_BURST = int(os.environ.get("RL_MAX_BURST", "9"))
 COUNT = int(os.environ.get("RL_COUNT", "10"))
 PERIOD = int(os.environ.get("RL_PERIOD", "60"))
-KEY_PREFIX = os.environ.get("RL_KEY_PREFIX", "ratelimit:http:")
+KEY_PREFIX = os.environ.get("RL_KEY_PREFIX", "rl:http:")
 POLICY = os.environ.get("RL_POLICY", "default")
 
 # redis-py keeps a thread-safe connection pool.
@@ -102,7 +103,13 @@ class Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(data)
 
-    do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = handle_any
+    # BaseHTTPRequestHandler calls do_<METHOD> and answers 501 to a method
+    # without one; every method, OPTIONS and custom ones included, is a
+    # request that costs a unit.
+    def __getattr__(self, name: str):
+        if name.startswith("do_"):
+            return self.handle_any
+        raise AttributeError(name)
 
     def log_message(self, format, *args) -> None:  # noqa: A002 (stdlib signature)
         sys.stderr.write(f"{self.address_string()} {format % args}\n")
