@@ -28,13 +28,15 @@ test:
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
 	cargo test --lib
+	cargo build --example floor
 	@for server in $(SERVERS); do \
 		echo "== integration tests against $$server"; \
 		REDIS_SERVER=$$server cargo test --test '*' || exit 1; \
 	done
 
 bench: build
-	python3 scripts/bench.py --module $(MODULE)
+	cargo build --release --example floor
+	python3 scripts/bench.py --module $(MODULE) --floor target/release/examples/libfloor.so
 
 clean:
 	cargo clean

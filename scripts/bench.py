@@ -6,6 +6,7 @@ scripts people use today. Standard library only.
     python3 scripts/bench.py --quick         # a smoke run (tiny counts, under ~30 s)
     python3 scripts/bench.py --json out.json # also write the results as JSON
     python3 scripts/bench.py --module PATH   # benchmark this .so, build nothing
+    python3 scripts/bench.py --floor PATH    # the floor module (examples/floor.rs)
 
 It builds the release module (not with `--module` or `--no-build`), starts
 its own redis-server on a free 127.0.0.1 port (`$REDIS_SERVER`, default `redis-server` on PATH; `--save ""
@@ -16,6 +17,12 @@ stops the server. Nothing but 127.0.0.1 is contacted.
 
 What each part measures
 -----------------------
+
+Two references. INCR, Redis's own per-command cost on the same keys; and
+the floor: FLOOR.THROTTLE from examples/floor.rs, a module command with
+RL.THROTTLE's arguments and five-integer reply that opens its key and
+decides nothing, the least any module limiter with this interface can cost.
+Every row is reported as a ratio to both, measured in the same repetition.
 
 Throughput. Every limiter row gets the same limit, 1,000,000 units per
 1 s, quantity 1 (RL.THROTTLE capacity 1,000,000 = max_burst 999,999 and
@@ -96,6 +103,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = ROOT / "bench"
 MODULE = ROOT / "target" / "release" / "libredis_ratelimit.so"
+FLOOR = ROOT / "target" / "release" / "examples" / "libfloor.so"
 
 CLIENTS = 50
 RAND_KEYS = 100_000
@@ -111,6 +119,8 @@ REGIMES = [
 THROUGHPUT_LIMIT, THROUGHPUT_WINDOW_S = 1_000_000, 1
 MEMORY_LIMIT, MEMORY_WINDOW_S = 100, 3600
 SLICES = 60
+# Memory per recorded unit: a key of this limit (RL.SLIDE's default maximum).
+UNIT_LIMIT = 1_000_000
 
 SCRIPTS = ["zset_log", "hash_slices", "token_bucket", "gcra", "fixed_window"]
 # Each module command and the scripts that do the same job.
@@ -128,6 +138,8 @@ SCRIPT_TITLES = {
     "fixed_window": "INCR+EXPIRE fixed window",
 }
 RL_COMMANDS = ["RL.THROTTLE", "RL.SLIDE", "RL.SLICE"]
+# RL.ALLOW deciding the three single commands' limits at once.
+ALLOW_PARTS = ["RL.THROTTLE", "RL.SLIDE", "RL.SLICE"]
 
 
 class BenchError(Exception):
@@ -222,12 +234,16 @@ class Row:
     """One command of the comparison. `args(key, limit, window_s)` gives its
     command line for a limiter of `limit` units per `window_s` seconds."""
 
-    def __init__(self, name, title, build, limiter=True, script=None):
+    def __init__(self, name, title, build, limiter=True, script=None, keys_per_call=1, five=True):
         self.name = name
         self.title = title
         self.build = build
         self.limiter = limiter
         self.script = script
+        # Keys one call writes (0: none); memory per key needs exactly 1.
+        self.keys_per_call = keys_per_call
+        # The reply starts with the five fields (RL.ALLOW adds two more).
+        self.five = five
         self.id = name.replace("lua:", "").replace("RL.", "rl_").replace("CL.", "cl_").lower()
 
     def args(self, key, limit, window_s, slices=SLICES):
@@ -236,11 +252,28 @@ class Row:
 
 def make_rows(shas: dict, with_cell: bool):
     rows = [
-        Row("PING", "PING (no key)", lambda k, l, w, s: ["PING"], limiter=False),
+        Row("PING", "PING (no key)", lambda k, l, w, s: ["PING"], limiter=False, keys_per_call=0),
         Row("INCR", "INCR (the baseline)", lambda k, l, w, s: ["INCR", k], limiter=False),
+        Row(
+            "FLOOR.THROTTLE",
+            "floor: no-op module command",
+            lambda k, l, w, s: ["FLOOR.THROTTLE", k, l - 1, l, w],
+            limiter=False,
+            keys_per_call=0,
+        ),
         Row("RL.THROTTLE", "RL.THROTTLE (GCRA)", lambda k, l, w, s: ["RL.THROTTLE", k, l - 1, l, w]),
         Row("RL.SLIDE", "RL.SLIDE (exact log)", lambda k, l, w, s: ["RL.SLIDE", k, l, w]),
         Row("RL.SLICE", "RL.SLICE (60 slices)", lambda k, l, w, s: ["RL.SLICE", k, l, w, s]),
+        Row(
+            "RL.ALLOW",
+            "RL.ALLOW (the three above at once)",
+            lambda k, l, w, s: [
+                "RL.ALLOW", 3, "{%s}:t" % k, "{%s}:l" % k, "{%s}:s" % k,
+                "THROTTLE", l - 1, l, w, "SLIDE", l, w, "SLICE", l, w, s,
+            ],
+            keys_per_call=3,
+            five=False,
+        ),
     ]
     lua_args = {
         "zset_log": lambda l, w, s: [l, w * 1000],
@@ -428,6 +461,9 @@ def check_limits(con: Client, row: Row) -> str:
     limit; the reply must be five integers. Returns "ok" or what went wrong."""
     key = "b:check:" + row.id
     replies = con.pipeline([row.args(key, 3, 10) for _ in range(5)])
+    if not row.five:
+        # A seven-element reply: the binding limit's five fields first.
+        replies = [r[:5] if isinstance(r, list) and len(r) == 7 else r for r in replies]
     for r in replies:
         if isinstance(r, ReplyError):
             return "error: %s" % r
@@ -491,7 +527,7 @@ def memory_per_key(b: Bench, row: Row, keys: int) -> dict:
 
 def memory_per_unit(b: Bench, rows: dict, sizes) -> dict:
     con = b.con
-    limit = max(sizes)
+    limit = UNIT_LIMIT
     out = {"limit": limit, "window_s": 3600, "sizes": {}}
     for n in sizes:
         con.call("FLUSHALL", "SYNC")
@@ -585,6 +621,12 @@ def main(argv=None) -> int:
         metavar="PATH",
         help="the module to load (default: build and load %s); nothing is built" % MODULE.relative_to(ROOT),
     )
+    ap.add_argument(
+        "--floor",
+        metavar="PATH",
+        help="the floor module (default: %s, built with the module, or next to --module's in examples/)"
+        % FLOOR.relative_to(ROOT),
+    )
     opts = ap.parse_args(argv)
     quick = opts.quick
     reps = opts.reps if opts.reps is not None else (1 if quick else 3)
@@ -610,13 +652,24 @@ def main(argv=None) -> int:
             raise BenchError("REDIS_CELL_SO=%s does not exist" % cell)
 
     module = Path(opts.module).resolve() if opts.module else MODULE
+    if opts.floor:
+        floor = Path(opts.floor).resolve()
+    elif opts.module:
+        floor = module.parent / "examples" / "libfloor.so"
+    else:
+        floor = FLOOR
     if not (opts.no_build or opts.module):
-        progress("cargo build --release")
-        p = subprocess.run(["cargo", "build", "--release"], cwd=ROOT, stdout=sys.stderr, stderr=sys.stderr)
-        if p.returncode != 0:
-            raise BenchError("cargo build --release failed")
+        progress("cargo build --release; cargo build --release --example floor")
+        for extra in ([], ["--example", "floor"]):
+            p = subprocess.run(
+                ["cargo", "build", "--release"] + extra, cwd=ROOT, stdout=sys.stderr, stderr=sys.stderr
+            )
+            if p.returncode != 0:
+                raise BenchError("cargo build --release %s failed" % " ".join(extra))
     if not module.exists():
         raise BenchError("%s not found" % module)
+    if not floor.exists():
+        raise BenchError("%s not found: cargo build --release --example floor (or pass --floor)" % floor)
 
     reproduce = []
     for env in ("REDIS_SERVER", "REDIS_BENCHMARK", "REDIS_CELL_SO"):
@@ -626,7 +679,7 @@ def main(argv=None) -> int:
     reproduce += [shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])]
     reproduce = " ".join(reproduce)
 
-    modules = [str(module)] + ([cell] if cell else [])
+    modules = [str(module), str(floor)] + ([cell] if cell else [])
     with tempfile.TemporaryDirectory(prefix="rl-bench-") as workdir:
         server = Server(server_bin, modules, workdir)
         try:
@@ -701,7 +754,7 @@ def main(argv=None) -> int:
             progress("memory: %d keys per row" % keys)
             mem = {}
             for row in rows:
-                if row.name == "PING":
+                if row.keys_per_call != 1:
                     continue
                 mem[row.name] = memory_per_key(b, row, keys)
             progress("memory: per recorded unit at %s units" % unit_sizes)
@@ -730,9 +783,12 @@ def main(argv=None) -> int:
             runs = results[(rg_id, row.name)]
             base = results[(rg_id, "INCR")]
             ratios = [r["rps"] / i["rps"] for r, i in zip(runs, base)]
+            floor_ratios = [r["rps"] / f["rps"] for r, f in zip(runs, results[(rg_id, "FLOOR.THROTTLE")])]
             entry["throughput"][rg_id] = {
                 "rps_median": median([r["rps"] for r in runs]),
                 "ratio_to_incr_median": median(ratios),
+                "ratio_to_floor_median": median(floor_ratios),
+                "floor_ratios": floor_ratios,
                 "server_cpu_us_per_cmd_median": median([r["server_cpu_us_per_cmd"] for r in runs]),
                 "errors": sum(r["errors"] for r in runs),
                 "runs": runs,
@@ -760,6 +816,21 @@ def main(argv=None) -> int:
             "largest_over_smallest_ratios": ratios,
             "largest_over_smallest_median": median(ratios),
         }
+
+    # ---- RL.ALLOW of three limits against the three single calls: server
+    # CPU per call, hot keys, -P 16, per repetition.
+    allow_cpu = [r["server_cpu_us_per_cmd"] for r in results[("hot_P16", "RL.ALLOW")]]
+    parts_cpu = [
+        sum(x)
+        for x in zip(*[[r["server_cpu_us_per_cmd"] for r in results[("hot_P16", name)]] for name in ALLOW_PARTS])
+    ]
+    allow_ratios = [a / p for a, p in zip(allow_cpu, parts_cpu) if p]
+    allow_out = {
+        "allow_cpu_us_per_call": allow_cpu,
+        "singles_cpu_us_sum": parts_cpu,
+        "ratios": allow_ratios,
+        "ratio_median": median(allow_ratios),
+    }
 
     # ---- The module against the script doing the same job.
     row_by = {e["name"]: e for e in out_rows}
@@ -793,6 +864,7 @@ def main(argv=None) -> int:
         "memory_slices60": slices60,
         "scaling": scale_out,
         "same_job": same_job,
+        "allow_vs_singles": allow_out,
         "total_seconds": None,
     }
 
@@ -801,7 +873,10 @@ def main(argv=None) -> int:
     p("# redis-ratelimit: side-by-side benchmark%s" % (" (QUICK smoke run: figures not meaningful)" if quick else ""))
     p()
     p("- date: %s" % report["date"])
-    p("- server: redis %s (%s), module %s%s" % (version, server_bin, module, ", redis-cell " + cell if cell else ""))
+    p(
+        "- server: redis %s (%s), module %s, floor %s%s"
+        % (version, server_bin, module, floor, ", redis-cell " + cell if cell else "")
+    )
     p("- CPUs: %s (%s); the client (redis-benchmark) and the server share them" % (os.cpu_count(), platform.machine()))
     p("- reproduce, from the repository root: `%s`" % reproduce)
     p(
@@ -811,7 +886,9 @@ def main(argv=None) -> int:
     )
     p()
     p(
-        "## Throughput: requests per second and ratio to INCR\n\n"
+        "## Throughput: requests per second, ratio to INCR and to the floor\n\n"
+        "The floor is FLOOR.THROTTLE (examples/floor.rs): RL.THROTTLE's arguments and reply, opens its key, "
+        "decides nothing. "
         "Every limiter: **%s units per %d s, quantity 1**, so practically every call is allowed and takes "
         "its full write path. Hot key: `b:<row>:hot`; 100k keys: `b:<row>:__rand_int__` with `-r %d`. "
         "Memory column: **limit %d per %d s**, %s keys `rl:<12 digits>`, (used_memory delta) / keys, expiry "
@@ -821,7 +898,7 @@ def main(argv=None) -> int:
     p()
     header = ["command"]
     for _, title, _, _ in REGIMES:
-        header += [title + " req/s", "x INCR"]
+        header += [title + " req/s", "x INCR", "x floor"]
     header += ["server us/cmd (hot, -P 16)", "bytes/key"]
     body = []
     for e in out_rows:
@@ -832,7 +909,7 @@ def main(argv=None) -> int:
             ratio = fmt_ratio(t["ratio_to_incr_median"])
             if len(t["ratios"]) > 1 and e["name"] != "INCR":
                 ratio += " (%.2f-%.2f)" % (min(t["ratios"]), max(t["ratios"]))
-            cells += [fmt_rps(t["rps_median"]) + mark, ratio]
+            cells += [fmt_rps(t["rps_median"]) + mark, ratio, fmt_ratio(t["ratio_to_floor_median"])]
         cells.append(fmt_num(e["throughput"]["hot_P16"]["server_cpu_us_per_cmd_median"], 2))
         bpk = e["bytes_per_key"]
         m = e["memory"]
@@ -848,6 +925,28 @@ def main(argv=None) -> int:
     for e in out_rows:
         check = "" if e["limit_check"] in ("ok", "n/a") else "  **limit check FAILED: %s**" % e["limit_check"]
         p("- %s: `%s`%s" % (e["title"], e["command"], check))
+    p()
+    rs = allow_out["ratios"]
+    p(
+        "## RL.ALLOW of three limits against three single calls\n\n"
+        "Server CPU per call, hot keys, -P 16: RL.ALLOW deciding THROTTLE + SLIDE + SLICE on three keys, "
+        "divided by the sum of the three single commands' CPU per call, same repetition (median; range). "
+        "Below 1, one RL.ALLOW is cheaper than the three calls it replaces."
+    )
+    p()
+    p(
+        markdown_table(
+            ["RL.ALLOW us/call", "sum of the three singles us/call", "ratio"],
+            [
+                [
+                    fmt_num(median(allow_out["allow_cpu_us_per_call"]), 2),
+                    fmt_num(median(allow_out["singles_cpu_us_sum"]), 2),
+                    fmt_ratio(allow_out["ratio_median"])
+                    + (" (%.2f-%.2f)" % (min(rs), max(rs)) if len(rs) > 1 else ""),
+                ]
+            ],
+        )
+    )
     p()
     p(
         "## Memory per recorded unit: exact sliding logs\n\n"

@@ -17,6 +17,8 @@ use std::time::SystemTime;
 use serde_json::Value;
 
 const ROWS: &[&str] = &[
+    "FLOOR.THROTTLE",
+    "RL.ALLOW",
     "PING",
     "INCR",
     "RL.THROTTLE",
@@ -105,11 +107,24 @@ fn quick_benchmark_reports_every_row() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let tmp = tempfile::tempdir().expect("temp dir");
     let json_path = tmp.path().join("bench.json");
+    // The floor module, which this `cargo test` built as an example.
+    let floor = module
+        .parent()
+        .and_then(Path::parent)
+        .map(|dir| dir.join("examples").join("libfloor.so"))
+        .expect("target dir");
+    assert!(
+        floor.exists(),
+        "{} not found: run `cargo build --example floor` (make test does)",
+        floor.display()
+    );
     let out = Command::new("python3")
         .arg("scripts/bench.py")
         .arg("--quick")
         .arg("--module")
         .arg(&module)
+        .arg("--floor")
+        .arg(&floor)
         .arg("--json")
         .arg(&json_path)
         .current_dir(root)
@@ -154,9 +169,24 @@ fn quick_benchmark_reports_every_row() {
             let errors = num(row, &["throughput", regime, "errors"]);
             assert_eq!(errors, Some(0.0), "{name} {regime}: error replies");
         }
+        for regime in REGIMES {
+            let floor = num(row, &["throughput", regime, "ratio_to_floor_median"]);
+            assert!(
+                floor.is_some_and(|x| x > 0.0),
+                "{name} {regime}: x floor {floor:?}"
+            );
+        }
+        if name != "INCR" && name != "PING" && name != "FLOOR.THROTTLE" {
+            assert_eq!(
+                row["limit_check"].as_str(),
+                Some("ok"),
+                "{name}: does not limit as expected"
+            );
+        }
         let bytes = row["bytes_per_key"].as_f64();
-        if name == "PING" {
-            assert_eq!(bytes, None, "PING has no key");
+        if ["PING", "FLOOR.THROTTLE", "RL.ALLOW"].contains(&name) {
+            // No key, or three keys per call: no figure per key.
+            assert_eq!(bytes, None, "{name}: bytes per key");
             continue;
         }
         assert!(
@@ -168,14 +198,12 @@ fn quick_benchmark_reports_every_row() {
             num(row, &["memory", "keys"]),
             "{name}: the memory fill did not create one key per call"
         );
-        if name != "INCR" {
-            assert_eq!(
-                row["limit_check"].as_str(),
-                Some("ok"),
-                "{name}: does not limit as expected"
-            );
-        }
     }
+    let allow = num(&report, &["allow_vs_singles", "ratio_median"]);
+    assert!(
+        allow.is_some_and(|x| x > 0.0),
+        "RL.ALLOW vs singles: {allow:?}"
+    );
 
     // The other sections are present and positive.
     for name in ["RL.SLIDE", "lua:zset_log"] {
