@@ -4,19 +4,6 @@
 mod common;
 use common::*;
 
-/// `ns` rounded up to whole `unit_ns`.
-fn ceil_to(ns: i128, unit_ns: i128) -> i64 {
-    ns.div_euclid(unit_ns) as i64 + i64::from(ns.rem_euclid(unit_ns) != 0)
-}
-
-/// A reply and the client's wall clock just before the request and just
-/// after the reply: the server read its clock in between.
-fn timed(con: &mut Connection, args: &[&str]) -> ([i64; 5], i128, i128) {
-    let sent = unix_ns();
-    let reply = five(con, args);
-    (reply, sent, unix_ns())
-}
-
 #[test]
 fn reply_table() {
     let server = Server::start();
@@ -47,7 +34,7 @@ fn milliseconds() {
     let mut con = server.conn();
     // 10 per 600,000 ms, burst 0: T = τ = 60,000 ms. The unit is recorded
     // at some instant `t` in [sent, received]; the TAT is t + 60,000 ms.
-    let (r, sent, received) = timed(
+    let (r, sent, received) = timed_five(
         &mut con,
         &["RL.THROTTLE", "k", "0", "10", "600000", "1", "MS"],
     );
@@ -64,7 +51,8 @@ fn milliseconds() {
     // and reset_after are the same instant, TAT - now, rounded up. (The
     // pause makes TAT - now measurably shorter than T.)
     std::thread::sleep(std::time::Duration::from_millis(20));
-    let (r, sent2, received2) = timed(&mut con, &["RL.THROTTLE", "k", "0", "10", "600000", "MS"]);
+    let (r, sent2, received2) =
+        timed_five(&mut con, &["RL.THROTTLE", "k", "0", "10", "600000", "MS"]);
     assert_eq!(&r[..3], &[1, 1, 0], "{r:?}");
     assert_eq!(r[3], r[4], "retry_after is reset_after: {r:?}");
     let earliest = ceil_to(sent + t - received2, NS_PER_MS);
@@ -93,12 +81,12 @@ fn peek_changes_nothing() {
     assert!(!exists(&mut con, "p"));
 
     // Two units at `t`: the TAT is t + 120 s.
-    let (_, sent, received) = timed(&mut con, &["RL.THROTTLE", "p", "4", "1", "60", "2"]);
+    let (_, sent, received) = timed_five(&mut con, &["RL.THROTTLE", "p", "4", "1", "60", "2"]);
     let tat = (sent + 120 * NS_PER_S, received + 120 * NS_PER_S);
     let before = dataset(&mut con);
     let dirty_before = dirty(&mut con);
     for _ in 0..5 {
-        let (r, s, e) = timed(&mut con, &["RL.THROTTLE", "p", "4", "1", "60", "0"]);
+        let (r, s, e) = timed_five(&mut con, &["RL.THROTTLE", "p", "4", "1", "60", "0"]);
         assert_eq!(&r[..4], &[0, 5, 3, -1]);
         // reset_after: TAT - now, rounded up to the second.
         let reset = ceil_to(tat.0 - e, NS_PER_S)..=ceil_to(tat.1 - s, NS_PER_S);
@@ -127,7 +115,7 @@ fn peek_changes_nothing() {
 fn expiry_is_the_reset_moment() {
     let server = Server::start();
     let mut con = server.conn();
-    let (r, sent, received) = timed(&mut con, &["RL.THROTTLE", "e", "9", "1", "60", "3"]);
+    let (r, sent, received) = timed_five(&mut con, &["RL.THROTTLE", "e", "9", "1", "60", "3"]);
     assert_eq!(r, [0, 10, 7, -1, 180]);
     // Three units at `t` in [sent, received]: the TAT is t + 180 s, and the
     // expiry is the TAT rounded up to the millisecond.

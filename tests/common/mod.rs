@@ -386,6 +386,21 @@ pub fn run_in_one_second(con: &mut Connection, table: &[&[&str]]) -> (i64, Vec<[
     })
 }
 
+/// `ns` rounded up to whole `unit_ns` (a time as replies and expiries
+/// round it).
+pub fn ceil_to(ns: i128, unit_ns: i128) -> i64 {
+    ns.div_euclid(unit_ns) as i64 + i64::from(ns.rem_euclid(unit_ns) != 0)
+}
+
+/// A five-integer reply and the client's wall clock (ns since the epoch)
+/// just before the request and just after the reply: the server, which
+/// reads the same clock, decided in between.
+pub fn timed_five(con: &mut Connection, args: &[&str]) -> ([i64; 5], i128, i128) {
+    let sent = unix_ns();
+    let reply = five(con, args);
+    (reply, sent, unix_ns())
+}
+
 /// Milliseconds elapsed since `t`, rounded up.
 pub fn ms_since(t: Instant) -> i64 {
     let ns = t.elapsed().as_nanos() as i64;
