@@ -6,7 +6,8 @@ use common::*;
 // commands route by their key (so keys spread over every master), hash tags
 // keep related keys together for a Lua script, and a manual failover keeps
 // every limiter exactly where it was: the promoted replica holds the same
-// state (`DEBUG DIGEST-VALUE` equal) and a full limiter stays full.
+// state (`DEBUG DIGEST-VALUE` equal, and the same `PEXPIRETIME` for every
+// key, which the digest does not cover) and a full limiter stays full.
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
@@ -501,6 +502,8 @@ fn cluster_routing_hash_tags_and_failover() {
         "WAIT 1 5000 on {master}"
     );
     let mut rcon = cluster.con(replica);
+    // Reads of keys on a replica, instead of a MOVED redirection.
+    let _: () = redis::cmd("READONLY").query(&mut rcon).unwrap();
     let mut digests = Vec::new();
     for (key, _) in &limiters {
         let dm = digest_value(&mut mcon, key);
@@ -509,7 +512,25 @@ fn cluster_routing_hash_tags_and_failover() {
         assert_eq!(dm, dr, "{key}: replica differs before failover");
         assert_ne!(dm, "0".repeat(40), "{key} missing");
         digests.push(dm);
+        let (em, er) = (pexpiretime(&mut mcon, key), pexpiretime(&mut rcon, key));
+        assert_eq!(
+            em, er,
+            "{key}: the replica's expiry differs before failover"
+        );
     }
+    // Every key of that master: values and expiries.
+    let on_master = dataset(&mut mcon);
+    assert_same_dataset(
+        &dataset(&mut rcon),
+        &on_master,
+        per_master
+            .iter()
+            .filter(|((_, m), _)| *m == master)
+            .map(|(_, n)| n)
+            .sum::<usize>()
+            + 3,
+        "the replica before failover",
+    );
 
     let failover_started = Instant::now();
     let ok: String = redis::cmd("CLUSTER")
@@ -558,9 +579,16 @@ fn cluster_routing_hash_tags_and_failover() {
         let peek = call(&mut cc, key, &[args.as_slice(), &["0"]].concat());
         assert_eq!(&peek[..3], &[0, 3, 0], "{key}: peek {peek:?}");
     }
-    // A limited request and a peek change nothing.
+    // A limited request and a peek change nothing: the promoted node still
+    // holds exactly what the old master held, expiries included.
     for ((key, _), d) in limiters.iter().zip(&digests) {
         assert_eq!(&digest_value(&mut promoted, key), d, "{key}");
     }
+    assert_same_dataset(
+        &dataset(&mut promoted),
+        &on_master,
+        on_master.expiries.len(),
+        "the promoted replica",
+    );
     println!("cluster test took {:?}", started.elapsed());
 }

@@ -179,30 +179,121 @@ fn without_the_alias_cl_throttle_is_unknown() {
     assert!(e.contains("unknown command"), "{e}");
 }
 
+/// Reads what `pubsub` receives up to the next message on the channel
+/// `marker`, which `con` publishes now: every notification published
+/// before it arrives before it, so this sees all of them without waiting
+/// on a clock. Returns (channel, payload) pairs.
+fn messages_until_marker(
+    pubsub: &mut redis::PubSub,
+    con: &mut Connection,
+) -> Vec<(String, String)> {
+    let n: i64 = redis::cmd("PUBLISH")
+        .arg("marker")
+        .arg("m")
+        .query(con)
+        .unwrap();
+    assert_eq!(n, 1, "the subscriber listens to the marker");
+    let mut out = Vec::new();
+    loop {
+        let msg = pubsub.get_message().expect("a message within 5 s");
+        let channel = msg.get_channel_name().to_string();
+        if channel == "marker" {
+            return out;
+        }
+        out.push((channel, msg.get_payload::<String>().unwrap()));
+    }
+}
+
 #[test]
 fn rejections_publish_a_keyspace_event_when_configured() {
     let server = Server::start();
     let mut con = server.conn();
     let mut sub = server.conn();
-    // Off by default: nothing is published.
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("notify-keyspace-events")
-        .arg("Ed")
-        .query(&mut con)
-        .unwrap();
     let mut pubsub = sub.as_pubsub();
-    pubsub.subscribe("__keyevent@0__:rl.limited").unwrap();
+    pubsub.psubscribe("__key*@*__:*").unwrap();
+    pubsub.subscribe("marker").unwrap();
     pubsub
         .set_read_timeout(Some(std::time::Duration::from_secs(5)))
         .unwrap();
-    five(&mut con, &["RL.SLIDE", "k", "1", "60"]);
-    let r = five(&mut con, &["RL.SLIDE", "k", "1", "60"]);
-    assert_eq!(r[0], 1);
-    let msg = pubsub.get_message().unwrap();
-    assert_eq!(msg.get_channel_name(), "__keyevent@0__:rl.limited");
-    let key: String = msg.get_payload().unwrap();
-    assert_eq!(key, "k");
+    // Calls that each command limits: the second unit over a limit of 1,
+    // and a quantity that can never fit.
+    let limited: [&[&str]; 4] = [
+        &["RL.THROTTLE", "t", "0", "1", "60"],
+        &["RL.SLIDE", "l", "1", "60"],
+        &["RL.SLICE", "s", "1", "60", "6"],
+        &["RL.SLIDE", "l", "1", "60", "5"],
+    ];
+    let fill = |con: &mut Connection, key: &str| -> [i64; 5] {
+        match key {
+            "t" => five(con, &["RL.THROTTLE", "t", "0", "1", "60"]),
+            "l" => five(con, &["RL.SLIDE", "l", "1", "60"]),
+            _ => five(con, &["RL.SLICE", "s", "1", "60", "6"]),
+        }
+    };
+
+    // Off by default: nothing configured, nothing published.
+    let v: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("notify-keyspace-events")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(v, vec!["notify-keyspace-events", ""], "the default");
+    for key in ["t", "l", "s"] {
+        assert_eq!(fill(&mut con, key)[0], 0, "{key}");
+    }
+    for args in limited {
+        assert_eq!(five(&mut con, args)[0], 1, "{args:?}");
+    }
+    assert_eq!(messages_until_marker(&mut pubsub, &mut con), vec![]);
+
+    // Every class but module events: still nothing (rl.limited is a module
+    // event, class d).
+    let set = |con: &mut Connection, flags: &str| {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("notify-keyspace-events")
+            .arg(flags)
+            .query(con)
+            .unwrap();
+    };
+    set(&mut con, "KEg$lshzxet");
+    for args in limited {
+        assert_eq!(five(&mut con, args)[0], 1, "{args:?}");
+    }
+    assert_eq!(messages_until_marker(&mut pubsub, &mut con), vec![]);
+
+    // All classes: an allowed call publishes nothing of its own; each
+    // limited call publishes rl.limited, once on the key's channel and
+    // once on the event's, naming the key.
+    set(&mut con, "KEA");
+    let _: i64 = redis::cmd("DEL")
+        .arg("t")
+        .arg("l")
+        .arg("s")
+        .query(&mut con)
+        .unwrap();
+    let deleted = messages_until_marker(&mut pubsub, &mut con);
+    assert_eq!(deleted.len(), 6, "DEL's own notifications: {deleted:?}");
+    for key in ["t", "l", "s"] {
+        assert_eq!(fill(&mut con, key)[0], 0, "{key}");
+        assert_eq!(
+            messages_until_marker(&mut pubsub, &mut con),
+            vec![],
+            "an allowed call on {key}"
+        );
+    }
+    for args in limited {
+        assert_eq!(five(&mut con, args)[0], 1, "{args:?}");
+        let key = args[1].to_string();
+        assert_eq!(
+            messages_until_marker(&mut pubsub, &mut con),
+            vec![
+                (format!("__keyspace@0__:{key}"), "rl.limited".to_string()),
+                ("__keyevent@0__:rl.limited".to_string(), key),
+            ],
+            "{args:?}"
+        );
+    }
 }
 
 #[test]

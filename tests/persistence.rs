@@ -3,11 +3,15 @@
 //! without the RDB preamble, before and after a rewrite), replicas, and
 //! hostile RESTORE payloads.
 //!
-//! Windows are long (minutes), so no key expires while a test runs and
-//! digests, which include TTLs, must match exactly.
+//! Windows are long (minutes), so no key expires while a test runs. Every
+//! comparison covers the values (`DEBUG DIGEST`) and the expiry of every
+//! key (`PEXPIRETIME`): the digest mixes in only whether a key has an
+//! expiry, not when.
 
 mod common;
 use common::*;
+
+use std::collections::BTreeMap;
 
 /// Calls on keys of all three types: plain, quantities, MS, limited
 /// requests and peeks.
@@ -15,8 +19,9 @@ fn workload(con: &mut Connection, round: usize) {
     let calls: &[&[&str]] = &[
         &["RL.THROTTLE", "t:a", "15", "30", "60"],
         &["RL.THROTTLE", "t:a", "15", "30", "60", "7"],
-        &["RL.THROTTLE", "t:b", "2", "3", "600", "1", "MS"],
-        &["RL.THROTTLE", "t:b", "2", "7", "600000", "3", "MS"],
+        // T = 200 s, then 85.7.. s: a fraction of a ns, another count.
+        &["RL.THROTTLE", "t:b", "2", "3", "600000", "1", "MS"],
+        &["RL.THROTTLE", "t:b", "9", "7", "600000", "3", "MS"],
         &["RL.THROTTLE", "t:a", "15", "30", "60", "0"],
         &["RL.SLIDE", "l:a", "10", "300"],
         &["RL.SLIDE", "l:a", "10", "300", "4"],
@@ -48,9 +53,9 @@ fn debug_reload_keeps_every_state() {
     let server = Server::start();
     let mut con = server.conn();
     workload(&mut con, 3);
-    let before = digest(&mut con);
+    let before = dataset(&mut con);
     let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
-    assert_eq!(digest(&mut con), before);
+    assert_same_dataset(&dataset(&mut con), &before, 9, "DEBUG RELOAD");
     // The reloaded keys keep answering as before.
     let r = five(&mut con, &["RL.SLIDE", "l:a", "10", "300", "0"]);
     assert_eq!(
@@ -81,6 +86,7 @@ fn dump_restore_copy_rename() {
             digest_value(&mut con, key),
             "{key}"
         );
+        assert_eq!(pexpiretime(&mut con, &restored), expire_at, "{key}");
 
         let copied = format!("{key}:copied");
         let n: i64 = redis::cmd("COPY")
@@ -94,6 +100,7 @@ fn dump_restore_copy_rename() {
             digest_value(&mut con, key),
             "{key}"
         );
+        assert_eq!(pexpiretime(&mut con, &copied), expire_at, "{key}");
 
         let renamed = format!("{key}:renamed");
         let before = digest_value(&mut con, key);
@@ -103,6 +110,7 @@ fn dump_restore_copy_rename() {
             .query(&mut con)
             .unwrap();
         assert_eq!(digest_value(&mut con, &renamed), before, "{key}");
+        assert_eq!(pexpiretime(&mut con, &renamed), expire_at, "{key}");
 
         // MEMORY USAGE is computed from the state: nonzero and sane.
         let usage = memory_usage(&mut con, &renamed);
@@ -119,11 +127,11 @@ fn rdb_restart() {
     let mut server = Server::start_with(&["--save", "", "--appendonly", "no"]);
     let mut con = server.conn();
     workload(&mut con, 3);
-    let before = digest(&mut con);
+    let before = dataset(&mut con);
     let _: () = redis::cmd("SAVE").query(&mut con).unwrap();
     server.restart();
     let mut con = server.conn();
-    assert_eq!(digest(&mut con), before);
+    assert_same_dataset(&dataset(&mut con), &before, 9, "RDB restart");
 }
 
 fn aof_restart(preamble: &str) {
@@ -139,13 +147,14 @@ fn aof_restart(preamble: &str) {
     ]);
     let mut con = server.conn();
     workload(&mut con, 2);
-    let before = digest(&mut con);
+    let before = dataset(&mut con);
     server.restart();
     let mut con = server.conn();
-    assert_eq!(
-        digest(&mut con),
-        before,
-        "replaying the time-carrying commands"
+    assert_same_dataset(
+        &dataset(&mut con),
+        &before,
+        8,
+        "replaying the time-carrying commands",
     );
 
     let _: String = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
@@ -154,10 +163,15 @@ fn aof_restart(preamble: &str) {
             && info_field(&mut con, "persistence", "aof_rewrite_scheduled") == "0"
     });
     workload(&mut con, 1);
-    let rewritten = digest(&mut con);
+    let rewritten = dataset(&mut con);
     server.restart();
     let mut con = server.conn();
-    assert_eq!(digest(&mut con), rewritten, "loading the rewritten AOF");
+    assert_same_dataset(
+        &dataset(&mut con),
+        &rewritten,
+        8,
+        "loading the rewritten AOF and the commands after it",
+    );
 }
 
 #[test]
@@ -233,10 +247,123 @@ fn replica_reaches_the_masters_exact_state() {
     assert_eq!(limited, vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1]);
 
     assert_eq!(wait_replicas(&mut con, 1, 10_000), 1);
-    let master_digest = digest(&mut con);
-    assert_eq!(digest(&mut rcon), master_digest);
-    let keys = dbsize(&mut rcon);
-    assert!(keys >= 12, "replica has {keys} keys");
+    assert_same_dataset(
+        &dataset(&mut rcon),
+        &dataset(&mut con),
+        14,
+        "replica fed by plain calls, MULTI and EVAL",
+    );
+}
+
+/// A limited request under a longer window than the key was written with
+/// moves the key's expiry out to the new reset moment (SPEC, "Data and
+/// lifetime"). The replica and the AOF must hold that very expiry, whether
+/// the request came alone, inside MULTI or from a script; digests alone
+/// would not tell, as they only mix in that a key has an expiry.
+#[test]
+fn a_longer_window_moves_the_expiry_on_the_replica_and_in_the_aof() {
+    let mut master = Server::start_with(&[
+        "--save",
+        "",
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+        "--aof-use-rdb-preamble",
+        "no",
+    ]);
+    let (_replica, mut rcon) = start_replica(&master);
+    let mut con = master.conn();
+    let ways = ["plain", "multi", "lua"];
+    // Full under a one-minute window.
+    for way in ways {
+        assert_eq!(
+            five(&mut con, &["RL.SLIDE", &format!("{way}:l"), "2", "60", "2"]),
+            [0, 2, 0, -1, 60]
+        );
+        let r = five(
+            &mut con,
+            &["RL.SLICE", &format!("{way}:s"), "2", "60", "6", "2"],
+        );
+        assert_eq!(&r[..4], &[0, 2, 0, -1], "{r:?}");
+        assert_eq!(
+            five(
+                &mut con,
+                &["RL.THROTTLE", &format!("{way}:t"), "1", "1", "60", "2"]
+            ),
+            [0, 2, 0, -1, 120]
+        );
+    }
+    let before = expiries(&mut con);
+    assert_eq!(before.len(), 9, "{before:?}");
+
+    // Then the same keys under a ten-minute window: limited, recording
+    // nothing, but counting the recorded units for ten minutes.
+    let longer: [(&str, &str, &[&str]); 3] = [
+        ("RL.SLIDE", "l", &["2", "600", "1"]),
+        ("RL.SLICE", "s", &["2", "600", "6", "1"]),
+        // The same rate, T = 60 s, under a ten-minute period.
+        ("RL.THROTTLE", "t", &["1", "10", "600", "1"]),
+    ];
+    let args = |way: &str, name: &'static str, kind: &str, rest: &[&'static str]| {
+        let mut v = vec![name.to_string(), format!("{way}:{kind}")];
+        v.extend(rest.iter().map(|s| s.to_string()));
+        v
+    };
+    let mut replies: Vec<Vec<i64>> = Vec::new();
+    for (name, kind, rest) in longer {
+        let call = args("plain", name, kind, rest);
+        let call: Vec<&str> = call.iter().map(String::as_str).collect();
+        replies.push(five(&mut con, &call).to_vec());
+    }
+    let _: () = redis::cmd("MULTI").query(&mut con).unwrap();
+    for (name, kind, rest) in longer {
+        let call = args("multi", name, kind, rest);
+        let queued: String = redis::cmd(name).arg(&call[1..]).query(&mut con).unwrap();
+        assert_eq!(queued, "QUEUED");
+    }
+    let in_multi: Vec<Vec<i64>> = redis::cmd("EXEC").query(&mut con).unwrap();
+    replies.extend(in_multi);
+    let script = "return {redis.call('RL.SLIDE', KEYS[1], 2, 600, 1), \
+                  redis.call('RL.SLICE', KEYS[2], 2, 600, 6, 1), \
+                  redis.call('RL.THROTTLE', KEYS[3], 1, 10, 600, 1)}";
+    let in_lua: Vec<Vec<i64>> = redis::cmd("EVAL")
+        .arg(script)
+        .arg(3)
+        .arg("lua:l")
+        .arg("lua:s")
+        .arg("lua:t")
+        .query(&mut con)
+        .unwrap();
+    replies.extend(in_lua);
+    assert_eq!(replies.len(), 9);
+    for r in &replies {
+        assert_eq!(&r[..3], &[1, 2, 0], "limited: {replies:?}");
+    }
+
+    let after = expiries(&mut con);
+    for way in ways {
+        let at = |m: &BTreeMap<String, i64>, kind: &str| m[&format!("0:{way}:{kind}")];
+        // The log's units were recorded at one instant: its expiry moves
+        // by exactly the difference of the windows.
+        assert_eq!(at(&after, "l") - at(&before, "l"), 540_000, "{way}");
+        // Six slices of 100 s count the units until 600 to 700 s after
+        // they came, six slices of 10 s until 60 to 70 s after.
+        let moved = at(&after, "s") - at(&before, "s");
+        assert!((530_000..640_000).contains(&moved), "{way}: {moved}");
+        // GCRA's state is a time, whatever the period: nothing moves.
+        assert_eq!(at(&after, "t"), at(&before, "t"), "{way}");
+    }
+
+    assert_eq!(wait_replicas(&mut con, 1, 10_000), 1);
+    let on_master = dataset(&mut con);
+    assert_eq!(on_master.expiries, after);
+    assert_same_dataset(&dataset(&mut rcon), &on_master, 9, "the replica");
+
+    // The AOF replays the limited requests with the master's clock.
+    master.restart();
+    let mut con = master.conn();
+    assert_same_dataset(&dataset(&mut con), &on_master, 9, "the AOF");
 }
 
 /// CRC-64 as DUMP payloads carry it.
@@ -372,10 +499,13 @@ fn move_and_flushall_async() {
     workload(&mut con, 1);
     for key in keys_of_each_type() {
         let before = digest_value(&mut con, key);
+        let expire_at = pexpiretime(&mut con, key);
+        assert!(expire_at > 0, "{key}: {expire_at}");
         let moved: i64 = redis::cmd("MOVE").arg(key).arg(1).query(&mut con).unwrap();
         assert_eq!(moved, 1);
         let _: () = redis::cmd("SELECT").arg(1).query(&mut con).unwrap();
         assert_eq!(digest_value(&mut con, key), before, "{key}");
+        assert_eq!(pexpiretime(&mut con, key), expire_at, "{key}");
         let _: () = redis::cmd("SELECT").arg(0).query(&mut con).unwrap();
     }
     // Many keys, and large ones, freed in the background.
@@ -405,10 +535,20 @@ fn replica_attached_after_traffic_reaches_the_same_state() {
     workload(&mut con, 2);
     let (_replica, mut rcon) = start_replica(&master);
     assert_eq!(wait_replicas(&mut con, 1, 10_000), 1);
-    assert_eq!(digest(&mut rcon), digest(&mut con), "after the full sync");
+    assert_same_dataset(
+        &dataset(&mut rcon),
+        &dataset(&mut con),
+        8,
+        "after the full sync",
+    );
     workload(&mut con, 2);
     assert_eq!(wait_replicas(&mut con, 1, 10_000), 1);
-    assert_eq!(digest(&mut rcon), digest(&mut con), "after more traffic");
+    assert_same_dataset(
+        &dataset(&mut rcon),
+        &dataset(&mut con),
+        8,
+        "after more traffic",
+    );
 }
 
 /// AOF switched on at run time: the rewrite captures the state, later
@@ -437,7 +577,7 @@ fn aof_switched_on_at_run_time() {
             && info_field(&mut con, "persistence", "aof_rewrite_scheduled") == "0"
     });
     workload(&mut con, 2);
-    let before = digest(&mut con);
+    let before = dataset(&mut con);
     // The restart must load the AOF: make it the configuration.
     let _: () = redis::cmd("CONFIG")
         .arg("REWRITE")
@@ -452,5 +592,10 @@ fn aof_switched_on_at_run_time() {
         "always",
     ]);
     let mut con = server.conn();
-    assert_eq!(digest(&mut con), before);
+    assert_same_dataset(
+        &dataset(&mut con),
+        &before,
+        8,
+        "AOF switched on at run time",
+    );
 }

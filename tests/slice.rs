@@ -51,6 +51,67 @@ fn sleep_until(at_ns: i128) {
     }
 }
 
+/// Epoch-aligned slices: `window` ns cut into `slices`.
+#[derive(Clone, Copy, PartialEq)]
+struct Geo {
+    window: i128,
+    slices: i128,
+}
+
+const fn geo(window_s: i128, slices: i128) -> Geo {
+    Geo {
+        window: window_s * NS_PER_S,
+        slices,
+    }
+}
+
+impl Geo {
+    /// `idx(t) = floor(t × S / W)`.
+    fn idx(self, t: i128) -> i128 {
+        (t * self.slices).div_euclid(self.window)
+    }
+
+    /// `start(j) = ceil(j × W / S)`.
+    fn start(self, j: i128) -> i128 {
+        (j * self.window + self.slices - 1).div_euclid(self.slices)
+    }
+
+    /// When a unit recorded at `t` stops being counted: when slice
+    /// `idx(t) + S + 1` starts.
+    fn drop_out(self, t: i128) -> i128 {
+        self.start(self.idx(t) + self.slices + 1)
+    }
+
+    /// The same under `new` parameters: the unit's slice moves to the new
+    /// slice that holds the old slice's last instant (SPEC, "Data and
+    /// lifetime").
+    fn drop_out_under(self, new: Geo, t: i128) -> i128 {
+        if new == self {
+            return self.drop_out(t);
+        }
+        let last = self.start(self.idx(t) + 1) - 1;
+        new.drop_out(last)
+    }
+}
+
+/// What a time in a reply, in `unit` ns, can read when it runs from a call
+/// made in [`call.sent`, `call.received`] to `end(t)`, for a unit recorded
+/// at some `t` in [`rec.sent`, `rec.received`]; `end` never decreases.
+fn reply_time(
+    rec: &Timed,
+    end: impl Fn(i128) -> i128,
+    call: &Timed,
+    unit: i128,
+) -> RangeInclusive<i64> {
+    ceil_to(end(rec.sent) - call.received, unit)..=ceil_to(end(rec.received) - call.sent, unit)
+}
+
+/// What PEXPIRETIME can read when the key expires at `end(t)` rounded up
+/// to the ms, for a unit recorded at some `t` in [`rec.sent`, `rec.received`].
+fn expiry_time(rec: &Timed, end: impl Fn(i128) -> i128) -> RangeInclusive<i64> {
+    ceil_to(end(rec.sent), NS_PER_MS)..=ceil_to(end(rec.received), NS_PER_MS)
+}
+
 #[test]
 fn reply_table() {
     let server = Server::start();
@@ -174,34 +235,56 @@ fn peek_changes_nothing() {
     assert_eq!(dbsize(&mut con), 0);
     assert_eq!(dirty(&mut con), dirty_before);
 
-    // On an existing key: digest, expiry and the dirty counter stay.
-    let r = five(&mut con, &["RL.SLICE", "p", "4", "60", "6", "2"]);
-    assert_eq!(&r[..4], &[0, 4, 2, -1]);
-    assert!((61..=70).contains(&r[4]), "{r:?}");
-    let snapshot = |con: &mut Connection| (digest(con), pexpiretime(con, "p"), dirty(con));
+    // On an existing key: values, expiries and the dirty counter stay.
+    // Six slices of 10 s: the units count until slice idx + 7 starts.
+    let g = geo(60, 6);
+    let fill = timed(&mut con, &["RL.SLICE", "p", "4", "60", "6", "2"]);
+    assert_eq!(&fill.reply[..4], &[0, 4, 2, -1]);
+    let reset = reply_time(&fill, |t| g.drop_out(t), &fill, NS_PER_S);
+    assert!(reset.contains(&fill.reply[4]), "{:?}", fill.reply);
+    let snapshot = |con: &mut Connection| (dataset(con), dirty(con));
     let before = snapshot(&mut con);
     for _ in 0..5 {
-        let r = five(&mut con, &["RL.SLICE", "p", "4", "60", "6", "0"]);
-        assert_eq!(&r[..4], &[0, 4, 2, -1], "{r:?}");
-        assert!((1..=70).contains(&r[4]), "{r:?}");
+        let c = timed(&mut con, &["RL.SLICE", "p", "4", "60", "6", "0"]);
+        assert_eq!(&c.reply[..4], &[0, 4, 2, -1], "{:?}", c.reply);
+        let reset = reply_time(&fill, |t| g.drop_out(t), &c, NS_PER_S);
+        assert!(reset.contains(&c.reply[4]), "{:?}", c.reply);
     }
     // Peeks with another limit, window or slice count (which rebuckets the
-    // counters to answer) change nothing either.
-    for args in [
-        &["RL.SLICE", "p", "10", "60", "6", "0"][..],
-        &["RL.SLICE", "p", "10", "120", "10", "0"],
-        &["RL.SLICE", "p", "10", "30", "1", "0"],
-        &["RL.SLICE", "p", "10", "60000", "6", "0", "MS"],
+    // counters to answer) change nothing either; each reads the reset of
+    // its own geometry.
+    for (args, new, unit) in [
+        (&["RL.SLICE", "p", "10", "60", "6", "0"][..], g, NS_PER_S),
+        (
+            &["RL.SLICE", "p", "10", "120", "10", "0"],
+            geo(120, 10),
+            NS_PER_S,
+        ),
+        (
+            &["RL.SLICE", "p", "10", "30", "1", "0"],
+            geo(30, 1),
+            NS_PER_S,
+        ),
+        (
+            &["RL.SLICE", "p", "10", "60000", "6", "0", "MS"],
+            g,
+            NS_PER_MS,
+        ),
     ] {
-        let r = five(&mut con, args);
-        assert_eq!(&r[..4], &[0, 10, 8, -1], "{args:?}: {r:?}");
-        assert!(r[4] > 0, "{args:?}: {r:?}");
+        let c = timed(&mut con, args);
+        assert_eq!(&c.reply[..4], &[0, 10, 8, -1], "{args:?}: {:?}", c.reply);
+        let reset = reply_time(&fill, |t| g.drop_out_under(new, t), &c, unit);
+        assert!(
+            reset.contains(&c.reply[4]),
+            "{args:?}: {:?} not in {reset:?}",
+            c.reply
+        );
     }
     assert_eq!(snapshot(&mut con), before);
 
     // A limited request changes nothing either, with any parameters.
-    let r = five(&mut con, &["RL.SLICE", "p", "4", "60", "6", "2"]);
-    assert_eq!(&r[..4], &[0, 4, 0, -1]);
+    let second = timed(&mut con, &["RL.SLICE", "p", "4", "60", "6", "2"]);
+    assert_eq!(&second.reply[..4], &[0, 4, 0, -1]);
     let before = snapshot(&mut con);
     for args in [
         &["RL.SLICE", "p", "4", "60", "6"][..],
@@ -218,14 +301,14 @@ fn peek_changes_nothing() {
     assert_eq!(snapshot(&mut con), before);
 
     // The one exception: limited under a longer window, the units count
-    // longer than the key's expiry, so the expiry grows (and nothing else).
+    // longer than the key's expiry, so the expiry grows (and nothing else):
+    // to when the newest units stop counting under the new geometry.
     let value: Vec<u8> = redis::cmd("DUMP").arg("p").query(&mut con).unwrap();
     let r = five(&mut con, &["RL.SLICE", "p", "4", "120", "10", "1"]);
     assert_eq!(&r[..3], &[1, 4, 0]);
-    assert!(
-        pexpiretime(&mut con, "p") > before.1 + 50_000,
-        "the expiry follows the window"
-    );
+    let expiry = pexpiretime(&mut con, "p");
+    let expected = expiry_time(&second, |t| g.drop_out_under(geo(120, 10), t));
+    assert!(expected.contains(&expiry), "{expiry} not in {expected:?}");
     let after: Vec<u8> = redis::cmd("DUMP").arg("p").query(&mut con).unwrap();
     assert_eq!(after, value, "the state itself is unchanged");
 }
@@ -234,31 +317,30 @@ fn peek_changes_nothing() {
 fn expiry_is_the_reset_moment() {
     let server = Server::start();
     let mut con = server.conn();
-    // 6 slices of 10 s: counted until 60 to 70 s from now.
-    let since = Instant::now();
-    let r = five(&mut con, &["RL.SLICE", "e", "10", "60", "6", "3"]);
-    assert_eq!(&r[..4], &[0, 10, 7, -1]);
-    assert!((61..=70).contains(&r[4]), "{r:?}");
-    let ttl: i64 = redis::cmd("TTL").arg("e").query(&mut con).unwrap();
-    // TTL rounds to the nearest second.
-    let elapsed_s = (ms_since(since) + 999) / 1000;
+    // 6 slices of 10 s: counted until slice idx + 7 starts, 60 to 70 s
+    // from now; the key expires then (a whole second here).
+    let g = geo(60, 6);
+    let c = timed(&mut con, &["RL.SLICE", "e", "10", "60", "6", "3"]);
+    assert_eq!(&c.reply[..4], &[0, 10, 7, -1]);
+    assert!(reply_time(&c, |t| g.drop_out(t), &c, NS_PER_S).contains(&c.reply[4]));
+    assert!((61..=70).contains(&c.reply[4]), "{:?}", c.reply);
+    let expiry = pexpiretime(&mut con, "e");
     assert!(
-        (r[4] - 1 - elapsed_s..=r[4]).contains(&ttl),
-        "ttl {ttl}, reply {r:?}"
+        expiry_time(&c, |t| g.drop_out(t)).contains(&expiry),
+        "{expiry}"
     );
     let kind: String = redis::cmd("TYPE").arg("e").query(&mut con).unwrap();
     assert_eq!(kind, "rl-slice-");
 
-    // In ms: the expiry is the reset instant (a whole ms here).
-    let since = Instant::now();
-    let r = five(&mut con, &["RL.SLICE", "m", "10", "60000", "6", "3", "MS"]);
-    assert_eq!(&r[..4], &[0, 10, 7, -1]);
-    assert!((60_001..=70_000).contains(&r[4]), "{r:?}");
-    let pttl: i64 = redis::cmd("PTTL").arg("m").query(&mut con).unwrap();
-    let elapsed = ms_since(since);
+    // In ms.
+    let c = timed(&mut con, &["RL.SLICE", "m", "10", "60000", "6", "3", "MS"]);
+    assert_eq!(&c.reply[..4], &[0, 10, 7, -1]);
+    assert!(reply_time(&c, |t| g.drop_out(t), &c, NS_PER_MS).contains(&c.reply[4]));
+    assert!((60_001..=70_000).contains(&c.reply[4]), "{:?}", c.reply);
+    let expiry = pexpiretime(&mut con, "m");
     assert!(
-        (r[4] - elapsed - 1..=r[4] + 1).contains(&pttl),
-        "pttl {pttl}, reply {r:?}, {elapsed} ms elapsed"
+        expiry_time(&c, |t| g.drop_out(t)).contains(&expiry),
+        "{expiry}"
     );
 
     // A short window: the key disappears by itself, and a new request then
@@ -407,58 +489,65 @@ fn a_lowered_limit_applies_to_what_was_recorded() {
 fn a_changed_window_or_slice_count_keeps_the_recorded_units() {
     let server = Server::start();
     let mut con = server.conn();
-    // Limit 5 filled in 6 slices of 10 s, at `t`. The ranges below hold
-    // for calls within a second of `t`, and are widened by whatever more
-    // time has passed.
-    let filled = Instant::now();
-    let r = five(&mut con, &["RL.SLICE", "k", "5", "60", "6", "5"]);
-    assert_eq!(&r[..4], &[0, 5, 0, -1]);
-    assert!((61..=70).contains(&r[4]), "{r:?}");
-    let before = digest(&mut con);
-    // Each new geometry moves the units to the slice holding the last
-    // instant of their 10 s slice, counted for more than the new window
-    // from `t` and at most a new slice after that 10 s slice ends.
-    // args => retry_after range
+    // Limit 5 filled in 6 slices of 10 s, at `t`. Under each new geometry
+    // the units move to the new slice holding the last instant of their
+    // 10 s slice, and count until that slice drops out: every time below
+    // is computed from that, and from the clock around each call.
+    let g = geo(60, 6);
+    let fill = timed(&mut con, &["RL.SLICE", "k", "5", "60", "6", "5"]);
+    assert_eq!(&fill.reply[..4], &[0, 5, 0, -1]);
+    assert!(reply_time(&fill, |t| g.drop_out(t), &fill, NS_PER_S).contains(&fill.reply[4]));
+    let before = dataset(&mut con);
+    // args => the geometry of the call, the unit of its reply
     #[rustfmt::skip]
-    let table: &[(&[&str], RangeInclusive<i64>)] = &[
-        (&["RL.SLICE", "k", "5", "120", "10"], 120..=142),
-        (&["RL.SLICE", "k", "5", "30", "3"], 30..=40),
-        (&["RL.SLICE", "k", "5", "60", "1"], 60..=130),
-        (&["RL.SLICE", "k", "5", "3600", "3600"], 3600..=3610),
-        (&["RL.SLICE", "k", "5", "60000", "6", "1", "MS"], 59_000..=70_000),
-        // a peek (its reset_after is checked instead)
-        (&["RL.SLICE", "k", "5", "120", "10", "0"], 0..=0),
+    let table: &[(&[&str], Geo, i128)] = &[
+        (&["RL.SLICE", "k", "5", "120", "10"], geo(120, 10), NS_PER_S),
+        (&["RL.SLICE", "k", "5", "30", "3"], geo(30, 3), NS_PER_S),
+        (&["RL.SLICE", "k", "5", "60", "1"], geo(60, 1), NS_PER_S),
+        (&["RL.SLICE", "k", "5", "3600", "3600"], geo(3600, 3600), NS_PER_S),
+        (&["RL.SLICE", "k", "5", "60000", "6", "1", "MS"], g, NS_PER_MS),
+        // a peek: it fits exactly
+        (&["RL.SLICE", "k", "5", "120", "10", "0"], geo(120, 10), NS_PER_S),
     ];
-    // Milliseconds and seconds past the first second after `t`.
-    let late = |ms: bool| {
-        let late_ms = (ms_since(filled) - 1_000).max(0);
-        if ms {
-            late_ms
-        } else {
-            (late_ms + 999) / 1_000
-        }
-    };
-    for (args, retry) in table {
-        let r = five(&mut con, args);
-        let retry = retry.start() - late(args.contains(&"MS"))..=*retry.end();
+    for (args, new, unit) in table {
+        let c = timed(&mut con, args);
+        let r = c.reply;
+        let until = reply_time(&fill, |t| g.drop_out_under(*new, t), &c, *unit);
+        assert!(until.contains(&r[4]), "{args:?}: {r:?} vs {until:?}");
         if args.len() == 6 && args[5] == "0" {
-            // A peek fits exactly, and reads the new geometry's reset.
             assert_eq!(&r[..4], &[0, 5, 0, -1], "{args:?}");
-            let reset = 120 - late(false)..=142;
-            assert!(reset.contains(&r[4]), "{args:?}: {r:?}");
             continue;
         }
+        // One slice holds every unit: retry when it drops out, which is
+        // also the reset.
         assert_eq!(&r[..3], &[1, 5, 0], "still limited: {args:?}");
-        assert!(retry.contains(&r[3]), "{args:?}: {r:?}");
-        assert_eq!(r[4], r[3], "one slice holds every unit: {args:?}: {r:?}");
+        assert_eq!(r[3], r[4], "{args:?}: {r:?}");
     }
-    // Limited requests changed nothing, whatever the parameters.
-    assert_eq!(digest(&mut con), before);
+    // Limited requests changed nothing but the expiry, which moved out to
+    // when the units stop counting under the longest window asked
+    // (3,600 slices of 1 s: slice idx + 3,601 of the units' last second).
+    let after = dataset(&mut con);
+    assert_eq!(after.digest, before.digest);
+    let expiry = after.expiries["0:k"];
+    let expected = expiry_time(&fill, |t| g.drop_out_under(geo(3600, 3600), t));
+    assert!(expected.contains(&expiry), "{expiry} not in {expected:?}");
 
     // A raised limit under a new geometry: the five units still count.
-    let r = five(&mut con, &["RL.SLICE", "k", "6", "120", "10"]);
-    assert_eq!(&r[..4], &[0, 6, 0, -1], "{r:?}");
-    assert!((120 - late(false)..=142).contains(&r[4]), "{r:?}");
+    let c = timed(&mut con, &["RL.SLICE", "k", "6", "120", "10"]);
+    assert_eq!(&c.reply[..4], &[0, 6, 0, -1], "{:?}", c.reply);
+    // Counted until the later of the moved units' and the new unit's
+    // slices drops out.
+    let g12 = geo(120, 10);
+    let end = |t: i128| g.drop_out_under(g12, t);
+    let reset = ceil_to(
+        end(fill.sent).max(g12.drop_out(c.sent)) - c.received,
+        NS_PER_S,
+    )
+        ..=ceil_to(
+            end(fill.received).max(g12.drop_out(c.received)) - c.sent,
+            NS_PER_S,
+        );
+    assert!(reset.contains(&c.reply[4]), "{:?} vs {reset:?}", c.reply);
     let r = five(&mut con, &["RL.SLICE", "k", "6", "120", "10"]);
     assert_eq!(&r[..3], &[1, 6, 0], "{r:?}");
     // And back to the first geometry: six units, limit 7.
@@ -605,26 +694,26 @@ fn one_slice_is_a_strict_fixed_window_plus_one() {
     panic!("eight attempts were too slow to stay within one 300 ms slice");
 }
 
+/// MEMORY USAGE is computed: the state's struct (56 bytes) and its
+/// `slices + 1` counters of 4 bytes, fixed by the slice count whatever the
+/// traffic.
 #[test]
 fn memory_is_fixed_by_the_slice_count() {
     let server = Server::start();
     let mut con = server.conn();
-    for slices in [6u64, 60, 3_600] {
-        let key = format!("m{slices}");
+    let mut expected = Vec::new();
+    for (key, slices) in [("m1", 1i64), ("m6", 6), ("m60", 60), ("m3600", 3_600)] {
         let n = slices.to_string();
-        five(&mut con, &["RL.SLICE", &key, "1000", "3600", &n, "1"]);
-        let usage = memory_usage(&mut con, &key);
-        println!("RL.SLICE MEMORY USAGE, {slices} slices: {usage} bytes");
-        assert!(
-            usage <= 8 * slices as i64 + 100,
-            "{slices} slices take {usage} bytes"
-        );
-        // Traffic does not change it.
+        five(&mut con, &["RL.SLICE", key, "1000", "3600", &n, "1"]);
         for _ in 0..200 {
-            five(&mut con, &["RL.SLICE", &key, "1000", "3600", &n, "3"]);
+            five(&mut con, &["RL.SLICE", key, "1000", "3600", &n, "3"]);
         }
-        assert_eq!(memory_usage(&mut con, &key), usage, "{slices} slices");
+        expected.push((key, 56 + 4 * (slices + 1)));
     }
+    // A THROTTLE key, 16 bytes, for comparison across types.
+    five(&mut con, &["RL.THROTTLE", "g", "1", "1", "60"]);
+    expected.push(("g", 16));
+    assert_memory_usage(&mut con, &expected);
 }
 
 #[test]

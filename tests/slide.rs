@@ -102,26 +102,31 @@ fn peek_changes_nothing() {
     assert_eq!(dbsize(&mut con), 0);
     assert_eq!(dirty(&mut con), dirty_before);
 
-    // On an existing key: digest, expiry and the dirty counter stay.
-    let recorded = Instant::now();
-    assert_eq!(
-        five(&mut con, &["RL.SLIDE", "p", "4", "60", "2"]),
-        [0, 4, 2, -1, 60]
-    );
-    let snapshot = |con: &mut Connection| (digest(con), pexpiretime(con, "p"), dirty(con));
+    // On an existing key: values, expiries and the dirty counter stay.
+    let recorded = timed_five(&mut con, &["RL.SLIDE", "p", "4", "60", "2"]);
+    assert_eq!(recorded.0, [0, 4, 2, -1, 60]);
+    let snapshot = |con: &mut Connection| (dataset(con), dirty(con));
     let before = snapshot(&mut con);
+    // reset_after: the units leave `window` after they came, rounded up.
+    let reset = |window: i128, unit: i128, call: &([i64; 5], i128, i128)| {
+        ceil_to(recorded.1 + window - call.2, unit)..=ceil_to(recorded.2 + window - call.1, unit)
+    };
     for _ in 0..5 {
-        let r = five(&mut con, &["RL.SLIDE", "p", "4", "60", "0"]);
+        let call = timed_five(&mut con, &["RL.SLIDE", "p", "4", "60", "0"]);
+        let r = call.0;
         assert_eq!(&r[..4], &[0, 4, 2, -1], "{r:?}");
-        assert!((1..=60).contains(&r[4]), "{r:?}");
+        assert!(
+            reset(60 * NS_PER_S, NS_PER_S, &call).contains(&r[4]),
+            "{r:?}"
+        );
     }
     // Peeks with other parameters read the same log.
-    let r = five(&mut con, &["RL.SLIDE", "p", "10", "3600", "0"]);
-    assert_eq!(&r[..4], &[0, 10, 8, -1], "{r:?}");
-    let r = five(&mut con, &["RL.SLIDE", "p", "2", "60000", "0", "MS"]);
-    assert_eq!(&r[..4], &[0, 2, 0, -1], "{r:?}");
-    let elapsed = ms_since(recorded);
-    assert!((60_000 - elapsed..=60_000).contains(&r[4]), "{r:?}");
+    let call = timed_five(&mut con, &["RL.SLIDE", "p", "10", "3600", "0"]);
+    assert_eq!(&call.0[..4], &[0, 10, 8, -1], "{call:?}");
+    assert!(reset(3600 * NS_PER_S, NS_PER_S, &call).contains(&call.0[4]));
+    let call = timed_five(&mut con, &["RL.SLIDE", "p", "2", "60000", "0", "MS"]);
+    assert_eq!(&call.0[..4], &[0, 2, 0, -1], "{call:?}");
+    assert!(reset(60 * NS_PER_S, NS_PER_MS, &call).contains(&call.0[4]));
     assert_eq!(snapshot(&mut con), before);
 
     // A limited request changes nothing either.
@@ -151,37 +156,36 @@ fn peek_changes_nothing() {
 fn expiry_is_the_reset_moment() {
     let server = Server::start();
     let mut con = server.conn();
-    let since = Instant::now();
-    let r = five(&mut con, &["RL.SLIDE", "e", "10", "60", "3"]);
-    assert_eq!(r, [0, 10, 7, -1, 60]);
-    let ttl: i64 = redis::cmd("TTL").arg("e").query(&mut con).unwrap();
-    // TTL rounds to the nearest second.
-    let elapsed_s = (ms_since(since) + 999) / 1000;
-    assert!((59 - elapsed_s..=60).contains(&ttl), "ttl {ttl}");
+    // The expiry is the reset instant, the newest unit's instant plus the
+    // window, rounded up to the millisecond.
+    let expiry = |call: &([i64; 5], i128, i128), window: i128| {
+        ceil_to(call.1 + window, NS_PER_MS)..=ceil_to(call.2 + window, NS_PER_MS)
+    };
+    let call = timed_five(&mut con, &["RL.SLIDE", "e", "10", "60", "3"]);
+    assert_eq!(call.0, [0, 10, 7, -1, 60]);
+    let at = pexpiretime(&mut con, "e");
+    assert!(expiry(&call, 60 * NS_PER_S).contains(&at), "{at}");
     let kind: String = redis::cmd("TYPE").arg("e").query(&mut con).unwrap();
     assert_eq!(kind, "rl-slide-");
 
-    // In ms: the expiry is the reset instant rounded up to the millisecond.
-    let since = Instant::now();
-    let r = five(&mut con, &["RL.SLIDE", "m", "10", "90000", "3", "MS"]);
-    assert_eq!(r, [0, 10, 7, -1, 90000]);
-    let pttl: i64 = redis::cmd("PTTL").arg("m").query(&mut con).unwrap();
-    let elapsed = ms_since(since);
+    // In ms.
+    let call = timed_five(&mut con, &["RL.SLIDE", "m", "10", "90000", "3", "MS"]);
+    assert_eq!(call.0, [0, 10, 7, -1, 90000]);
+    let first = pexpiretime(&mut con, "m");
     assert!(
-        (90_000 - elapsed - 1..=90_001).contains(&pttl),
-        "pttl {pttl}, {elapsed} ms elapsed"
+        expiry(&call, 90_000 * NS_PER_MS).contains(&first),
+        "{first}"
     );
     // A later unit moves the expiry to its own reset moment.
     std::thread::sleep(Duration::from_millis(20));
-    let since = Instant::now();
-    let r = five(&mut con, &["RL.SLIDE", "m", "10", "90000", "1", "MS"]);
-    assert_eq!(r, [0, 10, 6, -1, 90000]);
-    let pttl: i64 = redis::cmd("PTTL").arg("m").query(&mut con).unwrap();
-    let elapsed = ms_since(since);
+    let call = timed_five(&mut con, &["RL.SLIDE", "m", "10", "90000", "1", "MS"]);
+    assert_eq!(call.0, [0, 10, 6, -1, 90000]);
+    let later = pexpiretime(&mut con, "m");
     assert!(
-        (90_000 - elapsed - 1..=90_001).contains(&pttl),
-        "pttl {pttl}, {elapsed} ms elapsed"
+        expiry(&call, 90_000 * NS_PER_MS).contains(&later),
+        "{later}"
     );
+    assert!(later >= first + 20, "{first} -> {later}");
 
     // A short window: the key disappears by itself, and a new request then
     // sees a full limiter.
@@ -327,95 +331,137 @@ fn changed_parameters_apply_to_what_was_recorded() {
     }
 }
 
-#[test]
-fn the_window_slides_exactly_in_real_time() {
-    let server = Server::start();
-    let mut con = server.conn();
-    // Limit 3 per 300 ms.
-    let start = Instant::now();
-    for remaining in [2, 1, 0] {
-        assert_eq!(
-            five(&mut con, &["RL.SLIDE", "w", "3", "300", "MS"]),
-            [0, 3, remaining, -1, 300]
-        );
-    }
-    let r = five(&mut con, &["RL.SLIDE", "w", "3", "300", "MS"]);
-    let elapsed = ms_since(start);
-    assert_eq!(&r[..3], &[1, 3, 0], "{r:?}");
-    // The first unit came at most `elapsed` ago and leaves 300 ms after it
-    // came; rounded up, so at least 1.
-    let retry = r[3];
-    assert!(
-        (1..=300).contains(&retry) && retry >= 300 - elapsed,
-        "retry_after {retry}, {elapsed} ms elapsed"
-    );
-    assert!((retry..=300).contains(&r[4]), "reset_after {r:?}");
-    // Waiting exactly retry_after is enough. The other two units may or may
-    // not have left too, so `remaining` is 0 to 2; a unit taken now resets
-    // exactly one window from now.
-    std::thread::sleep(Duration::from_millis(retry as u64));
-    let r = five(&mut con, &["RL.SLIDE", "w", "3", "300", "MS"]);
-    assert_eq!(r[0], 0, "limited after waiting retry_after: {r:?}");
-    assert_eq!((r[1], r[3], r[4]), (3, -1, 300), "{r:?}");
-    assert!((0..=2).contains(&r[2]), "{r:?}");
-
-    // Exact, not fixed windows: limit 2 per 400 ms, units 200 ms apart.
-    let a_sent = Instant::now();
-    assert_eq!(
-        five(&mut con, &["RL.SLIDE", "x", "2", "400", "MS"]),
-        [0, 2, 1, -1, 400]
-    );
-    std::thread::sleep(Duration::from_millis(200));
-    let b_sent = Instant::now();
-    let r = five(&mut con, &["RL.SLIDE", "x", "2", "400", "MS"]);
-    assert_eq!(&r[..4], &[0, 2, 0, -1], "{r:?}");
-    let r = five(&mut con, &["RL.SLIDE", "x", "2", "400", "MS"]);
-    let since_a = ms_since(a_sent);
-    assert_eq!(&r[..3], &[1, 2, 0], "{r:?}");
-    // The first unit leaves 400 ms after it came, which was at least 200 ms
-    // and at most `since_a` ago.
-    let retry = r[3];
-    assert!(
-        (400 - since_a..=200).contains(&retry),
-        "retry_after {retry}, {since_a} ms since the first unit"
-    );
-    std::thread::sleep(Duration::from_millis(retry as u64));
-    let r = five(&mut con, &["RL.SLIDE", "x", "2", "400", "MS"]);
-    let since_b = ms_since(b_sent);
-    assert_eq!((r[0], r[1], r[3], r[4]), (0, 2, -1, 400), "{r:?}");
-    if since_b < 400 {
-        // The second unit is certainly still in the window.
-        assert_eq!(r[2], 0, "{r:?}");
-    }
+/// Calls `args` on `key` (the second word), timed.
+fn timed_on(con: &mut Connection, key: &str, args: &[&str]) -> ([i64; 5], i128, i128) {
+    let mut args = args.to_vec();
+    args[1] = key;
+    timed_five(con, &args)
 }
 
+/// What a time in ms in the reply can read when the instant it measures to
+/// is `leave` ns after an event in [`from.1`, `from.2`], and the reply
+/// was decided in [`call.1`, `call.2`].
+fn ms_range(
+    from: &([i64; 5], i128, i128),
+    leave: i128,
+    call: &([i64; 5], i128, i128),
+) -> std::ops::RangeInclusive<i64> {
+    ceil_to(from.1 + leave - call.2, NS_PER_MS)..=ceil_to(from.2 + leave - call.1, NS_PER_MS)
+}
+
+#[test]
+fn the_window_slides_exactly_in_real_time() {
+    // Under the real clock, with windows of seconds. Only one thing
+    // depends on how fast the calls run: that the calls of an attempt all
+    // ran within the window of its first unit. An attempt too slow for that
+    // is dropped, unasserted, and retried on a fresh key; everything
+    // asserted holds for any delay, since the expected times are computed
+    // from the client's clock around each call.
+    let server = Server::start();
+    let mut con = server.conn();
+    const W: i128 = 1_000 * NS_PER_MS;
+
+    // Limit 3 per 1,000 ms: waiting exactly retry_after is enough.
+    let args = ["RL.SLIDE", "", "3", "1000", "MS"];
+    let done = (0..5).any(|attempt| {
+        let key = format!("w{attempt}");
+        let fill: Vec<_> = (0..3).map(|_| timed_on(&mut con, &key, &args)).collect();
+        let over = timed_on(&mut con, &key, &args);
+        if over.2 - fill[0].1 >= W {
+            return false;
+        }
+        for (call, remaining) in fill.iter().zip([2, 1, 0]) {
+            assert_eq!(call.0, [0, 3, remaining, -1, 1000]);
+        }
+        // Limited until the first unit leaves; reset when the third does.
+        let r = over.0;
+        assert_eq!(&r[..3], &[1, 3, 0], "{r:?}");
+        assert!(ms_range(&fill[0], W, &over).contains(&r[3]), "{r:?}");
+        assert!(ms_range(&fill[2], W, &over).contains(&r[4]), "{r:?}");
+        std::thread::sleep(Duration::from_millis(r[3] as u64));
+        let after = timed_on(&mut con, &key, &args).0;
+        assert_eq!(after[0], 0, "limited after waiting retry_after: {after:?}");
+        // The other two units may have left too.
+        assert_eq!((after[1], after[3], after[4]), (3, -1, 1000), "{after:?}");
+        assert!((0..=2).contains(&after[2]), "{after:?}");
+        true
+    });
+    assert!(
+        done,
+        "five attempts each took a whole second for four calls"
+    );
+
+    // Exact, not fixed windows: limit 2 per 2,000 ms, units 500 ms apart.
+    const W2: i128 = 2_000 * NS_PER_MS;
+    let args = ["RL.SLIDE", "", "2", "2000", "MS"];
+    let done = (0..5).any(|attempt| {
+        let key = format!("x{attempt}");
+        let a = timed_on(&mut con, &key, &args);
+        std::thread::sleep(Duration::from_millis(500));
+        let b = timed_on(&mut con, &key, &args);
+        let c = timed_on(&mut con, &key, &args);
+        if c.2 - a.1 >= W2 {
+            return false;
+        }
+        assert_eq!(a.0, [0, 2, 1, -1, 2000]);
+        assert_eq!(b.0, [0, 2, 0, -1, 2000]);
+        // Limited until `a` leaves, a window after it came (not when `b`
+        // leaves, 500 ms later, nor at a fixed boundary); reset when `b`
+        // leaves.
+        let r = c.0;
+        assert_eq!(&r[..3], &[1, 2, 0], "{r:?}");
+        assert!(ms_range(&a, W2, &c).contains(&r[3]), "{r:?}");
+        assert!(ms_range(&b, W2, &c).contains(&r[4]), "{r:?}");
+        std::thread::sleep(Duration::from_millis(r[3] as u64));
+        let d = timed_on(&mut con, &key, &args);
+        assert_eq!((d.0[0], d.0[1], d.0[3], d.0[4]), (0, 2, -1, 2000), "{d:?}");
+        // `b` is still counted unless a window may have passed since it.
+        if d.2 < b.1 + W2 {
+            assert_eq!(d.0[2], 0, "{d:?}");
+        } else if d.1 >= b.2 + W2 {
+            assert_eq!(d.0[2], 1, "{d:?}");
+        }
+        true
+    });
+    assert!(done, "five attempts each took two seconds for three calls");
+}
+
+/// MEMORY USAGE is computed: the log's struct (32 bytes) and its ring,
+/// 8 bytes per entry of capacity. Units taken at once get a ring of exactly
+/// that many entries; taken one by one, the ring doubles but never grows
+/// past the limit.
 #[test]
 fn memory_is_eight_bytes_per_unit() {
     let server = Server::start();
     let mut con = server.conn();
-    for units in [10u64, 1_000, 100_000] {
-        let key = format!("m{units}");
+    let mut expected = Vec::new();
+    for (key, units) in [("m10", 10u64), ("m1k", 1_000), ("m100k", 100_000)] {
         let n = units.to_string();
         assert_eq!(
-            five(&mut con, &["RL.SLIDE", &key, &n, "600", &n]),
+            five(&mut con, &["RL.SLIDE", key, &n, "600", &n]),
             [0, units as i64, 0, -1, 600]
         );
-        let usage = memory_usage(&mut con, &key);
-        println!("RL.SLIDE MEMORY USAGE, {units} units (limit {units}): {usage} bytes");
-        assert!(
-            usage <= 8 * units as i64 + 200,
-            "{units} units take {usage} bytes"
-        );
+        expected.push((key, 32 + 8 * units as i64));
     }
-    // The same 1,000 units taken one by one: the ring grows by doubling but
-    // never past the limit.
+    // The same 1,000 units taken one by one: capacity 1, 2, 4, ... 512,
+    // then the limit, 1,000.
     for _ in 0..1_000 {
         assert_eq!(five(&mut con, &["RL.SLIDE", "one", "1000", "600"])[0], 0);
     }
     assert_eq!(five(&mut con, &["RL.SLIDE", "one", "1000", "600"])[0], 1);
-    let usage = memory_usage(&mut con, "one");
-    println!("RL.SLIDE MEMORY USAGE, 1000 units taken one by one (limit 1000): {usage} bytes");
-    assert!(usage <= 8 * 1_000 + 200, "{usage} bytes");
+    expected.push(("one", 32 + 8 * 1_000));
+    // Three units under limit 5: capacity 1, then 3 (what the second call
+    // needs, as doubling would be 2).
+    five(&mut con, &["RL.SLIDE", "three", "5", "600"]);
+    five(&mut con, &["RL.SLIDE", "three", "5", "600", "2"]);
+    expected.push(("three", 32 + 8 * 3));
+    // Three units one by one under limit 5: capacity 1, 2, then 4, with
+    // one entry unused: memory counts what is allocated.
+    for _ in 0..3 {
+        five(&mut con, &["RL.SLIDE", "four", "5", "600"]);
+    }
+    expected.push(("four", 32 + 8 * 4));
+    assert_memory_usage(&mut con, &expected);
 }
 
 #[test]
@@ -458,9 +504,10 @@ fn a_longer_window_keeps_the_key_while_limited() {
     // lives as long as its units count under that window.
     let r = five(&mut con, &["RL.SLIDE", "k", "2", "60000", "1", "MS"]);
     assert_eq!(&r[..3], &[1, 2, 0]);
+    // Both expiries are the units' instant plus a whole number of ms,
+    // rounded up: they differ by exactly the difference of the windows.
     let long = pexpiretime(&mut con, "k");
-    assert!(long >= short + 58_000, "expiry {short} -> {long}");
-    assert!(long <= short + 60_000, "expiry {short} -> {long}");
+    assert_eq!(long - short, 59_000, "expiry {short} -> {long}");
     // A peek with an even longer window touches nothing.
     five(&mut con, &["RL.SLIDE", "k", "2", "120000", "0", "MS"]);
     assert_eq!(pexpiretime(&mut con, "k"), long);

@@ -1,4 +1,5 @@
-//! RL.THROTTLE against a real server: replies, MS, peeks, types, bad input.
+//! RL.THROTTLE against a real server: replies, MS, peeks, types, bad input,
+//! the tolerance's 100-year boundary, memory.
 
 mod common;
 use common::*;
@@ -31,26 +32,41 @@ fn reply_table() {
 fn milliseconds() {
     let server = Server::start();
     let mut con = server.conn();
-    // 10 per 1,000 ms, burst 0: T = 100 ms.
-    let r = five(
+    // 10 per 600,000 ms, burst 0: T = τ = 60,000 ms. The unit is recorded
+    // at some instant `t` in [sent, received]; the TAT is t + 60,000 ms.
+    let (r, sent, received) = timed_five(
         &mut con,
-        &["RL.THROTTLE", "k", "0", "10", "1000", "1", "MS"],
+        &["RL.THROTTLE", "k", "0", "10", "600000", "1", "MS"],
     );
-    assert_eq!(r, [0, 1, 0, -1, 100]);
-    let r = five(&mut con, &["RL.THROTTLE", "k", "0", "10", "1000", "MS"]);
-    assert_eq!(&r[..3], &[1, 1, 0]);
-    assert!((1..=100).contains(&r[3]), "retry_after {r:?}");
-    assert!((1..=100).contains(&r[4]), "reset_after {r:?}");
-    // The key expires when the limiter is full again.
-    let pttl: i64 = redis::cmd("PTTL").arg("k").query(&mut con).unwrap();
-    // The expiry is the reset instant rounded up to the millisecond.
-    assert!((1..=101).contains(&pttl), "pttl {pttl}");
+    assert_eq!(r, [0, 1, 0, -1, 60_000]);
+    // The key expires when the limiter is full again: at the TAT, rounded
+    // up to the millisecond.
+    let t = 60_000 * NS_PER_MS;
+    let expiry = pexpiretime(&mut con, "k");
+    assert!(
+        (ceil_to(sent + t, NS_PER_MS)..=ceil_to(received + t, NS_PER_MS)).contains(&expiry),
+        "expiry {expiry}, call in [{sent}, {received}]"
+    );
+    // With burst 0 the next unit must wait for the TAT itself: retry_after
+    // and reset_after are the same instant, TAT - now, rounded up. (The
+    // pause makes TAT - now measurably shorter than T.)
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let (r, sent2, received2) =
+        timed_five(&mut con, &["RL.THROTTLE", "k", "0", "10", "600000", "MS"]);
+    assert_eq!(&r[..3], &[1, 1, 0], "{r:?}");
+    assert_eq!(r[3], r[4], "retry_after is reset_after: {r:?}");
+    let earliest = ceil_to(sent + t - received2, NS_PER_MS);
+    let latest = ceil_to(received + t - sent2, NS_PER_MS);
+    assert!((earliest..=latest).contains(&r[3]), "{r:?}");
+    // And the limited request left the expiry where it was.
+    assert_eq!(pexpiretime(&mut con, "k"), expiry);
     // A million per second works: 1,000 per ms, T = 1 µs.
     let r = five(
         &mut con,
         &["RL.THROTTLE", "fast", "999", "1000", "1", "1000", "MS"],
     );
-    assert_eq!(&r[..4], &[0, 1000, 0, -1]);
+    // Full for exactly 1,000 µs.
+    assert_eq!(r, [0, 1000, 0, -1, 1]);
 }
 
 #[test]
@@ -64,35 +80,51 @@ fn peek_changes_nothing() {
     );
     assert!(!exists(&mut con, "p"));
 
-    five(&mut con, &["RL.THROTTLE", "p", "4", "1", "60", "2"]);
-    let before = digest(&mut con);
-    let ttl_before = pexpiretime(&mut con, "p");
+    // Two units at `t`: the TAT is t + 120 s.
+    let (_, sent, received) = timed_five(&mut con, &["RL.THROTTLE", "p", "4", "1", "60", "2"]);
+    let tat = (sent + 120 * NS_PER_S, received + 120 * NS_PER_S);
+    let before = dataset(&mut con);
     let dirty_before = dirty(&mut con);
     for _ in 0..5 {
-        let r = five(&mut con, &["RL.THROTTLE", "p", "4", "1", "60", "0"]);
+        let (r, s, e) = timed_five(&mut con, &["RL.THROTTLE", "p", "4", "1", "60", "0"]);
         assert_eq!(&r[..4], &[0, 5, 3, -1]);
+        // reset_after: TAT - now, rounded up to the second.
+        let reset = ceil_to(tat.0 - e, NS_PER_S)..=ceil_to(tat.1 - s, NS_PER_S);
+        assert!(reset.contains(&r[4]), "{r:?}, expected {reset:?}");
     }
-    assert_eq!(digest(&mut con), before);
-    assert_eq!(pexpiretime(&mut con, "p"), ttl_before);
+    assert_eq!(dataset(&mut con), before);
     assert_eq!(dirty(&mut con), dirty_before);
 
-    // A limited request changes nothing either.
+    // A limited request changes nothing either: value and expiry.
     five(&mut con, &["RL.THROTTLE", "p", "4", "1", "60", "3"]);
     let r = five(&mut con, &["RL.THROTTLE", "p", "4", "1", "60", "1"]);
     assert_eq!(r[0], 1);
-    let after_limited = digest(&mut con);
-    five(&mut con, &["RL.THROTTLE", "p", "4", "1", "60", "1"]);
-    assert_eq!(digest(&mut con), after_limited);
+    let after_limited = dataset(&mut con);
+    for args in [
+        &["RL.THROTTLE", "p", "4", "1", "60", "1"][..],
+        &["RL.THROTTLE", "p", "4", "1", "60", "6"],
+        &["RL.THROTTLE", "p", "0", "1", "3600", "1"],
+        &["RL.THROTTLE", "p", "4", "7", "60000", "1", "MS"],
+    ] {
+        assert_eq!(five(&mut con, args)[0], 1, "{args:?}");
+        assert_eq!(dataset(&mut con), after_limited, "{args:?}");
+    }
 }
 
 #[test]
 fn expiry_is_the_reset_moment() {
     let server = Server::start();
     let mut con = server.conn();
-    let r = five(&mut con, &["RL.THROTTLE", "e", "9", "1", "60", "3"]);
+    let (r, sent, received) = timed_five(&mut con, &["RL.THROTTLE", "e", "9", "1", "60", "3"]);
     assert_eq!(r, [0, 10, 7, -1, 180]);
-    let ttl: i64 = redis::cmd("TTL").arg("e").query(&mut con).unwrap();
-    assert!((179..=180).contains(&ttl), "ttl {ttl}");
+    // Three units at `t` in [sent, received]: the TAT is t + 180 s, and the
+    // expiry is the TAT rounded up to the millisecond.
+    let expiry = pexpiretime(&mut con, "e");
+    let t = 180 * NS_PER_S;
+    assert!(
+        (ceil_to(sent + t, NS_PER_MS)..=ceil_to(received + t, NS_PER_MS)).contains(&expiry),
+        "expiry {expiry}, call in [{sent}, {received}]"
+    );
     let kind: String = redis::cmd("TYPE").arg("e").query(&mut con).unwrap();
     assert_eq!(kind, "rl-gcra--");
 }
@@ -151,13 +183,119 @@ fn bad_input_table() {
         (&["RL.THROTTLE", "k", "15", "30", "60", "NX"], "ERR unknown argument 'NX'"),
         (&["RL.THROTTLE", "k", "15", "30", "60", "MS", "MS"], "ERR MS is given more than once"),
         (&["RL.THROTTLE", "k", "15", "30", "60", "1", "MS", "AT", "1"], "ERR AT is accepted only from the master or the AOF: it carries the master's clock"),
-        (&["RL.THROTTLE", "k", "1000000", "1", "315360000"], "ERR (max_burst + 1) x period / count must be at most 3153600000 seconds (100 years)"),
         (&["RL.THROTTLE", "k", "1", "1", "1", "1", "MS", "x", "x", "x", "x", "x"], "ERR unknown argument 'x'"),
         (&["RL.STATE", "k", "Gxxxxxxxxxxxxxxxx"], "ERR RL.STATE is accepted only from the master or the AOF"),
     ];
     assert_errors(&mut con, table);
     // No failed call created a key.
     assert_eq!(dbsize(&mut con), 0);
+}
+
+/// The tolerance τ = (max_burst + 1) × period / count: the server refuses
+/// τ over 100 years (3,153,600,000 s). Calls exactly at the boundary are
+/// accepted (allowed, with their exact reply); one step beyond is refused
+/// and creates nothing.
+#[test]
+fn the_tolerance_boundary_is_100_years() {
+    let server = Server::start();
+    let mut con = server.conn();
+    // args => reply, for calls whose τ is exactly 100 years
+    #[rustfmt::skip]
+    let at_the_boundary: &[(&[&str], [i64; 5])] = &[
+        // T = 1 s, capacity 3,153,600,000
+        (&["RL.THROTTLE", "a", "3153599999", "1", "1"], [0, 3_153_600_000, 3_153_599_999, -1, 1]),
+        // T = 10 years, capacity 10
+        (&["RL.THROTTLE", "b", "9", "1", "315360000"], [0, 10, 9, -1, 315_360_000]),
+        // T = 1/3 s: τ = 9,460,800,000 / 3 s exactly
+        (&["RL.THROTTLE", "c", "9460799999", "3", "1"], [0, 9_460_800_000, 9_460_799_999, -1, 1]),
+        // the largest count: T = 10 years / 4,294,967,295
+        (&["RL.THROTTLE", "d", "42949672949", "4294967295", "315360000"], [0, 42_949_672_950, 42_949_672_949, -1, 1]),
+        // MS: T = 1,000 ms
+        (&["RL.THROTTLE", "e", "3153599999", "1", "1000", "1", "MS"], [0, 3_153_600_000, 3_153_599_999, -1, 1_000]),
+        // MS: T = 3,153,600 ms, capacity 1,000,000
+        (&["RL.THROTTLE", "f", "999999", "1", "3153600", "1", "MS"], [0, 1_000_000, 999_999, -1, 3_153_600]),
+        // MS: T = 10 years
+        (&["RL.THROTTLE", "g", "9", "1", "315360000000", "1", "MS"], [0, 10, 9, -1, 315_360_000_000]),
+    ];
+    for (args, expected) in at_the_boundary {
+        assert_eq!(five(&mut con, args), *expected, "{args:?}");
+    }
+    assert_eq!(dbsize(&mut con), at_the_boundary.len() as i64);
+
+    for args in beyond_the_boundary() {
+        let e = error(&mut con, args);
+        // The message names the limit (its wording: see the next test).
+        assert!(
+            e.starts_with("ERR ") && e.ends_with(" must be at most 3153600000 seconds (100 years)"),
+            "{args:?}: {e}"
+        );
+    }
+    assert_eq!(
+        dbsize(&mut con),
+        at_the_boundary.len() as i64,
+        "nothing created"
+    );
+}
+
+/// One step beyond each call of the test above: τ just over 100 years.
+fn beyond_the_boundary() -> Vec<&'static [&'static str]> {
+    vec![
+        // one more unit of burst: 1 s more
+        &["RL.THROTTLE", "a", "3153600000", "1", "1"],
+        // 110 years
+        &["RL.THROTTLE", "b", "10", "1", "315360000"],
+        // a third of a second more
+        &["RL.THROTTLE", "c", "9460800000", "3", "1"],
+        // one count fewer: 0.73 s more
+        &["RL.THROTTLE", "d", "42949672949", "4294967294", "315360000"],
+        &["RL.THROTTLE", "e", "3153600000", "1", "1000", "1", "MS"],
+        // one ms more of period: 1,000 s more
+        &["RL.THROTTLE", "f", "999999", "1", "3153601", "1", "MS"],
+        &["RL.THROTTLE", "g", "10", "1", "315360000000", "1", "MS"],
+    ]
+}
+
+/// The refusal states the formula the server checks, SPEC's tolerance.
+/// (The wording `(max_burst + 1) x period / count` is the one agreed in
+/// issue 10; an older build said `max_burst / count x period`.)
+#[test]
+fn the_tolerance_error_states_the_formula() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let message =
+        "ERR (max_burst + 1) x period / count must be at most 3153600000 seconds (100 years)";
+    let mut table: Vec<(&[&str], &str)> = beyond_the_boundary()
+        .into_iter()
+        .map(|args| (args, message))
+        .collect();
+    table.push((&["RL.THROTTLE", "k", "1000000", "1", "315360000"], message));
+    assert_errors(&mut con, &table);
+    assert_eq!(dbsize(&mut con), 0);
+}
+
+/// MEMORY USAGE is computed: a GCRA state is its TAT, 16 bytes (whole ns,
+/// and a fraction as numerator and denominator), whatever its parameters;
+/// compared with SLIDE and SLICE keys of known computed sizes.
+#[test]
+fn memory_usage_is_computed() {
+    let server = Server::start();
+    let mut con = server.conn();
+    five(&mut con, &["RL.THROTTLE", "g1", "15", "30", "60"]);
+    // A TAT with a fraction of a ns, under another count.
+    five(&mut con, &["RL.THROTTLE", "g2", "999", "7", "1", "500"]);
+    // Ten units at once: a ring of exactly ten 8-byte entries.
+    five(&mut con, &["RL.SLIDE", "l", "10", "60", "10"]);
+    // Six slices: seven 4-byte counters.
+    five(&mut con, &["RL.SLICE", "s", "10", "60", "6"]);
+    assert_memory_usage(
+        &mut con,
+        &[
+            ("g1", 16),
+            ("g2", 16),
+            ("l", 32 + 10 * 8),
+            ("s", 56 + 7 * 4),
+        ],
+    );
 }
 
 #[test]

@@ -8,6 +8,7 @@
 
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -93,11 +94,22 @@ impl Server {
 
     /// A server whose `loadmodule` line passes `module_args`.
     pub fn start_with_module_args(module_args: &[&str], extra: &[&str]) -> Server {
+        Server::start_full(module_args, extra, |_| {})
+    }
+
+    /// A server started on data that `prepare` puts into its (empty) data
+    /// directory first: an RDB file, an AOF directory.
+    pub fn start_prepared(prepare: impl FnOnce(&Path), extra: &[&str]) -> Server {
+        Server::start_full(&[], extra, prepare)
+    }
+
+    fn start_full(module_args: &[&str], extra: &[&str], prepare: impl FnOnce(&Path)) -> Server {
         let tmp = tempfile::Builder::new()
             .prefix("rl-test-")
             .tempdir()
             .expect("temp dir");
         let dir = tmp.path().to_path_buf();
+        prepare(&dir);
         let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         let mut server = Server {
             child: None,
@@ -374,6 +386,21 @@ pub fn run_in_one_second(con: &mut Connection, table: &[&[&str]]) -> (i64, Vec<[
     })
 }
 
+/// `ns` rounded up to whole `unit_ns` (a time as replies and expiries
+/// round it).
+pub fn ceil_to(ns: i128, unit_ns: i128) -> i64 {
+    ns.div_euclid(unit_ns) as i64 + i64::from(ns.rem_euclid(unit_ns) != 0)
+}
+
+/// A five-integer reply and the client's wall clock (ns since the epoch)
+/// just before the request and just after the reply: the server, which
+/// reads the same clock, decided in between.
+pub fn timed_five(con: &mut Connection, args: &[&str]) -> ([i64; 5], i128, i128) {
+    let sent = unix_ns();
+    let reply = five(con, args);
+    (reply, sent, unix_ns())
+}
+
 /// Milliseconds elapsed since `t`, rounded up.
 pub fn ms_since(t: Instant) -> i64 {
     let ns = t.elapsed().as_nanos() as i64;
@@ -544,4 +571,133 @@ pub fn assert_command_metadata(
         .map(|(n, t, o, k)| (n.to_string(), t.to_string(), *o, k.map(str::to_string)))
         .collect();
     assert_eq!(got, expected);
+}
+
+/// What two servers holding the same data must agree on. `DEBUG DIGEST`
+/// covers every value but mixes in only *whether* a key has an expiry
+/// (Redis's `xorObjectDigest`), so every key's `PEXPIRETIME` is compared
+/// as well.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dataset {
+    pub digest: String,
+    /// `db:key` -> PEXPIRETIME (ms since the epoch; -1 for no expiry).
+    pub expiries: BTreeMap<String, i64>,
+}
+
+/// The dataset of the server behind `con`: its digest and the expiry of
+/// every key of every database. Leaves database 0 selected.
+pub fn dataset(con: &mut Connection) -> Dataset {
+    Dataset {
+        digest: digest(con),
+        expiries: expiries(con),
+    }
+}
+
+/// PEXPIRETIME of every key of every database, as `db:key -> ms`, found
+/// with SCAN in each database that INFO keyspace lists. Leaves database 0
+/// selected.
+pub fn expiries(con: &mut Connection) -> BTreeMap<String, i64> {
+    let keyspace: String = redis::cmd("INFO")
+        .arg("keyspace")
+        .query(con)
+        .expect("INFO keyspace");
+    let dbs: Vec<i64> = keyspace
+        .lines()
+        .filter_map(|l| l.strip_prefix("db")?.split_once(':')?.0.parse().ok())
+        .collect();
+    let mut out = BTreeMap::new();
+    for db in dbs {
+        let _: () = redis::cmd("SELECT").arg(db).query(con).expect("SELECT");
+        let mut cursor = 0u64;
+        loop {
+            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("COUNT")
+                .arg(1000)
+                .query(con)
+                .expect("SCAN");
+            for key in keys {
+                let at = pexpiretime(con, &key);
+                out.insert(format!("{db}:{key}"), at);
+            }
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+    }
+    let _: () = redis::cmd("SELECT").arg(0).query(con).expect("SELECT 0");
+    out
+}
+
+/// Asserts that the two datasets are equal, and that they are worth
+/// comparing: `min_keys` keys or more, every one of them with an expiry.
+pub fn assert_same_dataset(got: &Dataset, want: &Dataset, min_keys: usize, what: &str) {
+    assert!(
+        want.expiries.len() >= min_keys,
+        "{what}: only {} keys: {want:?}",
+        want.expiries.len()
+    );
+    assert!(
+        want.expiries.values().all(|&at| at > 0),
+        "{what}: a key without an expiry: {want:?}"
+    );
+    assert_eq!(got.digest, want.digest, "{what}: DEBUG DIGEST");
+    assert_eq!(
+        got.expiries, want.expiries,
+        "{what}: PEXPIRETIME of the keys"
+    );
+}
+
+/// What MEMORY USAGE may add to a module value's own figure (`mem_usage`)
+/// for a key whose name has at most six bytes: the key's name, its entry
+/// in the keyspace, its expiry. Measured on the servers of the test matrix;
+/// `None` on others, where only the relation below is checked.
+///
+/// - Redis 7.0 (jemalloc): 32 bytes, always.
+/// - Valkey 9.1 embeds the key and its expiry in the value's object, and
+///   the build used here allocates with libc malloc (INFO: `malloc=libc`),
+///   whose usable size for that object is 40 bytes or, depending on the
+///   heap (a realloc when the expiry is set), 16 bytes more.
+pub fn known_key_overheads(con: &mut Connection) -> Option<Vec<i64>> {
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query(con)
+        .expect("INFO server");
+    if info.contains("valkey_version:9.1.") {
+        Some(vec![40, 56])
+    } else if info.contains("redis_version:7.0.") && !info.contains("valkey") {
+        Some(vec![32])
+    } else {
+        None
+    }
+}
+
+/// Asserts MEMORY USAGE of each key against the bytes its state computes
+/// (`computed`). On a known server, MEMORY USAGE minus `computed` must be
+/// one of the server's known overheads, so with Redis 7.0 every key's
+/// figure is exact; on another server it must at least be the same for
+/// every key (names of at most six bytes cost a server the same), so every
+/// difference between two keys equals the difference of their computed
+/// figures.
+pub fn assert_memory_usage(con: &mut Connection, keys: &[(&str, i64)]) {
+    assert!(keys.len() >= 2, "compare at least two keys");
+    let known = known_key_overheads(con);
+    let mut overheads = Vec::new();
+    for &(key, computed) in keys {
+        assert!(key.len() <= 6, "{key}: use names of at most six bytes");
+        let usage = memory_usage(con, key);
+        println!("MEMORY USAGE {key}: {usage} bytes, computed {computed}");
+        overheads.push((key, usage - computed));
+    }
+    match known {
+        Some(known) => assert!(
+            overheads.iter().all(|(_, o)| known.contains(o)),
+            "MEMORY USAGE minus the computed figure is not the server's overhead {known:?}: {overheads:?}"
+        ),
+        None => assert!(
+            overheads.iter().all(|&(_, o)| o == overheads[0].1),
+            "MEMORY USAGE minus the computed figure differs between keys: {overheads:?}"
+        ),
+    }
 }
