@@ -325,27 +325,33 @@ fn integer(
     max: u64,
     unit: Option<Unit>,
 ) -> Result<u64, ArgError> {
-    parse_decimal(arg)
-        .filter(|n| (min..=max).contains(n))
-        .ok_or(ArgError::Integer {
+    match parse_decimal(arg) {
+        Some(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(ArgError::Integer {
             name,
             min,
             max,
             unit,
-        })
+        }),
+    }
 }
 
 fn parse_decimal(arg: &[u8]) -> Option<u64> {
-    if arg.is_empty() || arg.len() > 20 {
-        return None;
+    match arg.len() {
+        0 | 21.. => None,
+        // 19 digits or fewer cannot overflow a u64: no checks per digit.
+        1..=19 => arg.iter().try_fold(0u64, |n, &b| {
+            let digit = b.wrapping_sub(b'0');
+            (digit <= 9).then(|| n * 10 + u64::from(digit))
+        }),
+        _ => arg.iter().try_fold(0u64, |n, &b| {
+            let digit = b.wrapping_sub(b'0');
+            if digit > 9 {
+                return None;
+            }
+            n.checked_mul(10)?.checked_add(u64::from(digit))
+        }),
     }
-    arg.iter().try_fold(0u64, |n, &b| {
-        let digit = b.wrapping_sub(b'0');
-        if digit > 9 {
-            return None;
-        }
-        n.checked_mul(10)?.checked_add(u64::from(digit))
-    })
 }
 
 /// The most keys of one several-limit command.

@@ -316,10 +316,17 @@ fn store<L: Stored>(key: &mut Key, state: L) -> Result<(), Error> {
     }
 }
 
-/// After an allowed request recorded its units: the key expires when its
-/// state is back to empty, and WATCH hears of the change.
+/// After an allowed request recorded its units (or a refund gave some
+/// back): WATCH hears of the change, and the key's expiry moves out to the
+/// moment its state is back to empty under these parameters, when that is
+/// later. It never moves earlier: units recorded under a longer window are
+/// still counted by that window, so the key must outlive them. A key
+/// without an expiry (a new one) gets one.
 fn recorded(key: &Key, reset_at: Nanos) {
-    key.expire_at_ms(unix_ms_ceil(reset_at));
+    let reset_ms = unix_ms_ceil(reset_at);
+    if key.expire_ms().is_none_or(|expire| expire < reset_ms) {
+        key.expire_at_ms(reset_ms);
+    }
     key.signal_modified();
 }
 
@@ -746,7 +753,7 @@ fn refund_key<L: Stored>(
 /// master or the AOF already carries its clock (`at`); when nothing replays
 /// the stream, the clock is not needed (see `replication`).
 fn propagate<'a>(ctx: Ctx<'a>, name: &str, args: Args<'a>, at: Option<Nanos>, now: Nanos) {
-    if at.is_none() && replication::needs_clock(ctx.flags()) {
+    if at.is_none() && replication::needs_clock() {
         let at = i64::try_from(now.get()).unwrap_or(i64::MAX);
         // The canonical name, also for a call through the CL.THROTTLE alias.
         let mut buf = [0u8; 32];

@@ -10,11 +10,13 @@
 //! instead, which the server drops at once; both mark the dataset dirty, so
 //! RDB save points still trigger.
 //!
-//! "Nothing listens" is decided conservatively and never goes back to true
-//! on its own: at load from INFO replication, then on every replication
-//! role change, replica change, and fork (a full sync forks before a new
-//! replica receives anything), the module assumes from then on that the
-//! stream is replayed. The AOF is checked on every call.
+//! "Nothing listens" is decided conservatively, once true it stays true:
+//! at load from INFO replication and the AOF state, then on every
+//! replication role change, replica change, and fork (a full sync forks
+//! before a new replica receives anything), and on every configuration
+//! change that leaves the AOF on (`CONFIG SET appendonly yes`), the module
+//! assumes from then on that the stream is replayed. So a call reads one
+//! flag, not the server's context flags.
 
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,20 +29,20 @@ use crate::server::{self, Api};
 /// replication backlog, or a fork that may feed a new replica.
 static STREAM_MAY_BE_REPLAYED: AtomicBool = AtomicBool::new(true);
 
-/// Whether a change made now must carry the master's clock, given the
-/// running command's context flags.
-pub fn needs_clock(context_flags: c_int) -> bool {
-    context_flags & raw::REDISMODULE_CTX_FLAGS_AOF as c_int != 0
-        || STREAM_MAY_BE_REPLAYED.load(Ordering::Relaxed)
+/// Whether a change made now must carry the master's clock.
+pub fn needs_clock() -> bool {
+    STREAM_MAY_BE_REPLAYED.load(Ordering::Relaxed)
 }
 
 /// Reads the current state and subscribes to the events that change it.
 pub fn init(api: &Api, ctx: *mut raw::RedisModuleCtx) {
-    STREAM_MAY_BE_REPLAYED.store(replication_active(api, ctx), Ordering::Relaxed);
+    let replayed = aof_on(api, ctx) || replication_active(api, ctx);
+    STREAM_MAY_BE_REPLAYED.store(replayed, Ordering::Relaxed);
     for id in [
         raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED,
         raw::REDISMODULE_EVENT_REPLICA_CHANGE,
         raw::REDISMODULE_EVENT_FORK_CHILD,
+        raw::REDISMODULE_EVENT_CONFIG,
     ] {
         let event = raw::RedisModuleEvent { id, dataver: 1 };
         // SAFETY: called during OnLoad with the load context.
@@ -59,12 +61,24 @@ extern "C" fn on_event(
     _data: *mut c_void,
 ) {
     let _ = std::panic::catch_unwind(|| {
-        let replayed = event.id != raw::REDISMODULE_EVENT_FORK_CHILD
-            || server::api().is_none_or(|api| replication_active(api, ctx));
+        let replayed = match event.id {
+            raw::REDISMODULE_EVENT_FORK_CHILD => {
+                server::api().is_none_or(|api| replication_active(api, ctx))
+            }
+            raw::REDISMODULE_EVENT_CONFIG => server::api().is_none_or(|api| aof_on(api, ctx)),
+            _ => true,
+        };
         if replayed {
             STREAM_MAY_BE_REPLAYED.store(true, Ordering::Relaxed);
         }
     });
+}
+
+/// Whether the AOF is on (or being switched on).
+fn aof_on(api: &Api, ctx: *mut raw::RedisModuleCtx) -> bool {
+    // SAFETY: `ctx` is a live context of the server.
+    let flags = unsafe { (api.get_context_flags)(ctx) };
+    flags & raw::REDISMODULE_CTX_FLAGS_AOF as c_int != 0
 }
 
 /// True unless INFO replication shows a master with no replica and no

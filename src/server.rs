@@ -455,18 +455,22 @@ impl<'a> Key<'a> {
     /// The value, if the key holds one of type `ty`. The borrow of the key
     /// keeps the value from being replaced while it is in use.
     pub fn value<T>(&mut self, ty: &ModuleType<T>) -> Held<'_, T> {
-        let kind = self.kind();
-        if kind == raw::REDISMODULE_KEYTYPE_EMPTY as c_int {
+        if self.ptr.is_null() {
             return Held::Nothing;
         }
-        if kind != raw::REDISMODULE_KEYTYPE_MODULE as c_int {
-            return Held::Other;
-        }
         let api = self.ctx.api;
-        // SAFETY: an open key holding a module value. A value of type `ty`
-        // was stored by `set` as a `Box<T>`: `ModuleType<T>` ties the two.
+        // SAFETY: an open key. The type is null unless the key holds a
+        // module value; a value of type `ty` was stored by `set` as a
+        // `Box<T>`: `ModuleType<T>` ties the two.
         unsafe {
-            if (api.module_type_get_type)(self.ptr) != ty.raw() {
+            let found = (api.module_type_get_type)(self.ptr);
+            if found.is_null() {
+                return match self.kind() == raw::REDISMODULE_KEYTYPE_EMPTY as c_int {
+                    true => Held::Nothing,
+                    false => Held::Other,
+                };
+            }
+            if found != ty.raw() {
                 return Held::Other;
             }
             match (api.module_type_get_value)(self.ptr).cast::<T>().as_mut() {

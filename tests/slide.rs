@@ -516,3 +516,31 @@ fn a_longer_window_keeps_the_key_while_limited() {
     let r = five(&mut con, &["RL.SLIDE", "k", "2", "60000", "1", "MS"]);
     assert_eq!(&r[..3], &[1, 2, 0]);
 }
+
+#[test]
+fn a_shorter_window_never_brings_the_expiry_earlier() {
+    // Five units under "5 per 10 minutes", then one allowed call under
+    // "10 per second": the key must still outlive the first five, or a
+    // later call under the long window would find it gone and admit five
+    // more within the ten minutes.
+    let server = Server::start();
+    let mut con = server.conn();
+    five(&mut con, &["RL.SLIDE", "k", "5", "600000", "5", "MS"]);
+    let long = pexpiretime(&mut con, "k");
+    assert_eq!(
+        five(&mut con, &["RL.SLIDE", "k", "10", "1000", "1", "MS"])[0],
+        0
+    );
+    assert_eq!(pexpiretime(&mut con, "k"), long);
+    five(&mut con, &["RL.SLICE", "s", "5", "600000", "10", "5", "MS"]);
+    let long = pexpiretime(&mut con, "s");
+    assert_eq!(
+        five(&mut con, &["RL.SLICE", "s", "10", "1000", "10", "1", "MS"])[0],
+        0
+    );
+    assert_eq!(pexpiretime(&mut con, "s"), long);
+    assert_eq!(
+        five(&mut con, &["RL.SLIDE", "k", "5", "600000", "1", "MS"])[..3],
+        [1, 5, 0]
+    );
+}
