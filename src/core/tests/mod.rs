@@ -14,6 +14,7 @@
 //! of a range. A pair shrinks towards `(0, 0)`, the simplest value.
 
 mod gcra;
+mod slice;
 mod slide;
 
 use proptest::prelude::*;
