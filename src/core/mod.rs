@@ -14,6 +14,8 @@ pub mod decision;
 pub mod gcra;
 pub mod slice;
 pub mod slide;
+#[cfg(test)]
+mod tests;
 pub mod time;
 
 #[cfg(test)]

@@ -1,0 +1,156 @@
+//! The saved formats, pinned byte for byte.
+//!
+//! Each type's encoding (`Limiter::encode`) is what RDB saves (as one
+//! string buffer, under `types::ENCODING_VERSION`, today 1) and what an
+//! AOF rewrite sends as the argument of `RL.STATE`. Saved files must keep
+//! loading, so a change of these bytes is a change of format: it needs a
+//! new encoding version and a decoder for the old one, and these fixtures
+//! then move to that decoder's tests. Each fixture is a state with a known
+//! content, built here through `decide` and `apply` at fixed instants:
+//! decoding the fixture gives that state (equal, and answering the same at
+//! a fixed instant), and encoding the state gives the fixture again. All
+//! integers are little-endian.
+
+use crate::core::gcra::{GcraParams, Tat};
+use crate::core::slice::{SliceParams, SliceWindow};
+use crate::core::slide::{SlideLog, SlideParams};
+use crate::core::{Limiter, Nanos, Retry, Unit};
+
+const S: u64 = 1_000_000_000;
+/// 2023-11-14T22:13:20Z, in ns.
+const NOW: u64 = 1_700_000_000 * S;
+
+/// Runs requests `(at, quantity)` on an empty state; each must be allowed.
+fn built<L: Limiter>(params: &L::Params, requests: &[(u64, u64)]) -> L {
+    let mut state = L::default();
+    for &(at, quantity) in requests {
+        let (decision, update) = state.decide(Nanos::new(at), params, quantity);
+        assert!(!decision.limited, "request at {at} allowed");
+        state.apply(update.expect("an allowed request takes units"));
+    }
+    state
+}
+
+/// Checks both directions: `fixture` decodes to `state`, which encodes to
+/// `fixture`.
+fn pinned<L: Limiter + PartialEq + std::fmt::Debug>(fixture: &[u8], state: &L) -> L {
+    assert_eq!(state.encode(), fixture, "encoding changed");
+    let decoded = L::decode(fixture).expect("the fixture decodes");
+    assert_eq!(&decoded, state);
+    decoded
+}
+
+/// THROTTLE, 3 per second with burst 2, after one unit at `NOW`: the TAT
+/// is `NOW` + 333,333,333⅓ ns, stored as whole ns, fraction, denominator.
+#[rustfmt::skip]
+const TAT: [u8; 16] = [
+    // whole ns: 1_700_000_000_333_333_333, u64
+    0x55, 0x43, 0x08, 0x4a, 0xfe, 0x9c, 0x97, 0x17,
+    // fraction: 1, u32
+    0x01, 0x00, 0x00, 0x00,
+    // denominator: 3 (the count it was written with), u32
+    0x03, 0x00, 0x00, 0x00,
+];
+
+#[test]
+fn throttle_fixture() {
+    let p = GcraParams::new(2, 3, Nanos::new(S)).unwrap();
+    let state: Tat = built(&p, &[(NOW, 1)]);
+    let tat = pinned(&TAT, &state);
+    // What it holds, seen from NOW: two of three units left, full again
+    // after a third of a second, rounded up.
+    let (peek, _) = tat.decide(Nanos::new(NOW), &p, 0);
+    assert_eq!(
+        peek.reply(Nanos::new(NOW), Unit::Millis),
+        [0, 3, 2, -1, 334]
+    );
+    assert_eq!(peek.reset_at, Nanos::new(NOW + 333_333_334));
+    // Three more units fit a third of a second later, not a nanosecond
+    // earlier: the fraction was read back.
+    let (d, _) = tat.decide(Nanos::new(NOW), &p, 3);
+    assert_eq!(d.retry, Retry::At(Nanos::new(NOW + 333_333_334)));
+}
+
+/// An empty TAT (a key never written: the epoch, as a fraction over 1).
+#[test]
+fn empty_throttle_fixture() {
+    let empty = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0];
+    pinned(&empty, &Tat::default());
+}
+
+/// SLIDE, limit 5 in 10 s, after 2 units at `NOW` and 1 at `NOW` + 1.5 s:
+/// the number of entries, then one timestamp (ns) per unit, oldest first.
+#[rustfmt::skip]
+const SLIDE: [u8; 32] = [
+    // entries: 3, u64
+    0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    // NOW, twice, u64
+    0x00, 0x00, 0x2a, 0x36, 0xfe, 0x9c, 0x97, 0x17,
+    0x00, 0x00, 0x2a, 0x36, 0xfe, 0x9c, 0x97, 0x17,
+    // NOW + 1.5 s, u64
+    0x00, 0x2f, 0x92, 0x8f, 0xfe, 0x9c, 0x97, 0x17,
+];
+
+#[test]
+fn slide_fixture() {
+    let p = SlideParams::new(5, Nanos::new(10 * S)).unwrap();
+    let state: SlideLog = built(&p, &[(NOW, 2), (NOW + 1_500_000_000, 1)]);
+    let log = pinned(&SLIDE, &state);
+    // Seen from NOW + 2 s: 3 units counted, the newest leaves at NOW +
+    // 11.5 s; 3 more units need the oldest unit gone, at NOW + 10 s.
+    let now = Nanos::new(NOW + 2 * S);
+    let (d, _) = log.decide(now, &p, 3);
+    assert_eq!(d.reply(now, Unit::Millis), [1, 5, 2, 8_000, 9_500]);
+    // At NOW + 10 s the two units of NOW have both left.
+    let (d, _) = log.decide(Nanos::new(NOW + 10 * S), &p, 4);
+    assert_eq!((d.limited, d.remaining), (false, 0));
+}
+
+#[test]
+fn empty_slide_fixture() {
+    pinned(&[0u8; 8], &SlideLog::default());
+}
+
+/// SLICE, limit 10 in 60 s in 4 slices of 15 s. `NOW` is 5 s into slice
+/// h = 113,333,333; 1 unit was recorded in slice h - 3, 2 in h - 1, 3 in
+/// h. Window, slice count, head (u64 each), then the 5 counters (u32
+/// each) of slices h - 4 ..= h, oldest first (in memory the ring holds
+/// slice j at j mod 5, so the head sits at position 3: the encoding is not
+/// the memory layout).
+#[rustfmt::skip]
+const SLICE: [u8; 44] = [
+    // window: 60 s in ns, u64
+    0x00, 0x58, 0x47, 0xf8, 0x0d, 0x00, 0x00, 0x00,
+    // slices: 4, u64
+    0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    // head: slice 113_333_333, u64
+    0x55, 0x54, 0xc1, 0x06, 0x00, 0x00, 0x00, 0x00,
+    // counters of slices h - 4, h - 3, h - 2, h - 1, h: 0, 1, 0, 2, 3, u32
+    0x00, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00,
+    0x02, 0x00, 0x00, 0x00,
+    0x03, 0x00, 0x00, 0x00,
+];
+
+#[test]
+fn slice_fixture() {
+    let p = SliceParams::new(10, Nanos::new(60 * S), 4).unwrap();
+    let requests = [(NOW - 49 * S, 1), (NOW - 18 * S, 2), (NOW, 3)];
+    let state: SliceWindow = built(&p, &requests);
+    let window = pinned(&SLICE, &state);
+    // Seen from NOW: 6 counted; the head slice stops being counted when
+    // slice h + 5 starts, 70 s later; 5 more units need slice h - 3 gone,
+    // when slice h + 2 starts, 25 s later.
+    let now = Nanos::new(NOW);
+    let (d, _) = window.decide(now, &p, 5);
+    assert_eq!(d.reply(now, Unit::Millis), [1, 10, 4, 25_000, 70_000]);
+    // 7 more units need slices h - 3 and h - 1 gone: 55 s later.
+    let (d, _) = window.decide(now, &p, 7);
+    assert_eq!(d.reply(now, Unit::Seconds), [1, 10, 4, 55, 70]);
+}
+
+#[test]
+fn empty_slice_fixture() {
+    pinned(&[0u8; 24], &SliceWindow::new());
+}

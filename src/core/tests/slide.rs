@@ -1,0 +1,346 @@
+//! RL.SLIDE across its documented ranges: limits up to and near the
+//! configured maximum (10^6) and now and then the hard one (10^8), windows
+//! from 1 ns to ten years, quantities up to 10^12, the clock going
+//! backwards, and the limit and the window changing between calls.
+//!
+//! The model, `Log`, keeps every admitted request as `(instant, units)`
+//! and computes each answer by brute force from SPEC's definitions, so it
+//! stays fast whatever the limit: `used(t)` sums the records in
+//! `(t - window, t]`, `retry_after` is the first instant some record leaves
+//! after which the request fits. Two rules are the module's, not SPEC's,
+//! and the model states them: a clock behind the newest record reads and
+//! writes the log at that record's instant, and an allowed request first
+//! forgets the records that left its window (which a later, longer window
+//! then no longer sees).
+
+use proptest::prelude::*;
+
+use super::{choice, marks_of, move_clock, pick, quantity, Choice, YEAR};
+use crate::args::Bounds;
+use crate::core::slide::{SlideLog, SlideParams, MAX_LIMIT};
+use crate::core::{Decision, Limiter, Nanos, Retry, Unit, MAX_DURATION};
+
+const MS: u64 = 1_000_000;
+/// The largest limit a client may set by default (`max-slide-limit`).
+const CONFIGURED: u64 = Bounds::DEFAULT.max_slide_limit;
+/// The most units a run lets the log hold (16 MB of entries): under the
+/// hard maximum limit, larger requests are replaced by ones that never fit.
+const HELD: u64 = 2_000_000;
+
+/// One call's parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Slide {
+    limit: u64,
+    /// ns
+    window: u64,
+}
+
+impl Slide {
+    /// A limit up to the configured maximum (one time in 16 the hard one),
+    /// and a window from 1 ns to ten years (often whole ms or seconds).
+    fn new(limit: Choice, window: Choice) -> Slide {
+        let limit = if limit.0 % 16 == 15 {
+            MAX_LIMIT
+        } else {
+            1 + pick(CONFIGURED - 1, limit)
+        };
+        let max = MAX_DURATION.get();
+        let raw = 1 + pick(max - 1, window);
+        let window = match window.0 / 64 {
+            1 => raw.next_multiple_of(MS).min(max),
+            2 => raw.next_multiple_of(1_000 * MS).min(max),
+            _ => raw,
+        };
+        Slide { limit, window }
+    }
+
+    fn params(&self) -> SlideParams {
+        SlideParams::new(self.limit, Nanos::new(self.window)).expect("valid by construction")
+    }
+}
+
+/// What a call changes: the clock, the quantity, and sometimes the limit
+/// or the window.
+#[derive(Clone, Debug)]
+struct Step {
+    time: Choice,
+    quantity: Choice,
+    limit: Option<Choice>,
+    window: Option<Choice>,
+}
+
+#[derive(Clone, Debug)]
+struct Run {
+    start: u64,
+    first: (Choice, Choice),
+    steps: Vec<Step>,
+}
+
+/// Runs of up to 47 calls; a fifth of the calls bring a new limit and,
+/// with `window_changes`, a fifth a new window.
+fn runs(window_changes: bool) -> impl Strategy<Value = Run> {
+    let start = prop_oneof![
+        Just(0u64),
+        0u64..1_000_000,
+        1_700_000_000_000_000_000u64..1_800_000_000_000_000_000,
+        super::LATEST - 200 * YEAR..=super::LATEST,
+    ];
+    let step = (
+        choice(),
+        choice(),
+        prop::option::weighted(0.2, choice()),
+        prop::option::weighted(0.2, choice()),
+    )
+        .prop_map(move |(time, quantity, limit, window)| Step {
+            time,
+            quantity,
+            limit,
+            window: window.filter(|_| window_changes),
+        });
+    (
+        start,
+        (choice(), choice()),
+        prop::collection::vec(step, 1..48),
+    )
+        .prop_map(|(start, first, steps)| Run {
+            start,
+            first,
+            steps,
+        })
+}
+
+/// One call as the code saw it.
+struct Call<'a> {
+    /// The log before the call.
+    log: &'a SlideLog,
+    now: u64,
+    p: Slide,
+    quantity: u64,
+    decision: Decision,
+}
+
+/// Replays a run on one key, calling `check` on every call before its
+/// update is recorded; returns the log at the end.
+fn replay(run: &Run, mut check: impl FnMut(&Call)) -> SlideLog {
+    let mut p = Slide::new(run.first.0, run.first.1);
+    let mut log = SlideLog::default();
+    let mut now = run.start;
+    let mut last: Option<Decision> = None;
+    let mut recorded: Vec<u64> = Vec::new();
+    for step in &run.steps {
+        let changed = Slide::new(
+            step.limit.unwrap_or_default(),
+            step.window.unwrap_or_default(),
+        );
+        if step.limit.is_some() {
+            p.limit = changed.limit;
+        }
+        if step.window.is_some() {
+            p.window = changed.window;
+        }
+        // Marks: what the last decision named, and when the last few
+        // recorded requests leave the window.
+        let mut marks = marks_of(last.as_ref());
+        marks.extend(recorded.iter().rev().take(4).map(|&at| at + p.window));
+        now = move_clock(now, step.time, (p.window / 16).max(1), p.window, &marks);
+        let remaining = last.map_or(p.limit, |d| d.remaining);
+        let mut quantity = quantity(step.quantity, p.limit, remaining);
+        if quantity <= p.limit && log.len() as u64 + quantity > HELD {
+            quantity = p.limit + 1;
+        }
+        let (decision, update) = log.decide(Nanos::new(now), &p.params(), quantity);
+        assert!(decision.remaining <= decision.limit);
+        assert_eq!(update.is_some(), !decision.limited && quantity > 0);
+        check(&Call {
+            log: &log,
+            now,
+            p,
+            quantity,
+            decision,
+        });
+        if let Some(update) = update {
+            log.apply(update);
+            // An allowed request resets when its units leave.
+            recorded.push(decision.reset_at.get() - p.window);
+        }
+        last = Some(decision);
+    }
+    log
+}
+
+/// The admitted requests, oldest first, and SPEC's answers from them.
+#[derive(Default)]
+struct Log {
+    records: Vec<(u64, u64)>,
+}
+
+impl Log {
+    /// `used(t)`: the units recorded in `(t - window, t]`.
+    fn used(&self, t: u64, window: u64) -> u64 {
+        self.records
+            .iter()
+            .filter(|&&(at, _)| at <= t && t < at + window)
+            .map(|&(_, units)| units)
+            .sum()
+    }
+
+    /// The decision, and the instant to record the units at when it
+    /// takes them.
+    fn decide(&self, now: u64, p: &Slide, quantity: u64) -> (Decision, Option<u64>) {
+        let (limit, window) = (p.limit, p.window);
+        let newest = self.records.last().map(|&(at, _)| at);
+        // The module's rule: never read or write before the newest record.
+        let read = |t: u64| newest.map_or(t, |n| n.max(t));
+        let at = read(now);
+        let used = self.used(at, window);
+        // reset_after = newest entry + window - now, or 0 when nothing is
+        // counted.
+        let reset_at = match newest {
+            Some(n) if used > 0 => n + window,
+            _ => now,
+        };
+        let remaining = limit.saturating_sub(used);
+        let mut decision = Decision {
+            limited: true,
+            limit,
+            remaining,
+            retry: Retry::Never,
+            reset_at: Nanos::new(reset_at),
+        };
+        // quantity > limit: never (retry_after -1).
+        if quantity > limit {
+            return (decision, None);
+        }
+        // allowed = used(now) + quantity <= limit.
+        if used + quantity <= limit {
+            decision.limited = false;
+            decision.remaining = limit - used - quantity;
+            decision.retry = Retry::NotLimited;
+            if quantity > 0 {
+                decision.reset_at = Nanos::new(at + window);
+                return (decision, Some(at));
+            }
+            return (decision, None);
+        }
+        // retry_after = smallest d with used(now + d) + quantity <= limit:
+        // the instants where used drops are those where a record leaves.
+        let retry = self
+            .records
+            .iter()
+            .map(|&(at, _)| at + window)
+            .filter(|&leave| self.used(read(leave), window) + quantity <= limit)
+            .min()
+            .expect("a quantity within the limit fits once everything left");
+        decision.retry = Retry::At(Nanos::new(retry));
+        (decision, None)
+    }
+
+    /// Records `quantity` units at `at`, forgetting first what left the
+    /// window (the module's rule).
+    fn record(&mut self, at: u64, window: u64, quantity: u64) {
+        self.records.retain(|&(t, _)| t + window > at);
+        self.records.push((at, quantity));
+    }
+}
+
+/// The reply SPEC gives for a decision: times from `now`, rounded up.
+fn reply(d: &Decision, now: u64, unit: Unit) -> [i64; 5] {
+    let after = |at: Nanos| {
+        let ns = at.get().saturating_sub(now);
+        i64::try_from(ns.div_ceil(unit.nanos())).expect("in range")
+    };
+    let retry_after = match d.retry {
+        Retry::At(at) => after(at),
+        Retry::NotLimited | Retry::Never => -1,
+    };
+    let remaining = i64::try_from(d.remaining).expect("in range");
+    [
+        i64::from(d.limited),
+        i64::try_from(d.limit).expect("in range"),
+        remaining,
+        retry_after,
+        after(d.reset_at),
+    ]
+}
+
+proptest! {
+    // A call can record up to a million units, one word each.
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// All five fields equal the model's, in both units, with the limit
+    /// and the window changing and the clock going back; and the log at
+    /// the end encodes and decodes to itself.
+    #[test]
+    fn matches_the_model(run in runs(true)) {
+        let mut model = Log::default();
+        let log = replay(&run, |call| {
+            let (expected, record) = model.decide(call.now, &call.p, call.quantity);
+            let what = format!("at {}, {:?}, quantity {}", call.now, call.p, call.quantity);
+            assert_eq!(call.decision, expected, "{what}");
+            for unit in [Unit::Millis, Unit::Seconds] {
+                let now = Nanos::new(call.now);
+                assert_eq!(call.decision.reply(now, unit), reply(&expected, call.now, unit), "{unit:?}, {what}");
+            }
+            if let Some(at) = record {
+                model.record(at, call.p.window, call.quantity);
+            }
+        });
+        let held: u64 = model.records.iter().map(|&(_, units)| units).sum();
+        prop_assert_eq!(log.len() as u64, held);
+        prop_assert_eq!(SlideLog::decode(&log.encode()), Ok(log));
+    }
+
+    /// SPEC's promise: the same request is allowed at the instant
+    /// `Retry::At` names and limited a nanosecond earlier; waiting the
+    /// rounded-up reply, in milliseconds or seconds, is enough.
+    #[test]
+    fn waiting_retry_after_is_enough(run in runs(true)) {
+        replay(&run, |call| {
+            let p = call.p.params();
+            let decide = |at: u64| call.log.decide(Nanos::new(at), &p, call.quantity).0;
+            match call.decision.retry {
+                Retry::At(at) => {
+                    let at = at.get();
+                    assert!(at > call.now);
+                    assert!(!decide(at).limited, "still limited at the promised {at}");
+                    assert!(decide(at - 1).limited, "already allowed at {}", at - 1);
+                    for unit in [Unit::Millis, Unit::Seconds] {
+                        let wait = call.decision.reply(Nanos::new(call.now), unit)[3];
+                        let then = call.now + u64::try_from(wait).unwrap() * unit.nanos();
+                        assert!(!decide(then).limited, "limited after waiting {wait} {unit:?}");
+                    }
+                }
+                Retry::Never => assert!(call.quantity > call.p.limit),
+                Retry::NotLimited => assert!(!call.decision.limited),
+            }
+        });
+    }
+
+    /// Never more than `limit` units in any window `(t - window, t]` of
+    /// the instants the log records them at (the call's, or the newest
+    /// record's when the clock went back): the window fixed per run, the
+    /// limit changing (the limit in force at the window's last admission
+    /// bounds it).
+    #[test]
+    fn never_more_than_limit_in_any_window(run in runs(false)) {
+        let mut admitted: Vec<(u64, u64, u64)> = Vec::new(); // (at, units, limit)
+        let mut window = 0;
+        replay(&run, |call| {
+            window = call.p.window;
+            if call.quantity > 0 && !call.decision.limited {
+                let at = call.decision.reset_at.get() - window;
+                let newest = admitted.last().map_or(0, |&(t, _, _)| t);
+                assert_eq!(at, call.now.max(newest), "recorded at the call, or the newest record");
+                admitted.push((at, call.quantity, call.p.limit));
+            }
+        });
+        for (i, &(t, _, limit)) in admitted.iter().enumerate() {
+            let units: u64 = admitted[..=i]
+                .iter()
+                .filter(|&&(at, _, _)| at + window > t)
+                .map(|&(_, units, _)| units)
+                .sum();
+            prop_assert!(units <= limit, "{} units in the window ending at {}", units, t);
+        }
+    }
+}
