@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Instructions per command, counted by callgrind inside redis-server: the
+# floor module, INCR and every RL command, each on one hot key at -P 16.
+# Counts are repeatable (they do not depend on the machine's load), so they
+# show where the cost of a command goes and whether a change moved it.
+#
+#   scripts/profile.sh            # builds the release module and the floor
+#   scripts/profile.sh --top N    # also the N costliest functions per command
+#
+# Needs valgrind, redis-server and redis-benchmark (scripts/deps.sh --test
+# installs the last two; valgrind: apt-get install valgrind).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TOP=0
+[ "${1:-}" = "--top" ] && TOP=${2:-15}
+N=20000
+command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install valgrind" >&2; exit 1; }
+cargo build --release --quiet
+cargo build --release --example floor --quiet
+MODULE=$PWD/target/release/libredis_ratelimit.so
+FLOOR=$PWD/target/release/examples/libfloor.so
+OUT=$(mktemp -d)
+trap 'redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$OUT"' EXIT
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.%p" \
+    redis-server --port "$PORT" --bind 127.0.0.1 --save "" --appendonly no \
+    --loadmodule "$MODULE" --loadmodule "$FLOOR" >"$OUT/server.log" 2>&1 &
+for _ in $(seq 100); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.2; done
+bench() { redis-benchmark -p "$PORT" -c 10 -n "$1" -P 16 -q "${@:2}" >/dev/null; }
+declare -A CMD=(
+  [floor]="FLOOR.THROTTLE b:f 999999 1000000 1"
+  [incr]="INCR b:i"
+  [throttle]="RL.THROTTLE b:t 999999 1000000 1"
+  [slide]="RL.SLIDE b:l 1000000 1"
+  [slice]="RL.SLICE b:s 1000000 1 60"
+  [allow]="RL.ALLOW 3 {b}:t {b}:l {b}:s THROTTLE 999999 1000000 1 SLIDE 1000000 1 SLICE 1000000 1 60"
+  [peek]="RL.PEEK 3 {b}:t {b}:l {b}:s THROTTLE 999999 1000000 1 SLIDE 1000000 1 SLICE 1000000 1 60"
+)
+ORDER="floor incr throttle slide slice allow peek"
+for name in $ORDER; do bench 2000 ${CMD[$name]}; done   # warm up: keys exist
+callgrind_control -z >/dev/null
+for name in $ORDER; do
+  bench $N ${CMD[$name]}
+  callgrind_control -d "$name" >/dev/null
+done
+PID=$(ls "$OUT" | sed -n 's/^cg\.\([0-9]*\)$/\1/p' | head -1)
+floor=0
+printf '%-10s %12s %10s\n' command instr/cmd "x floor"
+for name in $ORDER; do
+  f=$(grep -l "Trigger: dump $name\$" "$OUT"/cg."$PID".* | head -1)
+  per=$(awk '/^summary:/ {printf "%d", $2 / '"$N"'}' "$f")
+  [ "$name" = floor ] && floor=$per
+  printf '%-10s %12s %10s\n' "$name" "$per" "$(awk "BEGIN {printf \"%.2f\", $floor / $per}")"
+  if [ "$TOP" -gt 0 ]; then
+    callgrind_annotate --threshold=100 "$f" 2>/dev/null | sed -n '/file:function/,$p' \
+      | sed -n "7,$((6 + TOP))p" | awk '{printf "    %10d %s\n", $1 == "" ? 0 : gensub(/,/, "", "g", $1) / '"$N"', $NF == "" ? $0 : $3}'
+  fi
+done
