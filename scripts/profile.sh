@@ -15,7 +15,7 @@ TOP=0
 [ "${1:-}" = "--top" ] && TOP=${2:-15}
 N=20000
 command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install valgrind" >&2; exit 1; }
-cargo build --release --quiet
+CARGO_PROFILE_RELEASE_DEBUG=${PROFILE_DEBUG:-0} cargo build --release --quiet
 cargo build --release --example floor --quiet
 MODULE=$PWD/target/release/libredis_ratelimit.so
 FLOOR=$PWD/target/release/examples/libfloor.so
@@ -29,6 +29,8 @@ for _ in $(seq 100); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; slee
 bench() { redis-benchmark -p "$PORT" -c 10 -n "$1" -P 16 -q "${@:2}" >/dev/null; }
 declare -A CMD=(
   [floor]="FLOOR.THROTTLE b:f 999999 1000000 1"
+  [keep]="FLOOR.KEEP b:k 999999 1000000 1"
+  [keep3]="FLOOR.ALLOW 3 {f}:t {f}:l {f}:s THROTTLE 999999 1000000 1 SLIDE 1000000 1 SLICE 1000000 1 60"
   [incr]="INCR b:i"
   [throttle]="RL.THROTTLE b:t 999999 1000000 1"
   [slide]="RL.SLIDE b:l 1000000 1"
@@ -36,7 +38,7 @@ declare -A CMD=(
   [allow]="RL.ALLOW 3 {b}:t {b}:l {b}:s THROTTLE 999999 1000000 1 SLIDE 1000000 1 SLICE 1000000 1 60"
   [peek]="RL.PEEK 3 {b}:t {b}:l {b}:s THROTTLE 999999 1000000 1 SLIDE 1000000 1 SLICE 1000000 1 60"
 )
-ORDER="floor incr throttle slide slice allow peek"
+ORDER="floor keep keep3 incr throttle slide slice allow peek"
 for name in $ORDER; do bench 2000 ${CMD[$name]}; done   # warm up: keys exist
 callgrind_control -z >/dev/null
 for name in $ORDER; do
@@ -45,14 +47,24 @@ for name in $ORDER; do
 done
 PID=$(ls "$OUT" | sed -n 's/^cg\.\([0-9]*\)$/\1/p' | head -1)
 floor=0
-printf '%-10s %12s %10s\n' command instr/cmd "x floor"
+keep=0
+printf '%-10s %12s %10s %10s\n' command instr/cmd "x floor" "x keep"
 for name in $ORDER; do
   f=$(grep -l "Trigger: dump $name\$" "$OUT"/cg."$PID".* | head -1)
   per=$(awk '/^summary:/ {printf "%d", $2 / '"$N"'}' "$f")
   [ "$name" = floor ] && floor=$per
-  printf '%-10s %12s %10s\n' "$name" "$per" "$(awk "BEGIN {printf \"%.2f\", $floor / $per}")"
+  [ "$name" = keep ] && keep=$per
+  printf '%-10s %12s %10s %10s\n' "$name" "$per" "$(awk "BEGIN {printf \"%.2f\", $floor / $per}")" \
+    "$(awk "BEGIN {printf \"%.2f\", $keep / $per}")"
   if [ "$TOP" -gt 0 ]; then
     callgrind_annotate --threshold=100 "$f" 2>/dev/null | sed -n '/file:function/,$p' \
-      | sed -n "7,$((6 + TOP))p" | awk '{printf "    %10d %s\n", $1 == "" ? 0 : gensub(/,/, "", "g", $1) / '"$N"', $NF == "" ? $0 : $3}'
+      | sed -n "7,$((6 + TOP))p" | N=$N python3 -c '
+import os, re, sys
+n = int(os.environ["N"])
+for line in sys.stdin:
+    m = re.match(r"\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*)", line)
+    if m:
+        print("    %8d  %s" % (int(m.group(1).replace(",", "")) // n, m.group(2)[:110]))
+'
   fi
 done

@@ -8,6 +8,8 @@
 
 use std::ffi::CString;
 
+use arrayvec::ArrayVec;
+
 use crate::core::slice::{self};
 use crate::core::slide::{self};
 use crate::core::{Arg, ArgKind, Ceiling, Limiter, Nanos, ParamError, Unit, MAX_DURATION_SECONDS};
@@ -397,17 +399,8 @@ impl Spec {
     }
 }
 
-/// `numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS] [AT ns]`,
-/// parsed from the arguments after the command name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Several {
-    /// Keys at arguments `1 ..= count` (after the command name: `2 ..`).
-    pub count: usize,
-    pub specs: [Spec; MAX_KEYS],
-    pub quantity: u64,
-    pub unit: Unit,
-    pub at: Option<Nanos>,
-}
+/// The options of a several-limit call: `[QUANTITY q] [MS] [AT ns]`.
+pub type Options = Tail;
 
 /// The number of keys of a several-limit call, from its `numkeys` argument.
 pub fn numkeys(arg: &[u8]) -> Result<usize, ArgError> {
@@ -415,14 +408,18 @@ pub fn numkeys(arg: &[u8]) -> Result<usize, ArgError> {
     usize::try_from(n).map_err(|_| range("numkeys", 1, MAX_KEYS as u64, None))
 }
 
-/// Parses the arguments after the command name of RL.ALLOW / RL.PEEK.
-/// `table` is the algorithms a spec may name; `trusted` as in `limiter`.
+/// Parses the arguments after the command name of RL.ALLOW / RL.PEEK,
+/// `numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS] [AT ns]`: the
+/// specs go to `specs` (one per key, in order; the keys are arguments
+/// `1 ..= specs.len()`), the options are returned. `table` is the
+/// algorithms a spec may name; `trusted` as in `limiter`.
 pub fn several<'a>(
     args: impl ArgSource<'a>,
     table: &[SpecSyntax],
     trusted: impl FnOnce() -> bool,
     bounds: Bounds,
-) -> Result<Several, ArgError> {
+    specs: &mut ArrayVec<Spec, MAX_KEYS>,
+) -> Result<Options, ArgError> {
     let count = numkeys(args.get(0))?;
     if args.len() < 1 + count {
         return Err(ArgError::MissingSpec {
@@ -439,9 +436,9 @@ pub fn several<'a>(
     // Where each spec's numbers start: the words first, so that the unit
     // (MS, after the specs) is known before a duration is read.
     let mut starts = [0usize; MAX_KEYS];
-    let mut specs = [Spec::default(); MAX_KEYS];
+    specs.clear();
     let mut at = 1 + count;
-    for (index, (start, spec)) in starts.iter_mut().zip(&mut specs).take(count).enumerate() {
+    for (index, start) in starts.iter_mut().take(count).enumerate() {
         let index = index + 1;
         if at >= args.len() {
             return Err(ArgError::MissingSpec { index, keys: count });
@@ -463,8 +460,11 @@ pub fn several<'a>(
                 expects: names.join(" "),
             });
         }
-        spec.algorithm = algorithm;
-        spec.len = syntax.args.len();
+        specs.push(Spec {
+            algorithm,
+            values: [0; MAX_ARGS],
+            len: syntax.args.len(),
+        });
         *start = at + 1;
         at += 1 + syntax.args.len();
     }
@@ -506,13 +506,7 @@ pub fn several<'a>(
             })
         })?;
     }
-    Ok(Several {
-        count,
-        specs,
-        quantity: options.quantity,
-        unit: options.unit,
-        at: options.at,
-    })
+    Ok(options)
 }
 
 /// `RL.REFUND key spec quantity [MS] [AT ns]`, parsed from the arguments

@@ -15,6 +15,9 @@
 //! changes are propagated; peeks (quantity 0) change nothing.
 
 use std::ffi::{c_int, CStr, CString};
+use std::mem::MaybeUninit;
+
+use arrayvec::ArrayVec;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
@@ -82,13 +85,15 @@ pub struct Algorithm {
     complexity: &'static str,
     command: fn(&Algorithm) -> CommandSpec,
     restore: fn(&mut Key, &[u8]) -> Result<(), Error>,
-    decide: for<'a> fn(&mut Key<'a>, &[u64], Nanos, u64) -> Result<Decision, Error>,
-    record: for<'a> fn(&mut Key<'a>, &[u64], Nanos, u64) -> Result<(), Error>,
+    decide: DecideKey,
     extend: for<'a> fn(&mut Key<'a>, &[u64], Nanos) -> Result<bool, Error>,
     inspect: for<'a> fn(&mut Key<'a>, Nanos) -> Option<Details>,
     refund: for<'a> fn(&mut Key<'a>, &[u64], Nanos, u64) -> Result<Refunded, Error>,
 }
 
+/// Decides one limit of a several-limit call (see `decide_key`).
+type DecideKey =
+    for<'a> fn(&mut Key<'a>, &[u64], Nanos, u64, Option<&mut Staged>) -> Result<Decision, Error>;
 /// RL.INSPECT's fields of a state.
 type Details = Vec<(&'static str, Detail)>;
 /// A refund's answer (what a peek gives right after) and whether the key
@@ -109,7 +114,6 @@ impl Algorithm {
             command: |a| limiter_command::<L>(a.summary, a.complexity),
             restore: restore::<L>,
             decide: decide_key::<L>,
-            record: record_key::<L>,
             extend: extend_key::<L>,
             inspect: inspect_key::<L>,
             refund: refund_key::<L>,
@@ -425,43 +429,47 @@ fn several<'a>(ctx: Ctx<'a>, args: Args<'a>, write: bool) -> Result<Outcome, Err
     if args.len() < 6 {
         return Err(Error::Arity);
     }
-    let syntax: [args::SpecSyntax; ALGORITHMS.len()] =
-        std::array::from_fn(|i| ALGORITHMS[i].syntax);
-    let parsed = args::several(
-        args.skip(1),
-        &syntax,
+    // Every argument's bytes, read once.
+    if args.len() > MAX_SEVERAL_ARGS {
+        let extra = args::printable(args.bytes(MAX_SEVERAL_ARGS));
+        return Err(Error::Arg(ArgError::Unknown(extra)));
+    }
+    let argv: ArrayVec<&[u8], MAX_SEVERAL_ARGS> = (1..args.len()).map(|i| args.bytes(i)).collect();
+    let mut specs = ArrayVec::new();
+    let options = args::several(
+        &argv[..],
+        &SPEC_SYNTAX,
         || ctx.is_from_master_or_aof(),
         config::bounds(),
+        &mut specs,
     )?;
-    let count = parsed.count;
-    let specs = &parsed.specs[..count];
-    let takes = write && parsed.quantity > 0;
-    let now = parsed.at.unwrap_or_else(clock::now);
+    let takes = write && options.quantity > 0;
+    let now = options.at.unwrap_or_else(clock::now);
 
-    let mut keys: [Option<Key<'a>>; args::MAX_KEYS] = std::array::from_fn(|_| None);
-    for (i, slot) in keys.iter_mut().take(count).enumerate() {
-        *slot = Some(ctx.open_key(args, 2 + i, takes));
+    // Open and decide every limit, staging what each would record.
+    let mut limits: ArrayVec<Limit<'a>, { args::MAX_KEYS }> = ArrayVec::new();
+    let mut decisions: ArrayVec<Decision, { args::MAX_KEYS }> = ArrayVec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        let algorithm = ALGORITHMS.get(spec.algorithm).ok_or(Error::Store)?;
+        let mut key = ctx.open_key(args, 2 + i, takes);
+        let mut staged = Staged::EMPTY;
+        let stage = takes.then_some(&mut staged);
+        let decision = (algorithm.decide)(&mut key, spec.values(), now, options.quantity, stage)?;
+        decisions.push(decision);
+        limits.push(Limit { key, staged });
     }
-    let mut decisions = [NOTHING; args::MAX_KEYS];
-    for ((decision, key), spec) in decisions.iter_mut().zip(keys.iter_mut()).zip(specs) {
-        let (Some(key), Some(algorithm)) = (key, ALGORITHMS.get(spec.algorithm)) else {
-            return Err(Error::Store);
-        };
-        *decision = (algorithm.decide)(key, spec.values(), now, parsed.quantity)?;
-    }
-    let decisions = &decisions[..count];
     let allowed = decisions.iter().all(|d| !d.limited);
 
     if takes {
         let mut changed = false;
-        for ((key, spec), decision) in keys.iter_mut().zip(specs).zip(decisions) {
-            let (Some(key), Some(algorithm)) = (key, ALGORITHMS.get(spec.algorithm)) else {
-                continue;
-            };
+        for ((limit, spec), decision) in limits.iter_mut().zip(&specs).zip(&decisions) {
+            let key = &mut limit.key;
             if allowed {
-                (algorithm.record)(key, spec.values(), now, parsed.quantity)?;
+                limit.staged.commit(key)?;
+                recorded(key, decision.reset_at);
                 changed = true;
             } else {
+                let algorithm = ALGORITHMS.get(spec.algorithm).ok_or(Error::Store)?;
                 changed |= (algorithm.extend)(key, spec.values(), now)?;
                 if decision.limited {
                     key.notify(c"rl.limited");
@@ -469,96 +477,172 @@ fn several<'a>(ctx: Ctx<'a>, args: Args<'a>, write: bool) -> Result<Outcome, Err
             }
         }
         if changed {
-            propagate(ctx, "ALLOW", args, parsed.at, now);
+            propagate(ctx, "ALLOW", args, options.at, now);
         }
     }
+    let decisions = &decisions[..];
 
     let binding = crate::core::binding(decisions).unwrap_or(0);
     ctx.reply_array(7);
-    for field in decisions[binding].reply(now, parsed.unit) {
+    for field in decisions[binding].reply(now, options.unit) {
         ctx.reply_integer(field);
     }
     ctx.reply_integer(binding as i64 + 1);
-    ctx.reply_array(count);
+    ctx.reply_array(decisions.len());
     for decision in decisions {
-        ctx.reply_integers(&decision.reply(now, parsed.unit));
+        ctx.reply_integers(&decision.reply(now, options.unit));
     }
-    Ok(match (parsed.at, allowed) {
+    Ok(match (options.at, allowed) {
         (Some(_), _) => Outcome::FromMasterOrAof,
         (None, true) => Outcome::Allowed,
         (None, false) => Outcome::Limited,
     })
 }
 
-/// A placeholder for the decisions array; never replied.
-const NOTHING: Decision = Decision {
-    limited: false,
-    limit: 0,
-    remaining: 0,
-    retry: crate::core::Retry::NotLimited,
-    reset_at: Nanos::ZERO,
+/// The most arguments a several-limit call can have: the name, numkeys,
+/// 16 keys, 16 specs of at most 5 words, QUANTITY q, MS, AT ns.
+const MAX_SEVERAL_ARGS: usize = 2 + args::MAX_KEYS * 6 + 5;
+
+/// The spec words, from the table of algorithms.
+const SPEC_SYNTAX: [args::SpecSyntax; ALGORITHMS.len()] = {
+    let mut out = [ALGORITHMS[0].syntax; ALGORITHMS.len()];
+    let mut i = 0;
+    while i < ALGORITHMS.len() {
+        out[i] = ALGORITHMS[i].syntax;
+        i += 1;
+    }
+    out
 };
 
-/// Decides one limit of a several-limit call, changing nothing.
+/// One limit of a several-limit call: its open key, and what it would
+/// record.
+struct Limit<'a> {
+    key: Key<'a>,
+    staged: Staged,
+}
+
+/// Decides one limit of a several-limit call, changing nothing; stages the
+/// update the limit would record when the call is allowed.
 fn decide_key<L: Stored>(
     key: &mut Key,
     values: &[u64],
     now: Nanos,
     quantity: u64,
+    stage: Option<&mut Staged>,
 ) -> Result<Decision, Error> {
     let params = L::params(values).map_err(|_| Error::Store)?;
-    Ok(match key.value(L::module_type()) {
-        Held::Ours(state) => state.decide(now, &params, quantity).0,
-        Held::Nothing => L::default().decide(now, &params, quantity).0,
+    let (decision, update) = match key.value(L::module_type()) {
+        Held::Ours(state) => state.decide(now, &params, quantity),
+        Held::Nothing => L::default().decide(now, &params, quantity),
         Held::Other => {
             let state = L::adopt(key).ok_or(Error::WrongType)?;
-            state.decide(now, &params, quantity).0
-        }
-    })
-}
-
-/// Records an allowed limit of a several-limit call, exactly as its single
-/// command would: decide again (pure: same instant, same state), apply,
-/// expire.
-fn record_key<L: Stored>(
-    key: &mut Key,
-    values: &[u64],
-    now: Nanos,
-    quantity: u64,
-) -> Result<(), Error> {
-    let params = L::params(values).map_err(|_| Error::Store)?;
-    let reset_at = match key.value(L::module_type()) {
-        Held::Ours(state) => {
-            let (decision, update) = state.decide(now, &params, quantity);
-            if let Some(update) = update {
-                state.apply(update);
-            }
-            decision.reset_at
-        }
-        Held::Nothing => fresh(key, L::default(), &params, now, quantity)?,
-        Held::Other => {
-            let adopted = L::adopt(key).ok_or(Error::WrongType)?;
-            fresh(key, adopted, &params, now, quantity)?
+            state.decide(now, &params, quantity)
         }
     };
-    recorded(key, reset_at);
+    if let (Some(stage), Some(update)) = (stage, update) {
+        stage.put::<L>(update);
+    }
+    Ok(decision)
+}
+
+/// The room a staged update has: the largest `Limiter::Update` (SLICE's,
+/// which may carry a rebucketed state) must fit, which `Staged::put`
+/// checks at compile time.
+const STAGE_WORDS: usize = 5;
+
+/// An update decided for one limit of a several-limit call and not yet
+/// recorded: the algorithm's `Update`, kept in place without allocating,
+/// with the functions that record or drop it. Recording happens only when
+/// every limit allowed; otherwise the update is dropped.
+struct Staged {
+    slot: MaybeUninit<[u64; STAGE_WORDS]>,
+    /// Whether `slot` holds an update of the type `commit` and `discard`
+    /// were made for.
+    full: bool,
+    commit: unsafe fn(&mut Key, *mut u8) -> Result<(), Error>,
+    discard: unsafe fn(*mut u8),
+}
+
+impl Staged {
+    const EMPTY: Staged = Staged {
+        slot: MaybeUninit::uninit(),
+        full: false,
+        commit: commit_nothing,
+        discard: discard_nothing,
+    };
+
+    fn put<L: Stored>(&mut self, update: L::Update) {
+        const {
+            assert!(std::mem::size_of::<L::Update>() <= std::mem::size_of::<[u64; STAGE_WORDS]>());
+            assert!(std::mem::align_of::<L::Update>() <= std::mem::align_of::<u64>());
+        }
+        self.clear();
+        // SAFETY: the slot is large and aligned enough (checked above) and
+        // holds nothing now.
+        unsafe { self.slot.as_mut_ptr().cast::<L::Update>().write(update) };
+        self.commit = commit_staged::<L>;
+        self.discard = discard_staged::<L>;
+        self.full = true;
+    }
+
+    /// Records the staged update on `key`, if there is one.
+    fn commit(&mut self, key: &mut Key) -> Result<(), Error> {
+        if !std::mem::take(&mut self.full) {
+            return Ok(());
+        }
+        // SAFETY: `full` was set by `put`, which wrote an update of the
+        // type `commit` reads; clearing `full` first hands it over once.
+        unsafe { (self.commit)(key, self.slot.as_mut_ptr().cast()) }
+    }
+
+    fn clear(&mut self) {
+        if std::mem::take(&mut self.full) {
+            // SAFETY: as in `commit`; the update is dropped once.
+            unsafe { (self.discard)(self.slot.as_mut_ptr().cast()) };
+        }
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+unsafe fn commit_nothing(_: &mut Key, _: *mut u8) -> Result<(), Error> {
     Ok(())
 }
 
-/// Records on a state that is not the key's value yet, and stores it.
-fn fresh<L: Stored>(
-    key: &mut Key,
-    mut state: L,
-    params: &L::Params,
-    now: Nanos,
-    quantity: u64,
-) -> Result<Nanos, Error> {
-    let (decision, update) = state.decide(now, params, quantity);
-    if let Some(update) = update {
-        state.apply(update);
+unsafe fn discard_nothing(_: *mut u8) {}
+
+/// # Safety
+/// `slot` holds an `L::Update` written by `Staged::put`, read here once.
+unsafe fn commit_staged<L: Stored>(key: &mut Key, slot: *mut u8) -> Result<(), Error> {
+    // SAFETY: the caller's promise.
+    let update = unsafe { slot.cast::<L::Update>().read() };
+    match key.value(L::module_type()) {
+        Held::Ours(state) => {
+            state.apply(update);
+            Ok(())
+        }
+        Held::Nothing => {
+            let mut state = L::default();
+            state.apply(update);
+            store(key, state)
+        }
+        Held::Other => {
+            let mut state = L::adopt(key).ok_or(Error::WrongType)?;
+            state.apply(update);
+            store(key, state)
+        }
     }
-    store(key, state)?;
-    Ok(decision.reset_at)
+}
+
+/// # Safety
+/// As `commit_staged`: the update is dropped once.
+unsafe fn discard_staged<L: Stored>(slot: *mut u8) {
+    // SAFETY: the caller's promise.
+    unsafe { std::ptr::drop_in_place(slot.cast::<L::Update>()) };
 }
 
 /// In a refused several-limit call, the expiry rule of a limited request
@@ -684,11 +768,9 @@ extern "C" fn rl_refund(
         if args.len() < 5 {
             return Err(Error::Arity);
         }
-        let syntax: [args::SpecSyntax; ALGORITHMS.len()] =
-            std::array::from_fn(|i| ALGORITHMS[i].syntax);
         let (spec, tail) = args::refund(
             args.skip(2),
-            &syntax,
+            &SPEC_SYNTAX,
             || ctx.is_from_master_or_aof(),
             config::bounds(),
         )?;

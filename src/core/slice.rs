@@ -201,7 +201,8 @@ pub struct SliceUpdate {
     quantity: u32,
     /// On a parameter change: the state moved to the new geometry, which
     /// replaces the current one before the units are recorded.
-    rebased: Option<SliceWindow>,
+    /// (Boxed: rare, and it keeps the update small.)
+    rebased: Option<Box<SliceWindow>>,
 }
 
 impl SliceWindow {
@@ -269,7 +270,7 @@ impl Limiter for SliceWindow {
         let rebased = self.rebucketed(params.geometry);
         let (decision, update) = rebased.decide_in_place(now, params, quantity);
         let update = update.map(|update| SliceUpdate {
-            rebased: Some(rebased),
+            rebased: Some(Box::new(rebased)),
             ..update
         });
         (decision, update)
@@ -285,7 +286,7 @@ impl Limiter for SliceWindow {
             rebased,
         } = update;
         if let Some(state) = rebased {
-            *self = state;
+            *self = *state;
         } else if !self.is_empty() && self.geometry != geometry {
             // Not produced by `decide` on this state; stay consistent anyway.
             *self = self.rebucketed(geometry);
