@@ -138,30 +138,36 @@ fn run(cmd: &mut Command, what: &str, secs: u64) -> Output {
 // The command examples
 
 /// Runs commands.py or commands.js and returns its output, checking that
-/// it printed each command followed by its five named fields.
+/// it printed each of its seven commands followed by its reply: 20 lines.
 fn run_commands(cmd: &mut Command, what: &str) -> Vec<String> {
     let out = run(cmd, what, 30);
     let text = String::from_utf8(out.stdout).expect("utf-8 output");
     let lines: Vec<String> = text.lines().map(str::to_string).collect();
     assert_eq!(
         lines.len(),
-        6,
-        "{what}: expected 3 commands and 3 replies:\n{text}"
+        20,
+        "{what}: expected 7 commands and their replies:\n{text}"
     );
     lines
 }
 
-/// The reply line's `name=value` fields.
-fn fields(line: &str) -> Vec<(String, i64)> {
+/// The `name=value` fields of a reply line (after an optional `limit i:`).
+fn fields(line: &str) -> Vec<(String, String)> {
+    let line = match line.trim().strip_prefix("limit ") {
+        Some(rest) => rest.split_once(':').expect("limit i:").1,
+        None => line,
+    };
     line.split_whitespace()
         .map(|f| {
             let (name, value) = f.split_once('=').unwrap_or_else(|| panic!("field {f:?}"));
-            (name.to_string(), value.parse().expect("integer field"))
+            (name.to_string(), value.to_string())
         })
         .collect()
 }
 
-fn check_commands(lines: &[String], prefix: &str, run: usize, what: &str) {
+/// The five integer fields of a reply line, by name and in order, then
+/// any further ones.
+fn five_fields(line: &str, what: &str) -> ([i64; 5], Vec<(String, String)>) {
     let names = [
         "limited",
         "limit",
@@ -169,11 +175,21 @@ fn check_commands(lines: &[String], prefix: &str, run: usize, what: &str) {
         "retry_after",
         "reset_after",
     ];
+    let f = fields(line);
+    assert!(f.len() >= 5, "{what}: {line:?}");
+    let got: Vec<&str> = f[..5].iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(got, names, "{what}: field names in {line:?}");
+    let values: Vec<i64> = f[..5]
+        .iter()
+        .map(|(_, v)| v.parse().expect("integer field"))
+        .collect();
+    (values.try_into().expect("five"), f[5..].to_vec())
+}
+
+fn check_commands(lines: &[String], prefix: &str, run: usize, what: &str) {
     let expect = |line: &String, values: [i64; 4]| -> i64 {
-        let f = fields(line);
-        let got: Vec<&str> = f.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(got, names, "{what}: field names in {line:?}");
-        let got: Vec<i64> = f.iter().map(|(_, v)| *v).collect();
+        let (got, rest) = five_fields(line, what);
+        assert!(rest.is_empty(), "{what}: {line:?}");
         assert_eq!(got[..4], values, "{what}: {line:?}");
         got[4]
     };
@@ -190,14 +206,89 @@ fn check_commands(lines: &[String], prefix: &str, run: usize, what: &str) {
     assert_eq!(lines[2], format!("RL.SLIDE {prefix}slide 10 60"), "{what}");
     let reset = expect(&lines[3], [0, 10, 10 - n, -1]);
     assert!((59..=60).contains(&reset), "{what}: {}", lines[3]);
-    // 10 per 60 s in 6 slices: counted until 7 slices after the unit's slice began.
+    // 10 per 60 s in 6 slices: counted until 7 slices after the unit's slice
+    // began. Each run gives its unit back at the end, so every run sees 9.
     assert_eq!(
         lines[4],
         format!("RL.SLICE {prefix}slice 10 60 6"),
         "{what}"
     );
-    let reset = expect(&lines[5], [0, 10, 10 - n, -1]);
+    let reset = expect(&lines[5], [0, 10, 9, -1]);
     assert!((59..=70).contains(&reset), "{what}: {}", lines[5]);
+
+    // RL.ALLOW of three layered limits, then RL.PEEK of the same.
+    let s = format!("{prefix}{{user:42}}:");
+    let args = format!("3 {s}s {s}m {s}h SLIDE 10 1 SLICE 100 60 12 SLICE 1000 3600 60");
+    for (at, command) in [(6, "RL.ALLOW"), (11, "RL.PEEK")] {
+        assert_eq!(lines[at], format!("{command} {args}"), "{what}");
+        // The peek asks for one more unit than the allow took, and took
+        // nothing itself: run n's allow sees n units of the minute and of
+        // the hour (the second only those of the runs within a second).
+        let taken = if command == "RL.ALLOW" { n } else { n + 1 };
+        let (headline, rest) = five_fields(&lines[at + 1], what);
+        assert_eq!(
+            rest,
+            [("binding".to_string(), "1".to_string())],
+            "{what}: {}",
+            lines[at + 1]
+        );
+        let per: Vec<[i64; 5]> = (0..3)
+            .map(|i| {
+                let line = &lines[at + 2 + i];
+                assert!(
+                    line.starts_with(&format!("  limit {}: ", i + 1)),
+                    "{what}: {line:?}"
+                );
+                five_fields(line, what).0
+            })
+            .collect();
+        // The binding limit is the per-second one: the least remaining.
+        assert_eq!(headline, per[0], "{what}: {}", lines[at + 1]);
+        let second = per[0];
+        assert_eq!(second[..2], [0, 10], "{what}: {second:?}");
+        assert!(
+            (10 - taken..=9).contains(&second[2]) && second[3] == -1 && second[4] == 1,
+            "{what}: {second:?}"
+        );
+        let minute = per[1];
+        assert_eq!(minute[..4], [0, 100, 100 - taken, -1], "{what}: {minute:?}");
+        assert!((60..=65).contains(&minute[4]), "{what}: {minute:?}");
+        let hour = per[2];
+        assert_eq!(hour[..4], [0, 1000, 1000 - taken, -1], "{what}: {hour:?}");
+        assert!((3600..=3660).contains(&hour[4]), "{what}: {hour:?}");
+    }
+
+    // RL.INSPECT of the sliding log: n units, recorded within this test.
+    assert_eq!(lines[16], format!("RL.INSPECT {prefix}slide"), "{what}");
+    let f: Vec<(String, String)> = fields(&lines[17]);
+    let names: Vec<&str> = f.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "type",
+            "ttl",
+            "memory",
+            "units",
+            "oldest_age_ms",
+            "newest_age_ms"
+        ],
+        "{what}: {}",
+        lines[17]
+    );
+    let int = |i: usize| -> i64 { f[i].1.parse().expect("integer") };
+    assert_eq!(f[0].1, "slide", "{what}");
+    assert!((50_000..=60_000).contains(&int(1)), "{what}: {}", lines[17]);
+    assert!(int(2) > 0, "{what}: {}", lines[17]);
+    assert_eq!(int(3), n, "{what}: {}", lines[17]);
+    assert!(int(4) >= int(5) && int(4) < 30_000, "{what}: {}", lines[17]);
+
+    // RL.REFUND gives back the slice's unit: full again, nothing to wait for.
+    assert_eq!(
+        lines[18],
+        format!("RL.REFUND {prefix}slice SLICE 10 60 6 1"),
+        "{what}"
+    );
+    assert_eq!(expect(&lines[19], [0, 10, 10, -1]), 0, "{what}");
 }
 
 fn check_key_types(server: &Server, prefix: &str) {
@@ -205,7 +296,10 @@ fn check_key_types(server: &Server, prefix: &str) {
     for (key, ty) in [
         ("throttle", "rl-gcra--"),
         ("slide", "rl-slide-"),
-        ("slice", "rl-slice-"),
+        // RL.REFUND emptied it, so it is gone.
+        ("slice", "none"),
+        ("{user:42}:m", "rl-slice-"),
+        ("{user:42}:h", "rl-slice-"),
     ] {
         let got: String = cmd(&["TYPE", &format!("{prefix}{key}")])
             .query(&mut con)
@@ -347,14 +441,25 @@ impl Response {
     }
 }
 
-/// One HTTP/1.1 request on its own connection.
+/// One HTTP/1.1 request for `/hello` on its own connection.
 fn request(port: u16, method: &str, client_id: Option<&str>, body: &str) -> Response {
+    request_to(port, method, "/hello", client_id, body)
+}
+
+/// One HTTP/1.1 request for `path` on its own connection.
+fn request_to(
+    port: u16,
+    method: &str,
+    path: &str,
+    client_id: Option<&str>,
+    body: &str,
+) -> Response {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to the middleware");
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
     let mut req =
-        format!("{method} /hello HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
+        format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
     if let Some(id) = client_id {
         req.push_str(&format!("X-Client-Id: {id}\r\n"));
     }
@@ -392,11 +497,12 @@ fn request(port: u16, method: &str, client_id: Option<&str>, body: &str) -> Resp
     }
 }
 
-/// `"default";r=<remaining>;t=<reset>` → (remaining, reset).
-fn ratelimit_field(value: &str) -> (i64, i64) {
-    let params = value
-        .strip_prefix("\"default\";")
-        .unwrap_or_else(|| panic!("RateLimit {value:?} does not start with \"default\";"));
+/// `"<name>";r=<remaining>;t=<reset>` → (name, remaining, reset).
+fn ratelimit_item(value: &str) -> (String, i64, i64) {
+    let (name, params) = value
+        .strip_prefix('"')
+        .and_then(|v| v.split_once("\";"))
+        .unwrap_or_else(|| panic!("RateLimit {value:?} is not \"<name>\";r=..;t=.."));
     let mut r = None;
     let mut t = None;
     for p in params.split(';') {
@@ -407,14 +513,45 @@ fn ratelimit_field(value: &str) -> (i64, i64) {
         }
     }
     (
+        name.to_string(),
         r.unwrap_or_else(|| panic!("no r in {value:?}")),
         t.unwrap_or_else(|| panic!("no t in {value:?}")),
     )
 }
 
+/// `"default";r=<remaining>;t=<reset>` → (remaining, reset).
+fn ratelimit_field(value: &str) -> (i64, i64) {
+    let (name, r, t) = ratelimit_item(value);
+    assert_eq!(name, "default", "RateLimit {value:?}");
+    (r, t)
+}
+
+/// The binding limit's fields in the response: its name, then remaining and
+/// reset from RateLimit, checked to be repeated in the earlier drafts'
+/// RateLimit-Remaining and RateLimit-Reset (and RateLimit-Limit equal to
+/// `limit`).
+fn binding_headers(r: &Response, limit: i64, ctx: &str) -> (String, i64, i64) {
+    let value = r
+        .header("RateLimit")
+        .unwrap_or_else(|| panic!("no RateLimit: {ctx}"));
+    let (name, remaining, reset) = ratelimit_item(value);
+    let legacy = |h: &str| -> i64 {
+        r.header(h)
+            .unwrap_or_else(|| panic!("no {h}: {ctx}"))
+            .parse()
+            .unwrap_or_else(|e| panic!("{h}: {e}: {ctx}"))
+    };
+    assert_eq!(legacy("RateLimit-Limit"), limit, "{ctx}");
+    assert_eq!(legacy("RateLimit-Remaining"), remaining, "{ctx}");
+    assert_eq!(legacy("RateLimit-Reset"), reset, "{ctx}");
+    (name, remaining, reset)
+}
+
 /// The middleware contract, with 1 request per 60 s and a burst of 2
 /// (capacity 3, one unit every 60 s): per client, three requests pass, then
-/// 429 with Retry-After; every response carries both RateLimit fields.
+/// 429 with Retry-After; every response carries both RateLimit fields, and
+/// the earlier drafts' three. A 5xx of the application keeps its unit (the
+/// give-back is an option, off by default).
 fn check_middleware(mw: &Middleware, server: &Server, prefix: &str, what: &str) {
     let port = mw.port;
     let ctx = |r: &Response| {
@@ -438,6 +575,7 @@ fn check_middleware(mw: &Middleware, server: &Server, prefix: &str, what: &str) 
         assert_eq!(got_remaining, remaining, "{}", ctx(&r));
         let full = 60 * (i as i64 + 1);
         assert!((full - 1..=full).contains(&reset), "{}", ctx(&r));
+        binding_headers(&r, 3, &ctx(&r));
         assert_eq!(r.header("Retry-After"), None, "{}", ctx(&r));
         assert_eq!(r.body, "ok\n", "{}", ctx(&r));
     }
@@ -449,6 +587,7 @@ fn check_middleware(mw: &Middleware, server: &Server, prefix: &str, what: &str) 
         let (remaining, reset) = ratelimit_field(r.header("RateLimit").expect("RateLimit"));
         assert_eq!(remaining, 0, "{}", ctx(&r));
         assert!((179..=180).contains(&reset), "{}", ctx(&r));
+        binding_headers(&r, 3, &ctx(&r));
         let retry: i64 = r
             .header("Retry-After")
             .unwrap_or_else(|| panic!("no Retry-After: {}", ctx(&r)))
@@ -487,10 +626,19 @@ fn check_middleware(mw: &Middleware, server: &Server, prefix: &str, what: &str) 
         "{}",
         ctx(&r)
     );
+    // The application's 500 passes through with the headers, and the unit
+    // stays taken: the next request of that client sees one less.
+    let r = request_to(port, "GET", "/status/500", Some("dan"), "");
+    assert_eq!(r.status, 500, "{}", ctx(&r));
+    assert_eq!(r.body, "status 500\n", "{}", ctx(&r));
+    assert_eq!(binding_headers(&r, 3, &ctx(&r)).1, 2, "{}", ctx(&r));
+    let r = request(port, "GET", Some("dan"), "");
+    assert_eq!(r.status, 200, "{}", ctx(&r));
+    assert_eq!(binding_headers(&r, 3, &ctx(&r)).1, 1, "{}", ctx(&r));
 
     // The limiters are RL.THROTTLE keys on the server.
     let mut con = server.conn();
-    for client in ["alice", "bob", "carol", "127.0.0.1"] {
+    for client in ["alice", "bob", "carol", "dan", "127.0.0.1"] {
         let key = format!("{prefix}{client}");
         let ty: String = cmd(&["TYPE", &key]).query(&mut con).expect("TYPE");
         assert_eq!(ty, "rl-gcra--", "{what}: TYPE {key}");
@@ -510,16 +658,28 @@ fn limits(cmd: &mut Command, server: &Server, prefix: &str) {
         .env("RL_KEY_PREFIX", prefix);
 }
 
+fn python_middleware_command(libs: &PathBuf) -> Command {
+    let mut cmd = Command::new("python3");
+    cmd.arg(root().join("examples/python/middleware.py"))
+        .env("PYTHONPATH", libs)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PYTHONUNBUFFERED", "1");
+    cmd
+}
+
+fn node_middleware_command(libs: &PathBuf) -> Command {
+    let mut cmd = Command::new("node");
+    cmd.arg(root().join("examples/node/middleware.js"))
+        .env("NODE_PATH", libs);
+    cmd
+}
+
 #[test]
 fn python_middleware() {
     let libs = python_libs();
     let server = Server::start();
     let prefix = "http-py:";
-    let mut cmd = Command::new("python3");
-    cmd.arg(root().join("examples/python/middleware.py"))
-        .env("PYTHONPATH", &libs)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("PYTHONUNBUFFERED", "1");
+    let mut cmd = python_middleware_command(&libs);
     limits(&mut cmd, &server, prefix);
     let mw = Middleware::start(cmd, "examples/python/middleware.py");
     check_middleware(&mw, &server, prefix, "middleware.py");
@@ -530,10 +690,380 @@ fn node_middleware() {
     let libs = node_libs();
     let server = Server::start();
     let prefix = "http-js:";
-    let mut cmd = Command::new("node");
-    cmd.arg(root().join("examples/node/middleware.js"))
-        .env("NODE_PATH", &libs);
+    let mut cmd = node_middleware_command(&libs);
     limits(&mut cmd, &server, prefix);
     let mw = Middleware::start(cmd, "examples/node/middleware.js");
     check_middleware(&mw, &server, prefix, "middleware.js");
+}
+
+// ---------------------------------------------------------------------------
+// Several limits: the middlewares with a list of limits
+
+/// RL.INSPECT's field-value pairs (RESP2: a flat array); `None` for a
+/// missing key.
+fn inspect(con: &mut Connection, key: &str) -> Option<Vec<(String, Value)>> {
+    let v: Value = cmd(&["RL.INSPECT", key])
+        .query(con)
+        .unwrap_or_else(|e| panic!("RL.INSPECT {key}: {e}"));
+    match v {
+        Value::Nil => None,
+        Value::Array(items) => Some(
+            items
+                .chunks(2)
+                .map(|pair| (text(&pair[0]), pair[1].clone()))
+                .collect(),
+        ),
+        other => panic!("RL.INSPECT {key}: {other:?}"),
+    }
+}
+
+/// One integer field of RL.INSPECT's reply.
+fn inspect_int(con: &mut Connection, key: &str, name: &str) -> i64 {
+    let fields = inspect(con, key).unwrap_or_else(|| panic!("RL.INSPECT {key}: no such key"));
+    match fields.iter().find(|(n, _)| n == name) {
+        Some((_, Value::Int(v))) => *v,
+        other => panic!("RL.INSPECT {key}: {name} is {other:?}"),
+    }
+}
+
+/// The policy of the several-limit tests: per client (GCRA, 1 per 60 s,
+/// burst 1: capacity 2), per peer address (exact log, 10 per 60 s) and per
+/// path (10 per 60 s counted in one slice: a unit counts until the slice
+/// after the next begins, between 60 and 120 s).
+fn several_limits(prefix: &str) -> String {
+    format!(
+        "user {prefix}user:$client THROTTLE 1 1 60; \
+         ip {prefix}ip:$ip SLIDE 10 60; \
+         endpoint {prefix}ep:$path SLICE 3 60 1"
+    )
+}
+
+/// The policy's three keys for one request of `client` on `path`.
+fn several_keys(prefix: &str, client: &str, path: &str) -> [String; 3] {
+    [
+        format!("{prefix}user:{client}"),
+        format!("{prefix}ip:127.0.0.1"),
+        format!("{prefix}ep:{path}"),
+    ]
+}
+
+/// The contract of a middleware configured with `several_limits` and the
+/// give-back of 5xx: the binding limit's headers on every response (the
+/// one with least remaining, ties to the longer reset; when refused, the
+/// refusing one), every limit in RateLimit-Policy, and all or nothing: a
+/// request refused by one limit leaves no unit in the others, also when
+/// `grouped` (one RL.ALLOW per hash slot, then RL.REFUND of what the
+/// earlier groups took).
+fn check_several(mw: &Middleware, server: &Server, prefix: &str, grouped: bool, what: &str) {
+    let what = &format!("{what}{}", if grouped { " grouped by slot" } else { "" });
+    let port = mw.port;
+    let mut con = server.conn();
+    let ctx = |r: &Response| {
+        format!(
+            "{what}: {} {:?} {:?}\n{}",
+            r.status,
+            r.headers,
+            r.body,
+            mw.log()
+        )
+    };
+    let policy = "\"user\";q=2;w=60, \"ip\";q=10;w=60, \"endpoint\";q=3;w=60";
+    let ip = format!("{prefix}ip:127.0.0.1");
+
+    // The keys of one request live in three slots: a cluster would need
+    // three RL.ALLOW, which `grouped` makes on this single server.
+    let keys = several_keys(prefix, "carol", "/a");
+    let slots: Vec<u16> = keys.iter().map(|k| keyslot(k)).collect();
+    assert!(
+        slots[0] != slots[1] && slots[1] != slots[2] && slots[0] != slots[2],
+        "{what}: pick keys in three slots: {keys:?} {slots:?}"
+    );
+
+    // Requests of the same address, and what each must answer.
+    struct Step {
+        client: &'static str,
+        path: &'static str,
+        status: u16,
+        // The binding limit: its name, limit and remaining, and the range
+        // of its reset.
+        name: &'static str,
+        limit: i64,
+        remaining: i64,
+        reset: (i64, i64),
+    }
+    let step = |client, path, status, name, limit, remaining, reset| Step {
+        client,
+        path,
+        status,
+        name,
+        limit,
+        remaining,
+        reset,
+    };
+    let steps = [
+        // user 1 left of 2, ip 9 of 10, endpoint 2 of 3: the user binds.
+        step("alice", "/a", 200, "user", 2, 1, (59, 60)),
+        step("alice", "/b", 200, "user", 2, 0, (119, 120)),
+        // alice's own limit refuses; Retry-After is its 60 s.
+        step("alice", "/c", 429, "user", 2, 0, (119, 120)),
+        // user 1 left, endpoint /a 1 left: a tie, and the endpoint's
+        // reset (over 60 s) is longer than the user's (60 s).
+        step("bob", "/a", 200, "endpoint", 3, 1, (61, 120)),
+        step("dave", "/a", 200, "endpoint", 3, 0, (61, 120)),
+    ];
+    for Step {
+        client,
+        path,
+        status,
+        name,
+        limit,
+        remaining,
+        reset: (lo, hi),
+    } in steps
+    {
+        let r = request_to(port, "GET", path, Some(client), "");
+        assert_eq!(r.status, status, "{client} {path}: {}", ctx(&r));
+        assert_eq!(r.header("RateLimit-Policy"), Some(policy), "{}", ctx(&r));
+        let (got_name, got_remaining, reset) = binding_headers(&r, limit, &ctx(&r));
+        assert_eq!(
+            (got_name.as_str(), got_remaining),
+            (name, remaining),
+            "{client} {path}: {}",
+            ctx(&r)
+        );
+        assert!((lo..=hi).contains(&reset), "{client} {path}: {}", ctx(&r));
+        if status == 429 {
+            let retry: i64 = r
+                .header("Retry-After")
+                .expect("Retry-After")
+                .parse()
+                .unwrap();
+            assert!((59..=60).contains(&retry), "{}", ctx(&r));
+        } else {
+            assert_eq!(r.header("Retry-After"), None, "{}", ctx(&r));
+        }
+    }
+    // alice's refused request on /c recorded nothing: no endpoint key, and
+    // the address's log holds the four allowed requests.
+    assert!(
+        inspect(&mut con, &format!("{prefix}ep:/c")).is_none(),
+        "{what}"
+    );
+    assert_eq!(inspect_int(&mut con, &ip, "units"), 4, "{what}");
+
+    // carol on /a: her own limit and the address's would allow, the third
+    // limit, the endpoint's, refuses. It binds, with its Retry-After.
+    let r = request_to(port, "GET", "/a", Some("carol"), "");
+    assert_eq!(r.status, 429, "{}", ctx(&r));
+    assert_eq!(r.header("RateLimit-Policy"), Some(policy), "{}", ctx(&r));
+    let (name, remaining, reset) = binding_headers(&r, 3, &ctx(&r));
+    assert_eq!((name.as_str(), remaining), ("endpoint", 0), "{}", ctx(&r));
+    let retry: i64 = r
+        .header("Retry-After")
+        .expect("Retry-After")
+        .parse()
+        .unwrap();
+    assert!((1..=120).contains(&retry) && retry <= reset, "{}", ctx(&r));
+    // The first two limits are as they were: carol has no key, the
+    // address's log still holds four units, and a peek at the three says
+    // what it said before carol came.
+    assert!(inspect(&mut con, &keys[0]).is_none(), "{what}: {}", keys[0]);
+    assert_eq!(inspect_int(&mut con, &ip, "units"), 4, "{what}");
+    assert_eq!(inspect_int(&mut con, &keys[2], "units"), 3, "{what}");
+    let peek: Vec<Value> = cmd(&[
+        "RL.PEEK", "2", &keys[0], &keys[1], "THROTTLE", "1", "1", "60", "SLIDE", "10", "60",
+    ])
+    .query(&mut con)
+    .expect("RL.PEEK");
+    let ints = |v: &Value| -> Vec<i64> {
+        let items = match v {
+            Value::Array(items) => items.as_slice(),
+            other => panic!("{what}: {other:?}"),
+        };
+        items
+            .iter()
+            .map(|v| match v {
+                Value::Int(n) => *n,
+                other => panic!("{what}: {other:?}"),
+            })
+            .collect()
+    };
+    let per: Vec<Vec<i64>> = match &peek[6] {
+        Value::Array(items) => items.iter().map(ints).collect(),
+        other => panic!("{what}: {other:?}"),
+    };
+    // A fresh user limit: 1 left after this request; the address: 5 of 10.
+    assert_eq!(per[0][..4], [0, 2, 1, -1], "{what}: {peek:?}");
+    assert_eq!(per[1][..4], [0, 10, 5, -1], "{what}: {peek:?}");
+
+    // The application fails with 503: the headers of the decision, and the
+    // units go back (RL_REFUND_5XX=yes): no key for eve or the path, and
+    // the address's log holds four units again.
+    let r = request_to(port, "GET", "/status/503", Some("eve"), "");
+    assert_eq!(r.status, 503, "{}", ctx(&r));
+    assert_eq!(r.body, "status 503\n", "{}", ctx(&r));
+    let (name, remaining, _) = binding_headers(&r, 2, &ctx(&r));
+    assert_eq!((name.as_str(), remaining), ("user", 1), "{}", ctx(&r));
+    for key in several_keys(prefix, "eve", "/status/503") {
+        if key == ip {
+            assert_eq!(inspect_int(&mut con, &key, "units"), 4, "{what}");
+        } else {
+            assert!(inspect(&mut con, &key).is_none(), "{what}: {key}");
+        }
+    }
+    // A successful request keeps its units.
+    let r = request_to(port, "GET", "/status/201", Some("eve"), "");
+    assert_eq!(r.status, 201, "{}", ctx(&r));
+    assert_eq!(inspect_int(&mut con, &ip, "units"), 5, "{what}");
+    assert_eq!(
+        inspect(&mut con, &format!("{prefix}user:eve"))
+            .expect("eve's key")
+            .first()
+            .map(|(n, v)| (n.clone(), text(v))),
+        Some(("type".to_string(), "throttle".to_string())),
+        "{what}"
+    );
+}
+
+fn several(cmd: &mut Command, server: &Server, prefix: &str, grouped: bool) {
+    cmd.env("REDIS_URL", format!("redis://127.0.0.1:{}", server.port))
+        .env("RL_LIMITS", several_limits(prefix))
+        .env("RL_REFUND_5XX", "yes")
+        .env("RL_GROUP_BY_SLOT", if grouped { "yes" } else { "no" });
+}
+
+#[test]
+fn python_middleware_several_limits() {
+    let libs = python_libs();
+    let server = Server::start();
+    for (prefix, grouped) in [("py1:", false), ("py2:", true)] {
+        let mut cmd = python_middleware_command(&libs);
+        several(&mut cmd, &server, prefix, grouped);
+        let mw = Middleware::start(cmd, "examples/python/middleware.py");
+        check_several(&mw, &server, prefix, grouped, "middleware.py");
+    }
+}
+
+#[test]
+fn node_middleware_several_limits() {
+    let libs = node_libs();
+    let server = Server::start();
+    for (prefix, grouped) in [("js1:", false), ("js2:", true)] {
+        let mut cmd = node_middleware_command(&libs);
+        several(&mut cmd, &server, prefix, grouped);
+        let mw = Middleware::start(cmd, "examples/node/middleware.js");
+        check_several(&mw, &server, prefix, grouped, "middleware.js");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Hash slots: the grouping helper of limits.py and limits.js
+
+/// The Redis Cluster hash slot of a key, computed here independently of the
+/// examples: CRC16 (XMODEM) of the hash tag, or of the key without one.
+fn keyslot(key: &str) -> u16 {
+    let bytes = key.as_bytes();
+    let tagged = bytes.iter().position(|&b| b == b'{').and_then(|open| {
+        let close = open + 1 + bytes[open + 1..].iter().position(|&b| b == b'}')?;
+        (close > open + 1).then(|| &bytes[open + 1..close])
+    });
+    crc::Crc::<u16>::new(&crc::CRC_16_XMODEM).checksum(tagged.unwrap_or(bytes)) % 16384
+}
+
+/// Keys whose slots Redis documents, and hash-tag edge cases, with the
+/// slot `CLUSTER KEYSLOT` answers (the ones known) or the key whose slot
+/// they share.
+const SLOT_VECTORS: &[(&str, Option<u16>, &str)] = &[
+    ("123456789", Some(12739), "123456789"),
+    ("foo", Some(12182), "foo"),
+    ("bar", Some(5061), "bar"),
+    // The hash tag decides: between the first { and the first } after it.
+    ("{user1000}.following", None, "user1000"),
+    ("{user1000}.followers", None, "user1000"),
+    ("foo{bar}{zap}", None, "bar"),
+    ("foo{{bar}}zap", None, "{bar"),
+    // An empty tag is no tag: the whole key.
+    ("foo{}{bar}", Some(8363), "foo{}{bar}"),
+    ("{}", Some(15257), "{}"),
+    // No closing brace: the whole key.
+    ("a{b", Some(13340), "a{b"),
+    ("rl:{user:42}:s", None, "user:42"),
+    ("rl:{user:42}:h", None, "user:42"),
+    ("rl:ip:203.0.113.7", None, "rl:ip:203.0.113.7"),
+    ("rl:endpoint:/search", None, "rl:endpoint:/search"),
+];
+
+/// Checks the output of a helper that printed, for every key of
+/// SLOT_VECTORS, `<slot>` on its own line, then the groups of the keys of
+/// `GROUPED` as `0,1,2|3|4`.
+fn check_slots(output: &Output, what: &str) {
+    let text = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), SLOT_VECTORS.len() + 1, "{what}:\n{text}");
+    for ((key, known, same_as), line) in SLOT_VECTORS.iter().zip(&lines) {
+        let slot: u16 = line.parse().unwrap_or_else(|_| panic!("{what}: {line:?}"));
+        assert_eq!(slot, keyslot(key), "{what}: slot of {key:?}");
+        assert_eq!(slot, keyslot(same_as), "{what}: slot of {key:?}");
+        if let Some(known) = known {
+            assert_eq!(slot, *known, "{what}: slot of {key:?}");
+        }
+    }
+    // Grouped: the three layered keys of {user:42} together, in their
+    // order; the address and the endpoint each alone, in order of first
+    // appearance.
+    assert_eq!(lines[SLOT_VECTORS.len()], "0,1,4|2|3", "{what}");
+}
+
+/// Keys for the grouping check: two of {user:42}, an address, an endpoint,
+/// the third of {user:42}.
+const GROUPED: [&str; 5] = [
+    "rl:{user:42}:s",
+    "rl:{user:42}:m",
+    "rl:ip:203.0.113.7",
+    "rl:endpoint:/search",
+    "rl:{user:42}:h",
+];
+
+#[test]
+fn python_keyslot_and_groups() {
+    let libs = python_libs();
+    let script = "import sys, limits\n\
+                  keys, grouped = sys.argv[1:-5], sys.argv[-5:]\n\
+                  for key in keys: print(limits.keyslot(key))\n\
+                  print('|'.join(','.join(map(str, g)) for g in limits.slot_groups(grouped)))\n";
+    let paths = std::env::join_paths([root().join("examples/python"), libs]).expect("PYTHONPATH");
+    let out = run(
+        Command::new("python3")
+            .arg("-c")
+            .arg(script)
+            .args(SLOT_VECTORS.iter().map(|v| v.0))
+            .args(GROUPED)
+            .env("PYTHONPATH", paths)
+            .env("PYTHONDONTWRITEBYTECODE", "1"),
+        "limits.py keyslot",
+        30,
+    );
+    check_slots(&out, "limits.py");
+}
+
+#[test]
+fn node_keyslot_and_groups() {
+    let libs = node_libs();
+    let script = "const limits = require(process.argv[1]);\n\
+                  const args = process.argv.slice(2);\n\
+                  const keys = args.slice(0, -5), grouped = args.slice(-5);\n\
+                  for (const key of keys) console.log(limits.keyslot(key));\n\
+                  console.log(limits.slotGroups(grouped).map((g) => g.join(',')).join('|'));\n";
+    let out = run(
+        Command::new("node")
+            .arg("-e")
+            .arg(script)
+            .arg(root().join("examples/node/limits.js"))
+            .args(SLOT_VECTORS.iter().map(|v| v.0))
+            .args(GROUPED)
+            .env("NODE_PATH", &libs),
+        "limits.js keyslot",
+        30,
+    );
+    check_slots(&out, "limits.js");
 }

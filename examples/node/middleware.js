@@ -1,40 +1,87 @@
 // A minimal HTTP server (node's http module, no framework) that rate limits
-// every request, whatever its path and method, with RL.THROTTLE through
-// ioredis. (A method name that node's HTTP parser does not know is refused
-// by node itself with 400, before any handler runs.)
+// every request, whatever its path and method, with one or several limits
+// decided at once by RL.ALLOW, through ioredis and limits.js next to this
+// file. (A method name that node's HTTP parser does not know is refused by
+// node itself with 400, before any handler runs.)
 //
-// Each request costs one unit of the caller's limiter,
-// RL.THROTTLE <prefix><client> <max_burst> <count> <period>, where the client
-// is the X-Client-Id header or else the peer address. Allowed requests get
-// 200, limited ones 429 with Retry-After. Every response carries the rate
-// limit fields of draft-ietf-httpapi-ratelimit-headers-10 (the syntax of
-// drafts -08 to -10):
+// Each request costs one unit of every limit of the policy (RL_LIMITS,
+// below). Allowed requests go on to the application, limited ones get 429
+// with Retry-After. Every response carries the rate limit fields of
+// draft-ietf-httpapi-ratelimit-headers-10 (the syntax of drafts -08 to
+// -10), every limit in the policy field and the binding limit (the one that
+// decided, or that is closest to deciding) in the other:
 //
-//   RateLimit-Policy: "default";q=<limit>;w=<period>
-//   RateLimit: "default";r=<remaining>;t=<reset_after>
+//   RateLimit-Policy: "<name>";q=<limit>;w=<window>, ...   (one item per limit)
+//   RateLimit: "<name>";r=<remaining>;t=<reset_after>      (the binding limit)
+//
+// and, for clients of the earlier drafts, the binding limit's numbers again
+// in RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset.
+//
+// The application behind the limiter is a stand-in: it answers 200, or for
+// a path /status/<code> that status (to see a failed request given back).
 //
 // Configuration (environment):
-//   REDIS_URL      redis://127.0.0.1:6379
-//   HOST, PORT     127.0.0.1, 8080
-//   RL_MAX_BURST   9     } 10 requests per 60 s, in bursts of up to 10
-//   RL_COUNT       10    }   (capacity = max_burst + 1)
-//   RL_PERIOD      60    }
-//   RL_KEY_PREFIX  rl:http:
-//   RL_POLICY      default   (the policy name in both fields)
+//   REDIS_URL        redis://127.0.0.1:6379 (with REDIS_CLUSTER=yes: any node)
+//   REDIS_CLUSTER    no    yes: a Redis Cluster client; implies RL_GROUP_BY_SLOT
+//   HOST, PORT       127.0.0.1, 8080
+//   RL_LIMITS        the policy: `name key ALGORITHM numbers...` entries
+//                    separated by `;`, the spec as in RL.ALLOW, times in
+//                    seconds; the key may name $client (the X-Client-Id
+//                    header, or else the peer address), $ip, $path, $method.
+//                    Without it, one limit made of the four below:
+//   RL_MAX_BURST     9     } RL_POLICY  RL_KEY_PREFIX$client  THROTTLE
+//   RL_COUNT         10    }     RL_MAX_BURST RL_COUNT RL_PERIOD:
+//   RL_PERIOD        60    }   10 requests per 60 s, in bursts of up to 10
+//   RL_KEY_PREFIX    rl:http:
+//   RL_POLICY        default
+//   RL_GROUP_BY_SLOT no (yes with REDIS_CLUSTER): one RL.ALLOW per hash slot,
+//                    giving back what earlier slots took when one refuses
+//   RL_REFUND_5XX    no    yes: give the units back when the application
+//                    answers 5xx
 'use strict';
 
 const http = require('http');
 const Redis = require('ioredis');
+const limits = require('./limits');
 
 const env = process.env;
+
+function flag(name, fallback = 'no') {
+  const value = (env[name] || fallback).toLowerCase();
+  if (value !== 'yes' && value !== 'no') {
+    console.error(`${name} must be yes or no, not ${JSON.stringify(value)}`);
+    process.exit(2);
+  }
+  return value === 'yes';
+}
+
 const REDIS_URL = env.REDIS_URL || 'redis://127.0.0.1:6379';
+const REDIS_CLUSTER = flag('REDIS_CLUSTER');
 const HOST = env.HOST || '127.0.0.1';
 const PORT = Number(env.PORT || 8080);
-const MAX_BURST = Number(env.RL_MAX_BURST || 9);
-const COUNT = Number(env.RL_COUNT || 10);
-const PERIOD = Number(env.RL_PERIOD || 60);
-const KEY_PREFIX = env.RL_KEY_PREFIX || 'rl:http:';
-const POLICY = env.RL_POLICY || 'default';
+const GROUP_BY_SLOT = flag('RL_GROUP_BY_SLOT', REDIS_CLUSTER ? 'yes' : 'no');
+const REFUND_5XX = flag('RL_REFUND_5XX');
+
+function policyFromEnvironment() {
+  const text =
+    env.RL_LIMITS ||
+    [
+      env.RL_POLICY || 'default',
+      (env.RL_KEY_PREFIX || 'rl:http:') + '$client',
+      'THROTTLE',
+      env.RL_MAX_BURST || 9,
+      env.RL_COUNT || 10,
+      env.RL_PERIOD || 60,
+    ].join(' ');
+  try {
+    return limits.parseLimits(text);
+  } catch (err) {
+    console.error(`RL_LIMITS: ${err.message}`);
+    process.exit(2);
+  }
+}
+
+const LIMITS = policyFromEnvironment();
 
 // A Structured Field String (RFC 9651): quoted, with \ and " escaped.
 function sfString(value) {
@@ -43,15 +90,29 @@ function sfString(value) {
   }
   return '"' + value.replace(/[\\"]/g, (c) => '\\' + c) + '"';
 }
-const POLICY_NAME = sfString(POLICY);
+const NAMES = LIMITS.map((limit) => sfString(limit.name));
 
-const redis = new Redis(REDIS_URL);
+const redis = REDIS_CLUSTER ? new Redis.Cluster([REDIS_URL]) : new Redis(REDIS_URL);
 
-// The five fields of RL.THROTTLE for one request of this client.
-async function throttle(clientId) {
-  const reply = await redis.call('RL.THROTTLE', KEY_PREFIX + clientId, MAX_BURST, COUNT, PERIOD);
-  const [limited, limit, remaining, retryAfter, resetAfter] = reply.map(Number);
-  return { limited, limit, remaining, retryAfter, resetAfter };
+function rateLimitHeaders(decision) {
+  const f = decision.fields[decision.binding];
+  return {
+    'RateLimit-Policy': LIMITS.map((limit, i) => `${NAMES[i]};q=${decision.fields[i].limit};w=${limit.window}`).join(
+      ', ',
+    ),
+    RateLimit: `${NAMES[decision.binding]};r=${f.remaining};t=${f.resetAfter}`,
+    'RateLimit-Limit': String(f.limit),
+    'RateLimit-Remaining': String(f.remaining),
+    'RateLimit-Reset': String(f.resetAfter),
+  };
+}
+
+// The stand-in for the service: { status, body }.
+function application(method, path) {
+  const m = /^\/status\/([0-9]+)$/.exec(path);
+  const status = m ? Number(m[1]) : 200;
+  if (m && status >= 200 && status <= 599) return { status, body: `status ${status}\n` };
+  return { status: 200, body: 'ok\n' };
 }
 
 function send(res, status, headers, body) {
@@ -65,31 +126,42 @@ function send(res, status, headers, body) {
 
 async function handle(req, res) {
   req.resume(); // the body is not used: drop it
-  const clientId = req.headers['x-client-id'] || req.socket.remoteAddress;
-  let r;
+  const path = req.url.split('?')[0];
+  const ip = req.socket.remoteAddress;
+  const values = { client: req.headers['x-client-id'] || ip, ip, path, method: req.method };
+  const keys = LIMITS.map((limit) => limit.render(values));
+  let decision;
   try {
-    r = await throttle(clientId);
+    decision = await limits.allow(redis, LIMITS, keys, { groupBySlot: GROUP_BY_SLOT });
   } catch (err) {
     // Fail closed; a real service might rather fail open.
     send(res, 503, {}, `rate limiter unavailable: ${err.message}\n`);
     return;
   }
-  const headers = {
-    'RateLimit-Policy': `${POLICY_NAME};q=${r.limit};w=${PERIOD}`,
-    RateLimit: `${POLICY_NAME};r=${r.remaining};t=${r.resetAfter}`,
-  };
-  if (!r.limited) {
-    send(res, 200, headers, 'ok\n');
+  const headers = rateLimitHeaders(decision);
+  if (decision.limited) {
+    // retryAfter is -1 only when the request can never fit (a cost above
+    // the capacity); then there is nothing to wait for.
+    const { retryAfter } = decision.fields[decision.binding];
+    if (retryAfter >= 0) {
+      headers['Retry-After'] = String(retryAfter);
+      send(res, 429, headers, `rate limited: retry in ${retryAfter} s\n`);
+    } else {
+      send(res, 429, headers, 'rate limited: this request exceeds the capacity\n');
+    }
     return;
   }
-  // retryAfter is -1 only when the request can never fit (a cost above the
-  // capacity); then there is nothing to wait for.
-  if (r.retryAfter >= 0) {
-    headers['Retry-After'] = String(r.retryAfter);
-    send(res, 429, headers, `rate limited: retry in ${r.retryAfter} s\n`);
-  } else {
-    send(res, 429, headers, 'rate limited: this request exceeds the capacity\n');
+  const { status, body } = application(req.method, path);
+  if (status >= 500 && REFUND_5XX) {
+    // The request failed: it should not count. The headers keep the
+    // numbers of the decision.
+    try {
+      await limits.giveBack(redis, LIMITS, keys, decision.taken);
+    } catch (err) {
+      console.error(`could not give the units back: ${err.message}`);
+    }
   }
+  send(res, status, headers, body);
 }
 
 const server = http.createServer((req, res) => {
@@ -101,8 +173,9 @@ const server = http.createServer((req, res) => {
 
 server.listen(PORT, HOST, () => {
   const { port } = server.address();
+  const policy = LIMITS.map((l) => `${l.name} ${l.key} ${l.spec.join(' ')}`).join('; ');
   console.log(
-    `listening on http://${HOST}:${port} (${COUNT} per ${PERIOD} s, burst ${MAX_BURST}, redis ${REDIS_URL})`,
+    `listening on http://${HOST}:${port} (${policy}; redis ${REDIS_URL}${REDIS_CLUSTER ? ' cluster' : ''})`,
   );
 });
 

@@ -1,24 +1,42 @@
 """A minimal HTTP server that rate limits every request, whatever its path
-and method, with RL.THROTTLE.
+and method, with one or several limits decided at once by RL.ALLOW.
 
-Standard library only, apart from redis-py. Each request costs one unit of
-the caller's limiter, ``RL.THROTTLE <prefix><client> <max_burst> <count>
-<period>``, where the client is the ``X-Client-Id`` header or else the peer
-address. Allowed requests get 200, limited ones 429 with ``Retry-After``.
-Every response carries the rate limit fields of
-draft-ietf-httpapi-ratelimit-headers-10 (the syntax of drafts -08 to -10):
+Standard library only, apart from redis-py; the limits go through
+``limits.py`` next to this file. Each request costs one unit of every limit
+of the policy (``RL_LIMITS``, below). Allowed requests go on to the
+application, limited ones get 429 with ``Retry-After``. Every response
+carries the rate limit fields of draft-ietf-httpapi-ratelimit-headers-10
+(the syntax of drafts -08 to -10), every limit in the policy field and the
+binding limit (the one that decided, or that is closest to deciding) in the
+other:
 
-    RateLimit-Policy: "default";q=<limit>;w=<period>
-    RateLimit: "default";r=<remaining>;t=<reset_after>
+    RateLimit-Policy: "<name>";q=<limit>;w=<window>, ...   (one item per limit)
+    RateLimit: "<name>";r=<remaining>;t=<reset_after>      (the binding limit)
+
+and, for clients of the earlier drafts, the binding limit's numbers again in
+RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset.
+
+The application behind the limiter is a stand-in: it answers 200, or for a
+path /status/<code> that status (to see a failed request given back).
 
 Configuration (environment):
-    REDIS_URL      redis://127.0.0.1:6379
-    HOST, PORT     127.0.0.1, 8080
-    RL_MAX_BURST   9     } 10 requests per 60 s, in bursts of up to 10
-    RL_COUNT       10    }  (capacity = max_burst + 1)
-    RL_PERIOD      60    }
-    RL_KEY_PREFIX  rl:http:
-    RL_POLICY      default   (the policy name in both fields)
+    REDIS_URL        redis://127.0.0.1:6379 (with REDIS_CLUSTER=yes: any node)
+    REDIS_CLUSTER    no    yes: a Redis Cluster client; implies RL_GROUP_BY_SLOT
+    HOST, PORT       127.0.0.1, 8080
+    RL_LIMITS        the policy: `name key ALGORITHM numbers...` entries
+                     separated by `;`, the spec as in RL.ALLOW, times in
+                     seconds; the key may name $client (the X-Client-Id
+                     header, or else the peer address), $ip, $path, $method.
+                     Without it, one limit made of the four below:
+    RL_MAX_BURST     9     } RL_POLICY  RL_KEY_PREFIX$client  THROTTLE
+    RL_COUNT         10    }     RL_MAX_BURST RL_COUNT RL_PERIOD:
+    RL_PERIOD        60    }   10 requests per 60 s, in bursts of up to 10
+    RL_KEY_PREFIX    rl:http:
+    RL_POLICY        default
+    RL_GROUP_BY_SLOT  no (yes with REDIS_CLUSTER): one RL.ALLOW per hash slot,
+                     giving back what earlier slots took when one refuses
+    RL_REFUND_5XX    no    yes: give the units back when the application
+                     answers 5xx
 """
 
 import os
@@ -27,17 +45,47 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import redis
 
+import limits
+
+
+def flag(name: str, default: str = "no") -> bool:
+    value = os.environ.get(name, default).lower()
+    if value not in ("yes", "no"):
+        raise SystemExit(f"{name} must be yes or no, not {value!r}")
+    return value == "yes"
+
+
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379")
+REDIS_CLUSTER = flag("REDIS_CLUSTER")
 HOST = os.environ.get("HOST", "127.0.0.1")
 PORT = int(os.environ.get("PORT", "8080"))
-MAX_BURST = int(os.environ.get("RL_MAX_BURST", "9"))
-COUNT = int(os.environ.get("RL_COUNT", "10"))
-PERIOD = int(os.environ.get("RL_PERIOD", "60"))
-KEY_PREFIX = os.environ.get("RL_KEY_PREFIX", "rl:http:")
-POLICY = os.environ.get("RL_POLICY", "default")
+GROUP_BY_SLOT = flag("RL_GROUP_BY_SLOT", "yes" if REDIS_CLUSTER else "no")
+REFUND_5XX = flag("RL_REFUND_5XX")
 
-# redis-py keeps a thread-safe connection pool.
-client = redis.Redis.from_url(REDIS_URL)
+
+def policy_from_environment() -> list:
+    text = os.environ.get("RL_LIMITS")
+    if not text:
+        text = "{} {}$client THROTTLE {} {} {}".format(
+            os.environ.get("RL_POLICY", "default"),
+            os.environ.get("RL_KEY_PREFIX", "rl:http:"),
+            os.environ.get("RL_MAX_BURST", "9"),
+            os.environ.get("RL_COUNT", "10"),
+            os.environ.get("RL_PERIOD", "60"),
+        )
+    try:
+        return limits.parse_limits(text)
+    except ValueError as e:
+        raise SystemExit(f"RL_LIMITS: {e}")
+
+
+LIMITS = policy_from_environment()
+
+# redis-py keeps a thread-safe connection pool (one per node for a cluster).
+if REDIS_CLUSTER:
+    client = redis.RedisCluster.from_url(REDIS_URL)
+else:
+    client = redis.Redis.from_url(REDIS_URL)
 
 
 def sf_string(value: str) -> str:
@@ -47,21 +95,32 @@ def sf_string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def throttle(client_id: str):
-    """The five fields of RL.THROTTLE for one request of this client."""
-    reply = client.execute_command(
-        "RL.THROTTLE", KEY_PREFIX + client_id, MAX_BURST, COUNT, PERIOD
+NAMES = [sf_string(limit.name) for limit in LIMITS]
+
+
+def rate_limit_headers(decision: limits.Decision) -> dict:
+    policy = ", ".join(
+        f"{name};q={f.limit};w={limit.window}"
+        for name, limit, f in zip(NAMES, LIMITS, decision.fields)
     )
-    limited, limit, remaining, retry_after, reset_after = (int(v) for v in reply)
-    return limited, limit, remaining, retry_after, reset_after
-
-
-def rate_limit_headers(limit: int, remaining: int, reset_after: int) -> dict:
-    name = sf_string(POLICY)
+    f = decision.headline
     return {
-        "RateLimit-Policy": f"{name};q={limit};w={PERIOD}",
-        "RateLimit": f"{name};r={remaining};t={reset_after}",
+        "RateLimit-Policy": policy,
+        "RateLimit": f"{NAMES[decision.binding]};r={f.remaining};t={f.reset_after}",
+        "RateLimit-Limit": str(f.limit),
+        "RateLimit-Remaining": str(f.remaining),
+        "RateLimit-Reset": str(f.reset_after),
     }
+
+
+def application(method: str, path: str):
+    """The stand-in for the service: (status, body)."""
+    parts = path.split("/")
+    if len(parts) == 3 and parts[1] == "status" and parts[2].isdigit():
+        status = int(parts[2])
+        if 200 <= status <= 599:
+            return status, f"status {status}\n"
+    return 200, "ok\n"
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -72,25 +131,42 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         if length > 0:
             self.rfile.read(length)
-        client_id = self.headers.get("X-Client-Id") or self.client_address[0]
+        path = self.path.split("?", 1)[0]
+        ip = self.client_address[0]
+        values = {
+            "client": self.headers.get("X-Client-Id") or ip,
+            "ip": ip,
+            "path": path,
+            "method": self.command,
+        }
+        keys = [limit.render(values) for limit in LIMITS]
         try:
-            limited, limit, remaining, retry_after, reset_after = throttle(client_id)
+            decision = limits.allow(client, LIMITS, keys, group_by_slot=GROUP_BY_SLOT)
         except redis.RedisError as e:
             # Fail closed; a real service might rather fail open.
             self.reply(503, {}, f"rate limiter unavailable: {e}\n")
             return
-        headers = rate_limit_headers(limit, remaining, reset_after)
-        if not limited:
-            self.reply(200, headers, "ok\n")
+        headers = rate_limit_headers(decision)
+        if decision.limited:
+            # retry_after is -1 only when the request can never fit (a cost
+            # above the capacity); then there is nothing to wait for.
+            retry_after = decision.headline.retry_after
+            if retry_after >= 0:
+                headers["Retry-After"] = str(retry_after)
+                body = f"rate limited: retry in {retry_after} s\n"
+            else:
+                body = "rate limited: this request exceeds the capacity\n"
+            self.reply(429, headers, body)
             return
-        # retry_after is -1 only when the request can never fit (a cost above
-        # the capacity); then there is nothing to wait for.
-        if retry_after >= 0:
-            headers["Retry-After"] = str(retry_after)
-            body = f"rate limited: retry in {retry_after} s\n"
-        else:
-            body = "rate limited: this request exceeds the capacity\n"
-        self.reply(429, headers, body)
+        status, body = application(self.command, path)
+        if status >= 500 and REFUND_5XX:
+            # The request failed: it should not count. The headers keep the
+            # numbers of the decision.
+            try:
+                limits.give_back(client, LIMITS, keys, decision.taken)
+            except redis.RedisError as e:
+                self.log_message("could not give the units back: %s", e)
+        self.reply(status, headers, body)
 
     def reply(self, status: int, headers: dict, body: str) -> None:
         data = body.encode()
@@ -117,9 +193,10 @@ class Handler(BaseHTTPRequestHandler):
 
 def main() -> None:
     server = ThreadingHTTPServer((HOST, PORT), Handler)
+    policy = "; ".join(f"{limit.name} {limit.key} {' '.join(map(str, limit.spec))}" for limit in LIMITS)
     print(
         f"listening on http://{HOST}:{server.server_port} "
-        f"({COUNT} per {PERIOD} s, burst {MAX_BURST}, redis {REDIS_URL})",
+        f"({policy}; redis {REDIS_URL}{' cluster' if REDIS_CLUSTER else ''})",
         flush=True,
     )
     try:
