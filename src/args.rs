@@ -320,6 +320,7 @@ fn range(name: &'static str, min: u64, max: u64, unit: Option<Unit>) -> ArgError
 }
 
 /// A decimal integer in `min..=max`: digits only, no sign, no spaces.
+#[inline]
 fn integer(
     arg: &[u8],
     name: &'static str,

@@ -99,9 +99,22 @@ impl GcraParams {
         u128::from(t.get()) * u128::from(self.count)
     }
 
-    /// A scaled duration back in nanoseconds, rounded up.
+    /// A scaled duration back in nanoseconds, rounded up. (Divisions on
+    /// u64 when the value fits, which is the usual case: a 128-bit division
+    /// costs several times more.)
     fn unscale_ceil(&self, scaled: u128) -> Nanos {
-        Nanos::saturating_from_u128(scaled.div_ceil(u128::from(self.count)))
+        match u64::try_from(scaled) {
+            Ok(small) => Nanos::new(small.div_ceil(u64::from(self.count))),
+            Err(_) => Nanos::saturating_from_u128(scaled.div_ceil(u128::from(self.count))),
+        }
+    }
+
+    /// How many whole emission intervals fit in a scaled duration.
+    fn intervals(&self, scaled: u128) -> u128 {
+        match u64::try_from(scaled) {
+            Ok(small) => u128::from(small / self.period),
+            Err(_) => scaled / u128::from(self.period),
+        }
     }
 }
 
@@ -141,6 +154,30 @@ impl Tat {
             whole: Nanos::saturating_from_u128(scaled / c),
             // The remainder is below `count`, which is a u32.
             frac: u32::try_from(scaled % c).unwrap_or(u32::MAX),
+            den: params.count,
+        }
+    }
+
+    /// The TAT `ahead` scaled units after `now` (exactly: `now` is whole).
+    fn after(now: Nanos, ahead: u128, params: &GcraParams) -> Tat {
+        let c = params.count;
+        let (whole, frac) = match u64::try_from(ahead) {
+            Ok(small) => (
+                now.saturating_add(Nanos::new(small / u64::from(c))),
+                // The remainder is below `count`, a u32.
+                u32::try_from(small % u64::from(c)).unwrap_or(0),
+            ),
+            Err(_) => {
+                let c = u128::from(c);
+                (
+                    now.saturating_add(Nanos::saturating_from_u128(ahead / c)),
+                    u32::try_from(ahead % c).unwrap_or(0),
+                )
+            }
+        };
+        Tat {
+            whole,
+            frac,
             den: params.count,
         }
     }
@@ -214,7 +251,7 @@ impl Limiter for Tat {
         let limited = !fits || ttl_after > params.tolerance;
 
         let ttl = if limited { ttl_before } else { ttl_after };
-        let remaining = params.tolerance.saturating_sub(ttl) / u128::from(params.period);
+        let remaining = params.intervals(params.tolerance.saturating_sub(ttl));
         let retry = if !fits {
             Retry::Never
         } else if limited {
@@ -231,7 +268,7 @@ impl Limiter for Tat {
             retry,
             reset_at: now.saturating_add(params.unscale_ceil(ttl)),
         };
-        let update = (!limited && quantity > 0).then(|| Tat::from_scaled(new_tat_s, params));
+        let update = (!limited && quantity > 0).then(|| Tat::after(now, ttl_after, params));
         (decision, update)
     }
 
