@@ -163,54 +163,136 @@ pub struct Request<P> {
     pub at: Option<Nanos>,
 }
 
-/// `RL.<NAME> key n1 .. nN [quantity] [MS] [AT ns]`, given the arguments
-/// after the key (at least the N numbers: the caller checked the arity).
-/// `trusted` tells whether the command came from the master or the AOF; it
-/// is asked only when `AT` is present.
+/// `RL.<NAME> key n1 .. nN [quantity] [MS] [<OPTION> v ...] [AT ns]`,
+/// given the arguments after the key (at least the N numbers: the caller
+/// checked the arity). `trusted` tells whether the command came from the
+/// master or the AOF; it is asked only when `AT` is present.
 pub fn limiter<L: Limiter>(
     args: &[&[u8]],
     trusted: impl FnOnce() -> bool,
     bounds: Bounds,
 ) -> Result<Request<L::Params>, ArgError> {
-    let tail = tail(args, L::ARGS.len(), trusted)?;
+    let mut words = Words::new(0);
+    let tail = tail(args, L::ARGS.len(), L::OPTIONS, &mut words, trusted)?;
     let bounds = tail.bounds(bounds);
-    let params = params::<L>(args, tail.unit, bounds)?;
+    let (values, n) = spec_values(&args, &words, L::ARGS, L::OPTIONS, tail.unit, bounds)?;
+    let params = L::params(&values[..n])
+        .map_err(|e| param_error(e, L::ARGS, L::OPTIONS, tail.unit, bounds))?;
     Ok(tail.request(params))
 }
 
-/// The algorithm's numbers, each in its range, then together.
-fn params<L: Limiter>(args: &[&[u8]], unit: Unit, bounds: Bounds) -> Result<L::Params, ArgError> {
-    let mut values = [0u64; MAX_ARGS];
-    let n = L::ARGS.len();
-    if n > MAX_ARGS || args.len() < n {
-        return Err(ArgError::Unknown(String::new()));
+/// The most options an algorithm may have.
+const MAX_OPTIONS: usize = 2;
+/// The most values of one spec: numbers and options.
+const MAX_VALUES: usize = MAX_ARGS + MAX_OPTIONS;
+
+/// Where one spec's words are: its numbers from `start` on, and for each
+/// of its options, where the option's value is (when given).
+#[derive(Clone, Copy, Debug)]
+struct Words {
+    start: usize,
+    options: [Option<usize>; MAX_OPTIONS],
+}
+
+impl Words {
+    fn new(start: usize) -> Words {
+        Words {
+            start,
+            options: [None; MAX_OPTIONS],
+        }
     }
-    for ((value, arg), &bytes) in values.iter_mut().zip(L::ARGS).zip(args) {
-        *value = match arg.kind {
-            ArgKind::Duration => time(bytes, arg.name, unit)?.get(),
-            ArgKind::Integer { min, max, ceiling } => integer(
-                bytes,
-                arg.name,
-                min,
-                ceiling_max(max, ceiling, bounds),
-                None,
-            )?,
+
+    /// If `word` is one of `options`, records that its value is at `value`
+    /// and answers true; an option given twice is an error.
+    fn option(&mut self, options: &[Arg], word: &[u8], value: usize) -> Result<bool, ArgError> {
+        let Some(i) = options.iter().position(|o| {
+            o.name.len() == word.len() && word.eq_ignore_ascii_case(o.name.as_bytes())
+        }) else {
+            return Ok(false);
         };
+        let slot = self
+            .options
+            .get_mut(i)
+            .ok_or(ArgError::Joint("too many options"))?;
+        if slot.is_some() {
+            return Err(ArgError::Repeated(options[i].name));
+        }
+        *slot = Some(value);
+        Ok(true)
     }
-    L::params(&values[..n]).map_err(|e| match e {
-        ParamError::Arg(i) => L::ARGS
-            .get(i)
+}
+
+/// The values of one spec, each in its range: the numbers of `args` from
+/// `words.start`, then each option's value (0 when not given).
+fn spec_values<'a>(
+    source: &impl ArgSource<'a>,
+    words: &Words,
+    args: &[Arg],
+    options: &[Arg],
+    unit: Unit,
+    bounds: Bounds,
+) -> Result<([u64; MAX_VALUES], usize), ArgError> {
+    let mut values = [0u64; MAX_VALUES];
+    if args.len() > MAX_ARGS || options.len() > MAX_OPTIONS {
+        return Err(ArgError::Joint("too many arguments for one limit"));
+    }
+    for (i, arg) in args.iter().enumerate() {
+        values[i] = value(source.get(words.start + i), arg, unit, bounds)?;
+    }
+    for (i, option) in options.iter().enumerate() {
+        if let Some(at) = words.options[i] {
+            values[args.len() + i] = value(source.get(at), option, unit, bounds)?;
+        }
+    }
+    Ok((values, args.len() + options.len()))
+}
+
+/// One argument's value within its range.
+fn value(bytes: &[u8], arg: &Arg, unit: Unit, bounds: Bounds) -> Result<u64, ArgError> {
+    Ok(match arg.kind {
+        ArgKind::Duration => time(bytes, arg.name, unit)?.get(),
+        ArgKind::DurationOrZero => {
+            let amount = integer(bytes, arg.name, 0, max_time(unit), Some(unit))?;
+            unit.to_nanos(amount)
+                .ok_or_else(|| range(arg.name, 0, max_time(unit), Some(unit)))?
+                .get()
+        }
+        ArgKind::Integer { min, max, ceiling } => integer(
+            bytes,
+            arg.name,
+            min,
+            ceiling_max(max, ceiling, bounds),
+            None,
+        )?,
+    })
+}
+
+/// The error of parameters refused together: the range of the argument
+/// named by index (numbers, then options), or the rule broken.
+fn param_error(
+    e: ParamError,
+    args: &[Arg],
+    options: &[Arg],
+    unit: Unit,
+    bounds: Bounds,
+) -> ArgError {
+    match e {
+        ParamError::Arg(i) => args
+            .iter()
+            .chain(options)
+            .nth(i)
             .map_or(ArgError::Joint("invalid arguments"), |arg| {
                 range_of(arg, unit, bounds)
             }),
         ParamError::Joint(rule) => ArgError::Joint(rule),
-    })
+    }
 }
 
 /// The range error of an argument: what it must be.
 fn range_of(arg: &Arg, unit: Unit, bounds: Bounds) -> ArgError {
     match arg.kind {
         ArgKind::Duration => time_range(arg.name, unit),
+        ArgKind::DurationOrZero => range(arg.name, 0, max_time(unit), Some(unit)),
         ArgKind::Integer { min, max, ceiling } => {
             range(arg.name, min, ceiling_max(max, ceiling, bounds), None)
         }
@@ -250,8 +332,15 @@ impl Tail {
     }
 }
 
-/// Parses `[quantity] [MS] [AT ns]` after `required` numbers.
-fn tail(args: &[&[u8]], required: usize, trusted: impl FnOnce() -> bool) -> Result<Tail, ArgError> {
+/// Parses `[quantity] [MS] [<OPTION> v ...] [AT ns]` after `required`
+/// numbers; the algorithm's options go to `words`.
+fn tail(
+    args: &[&[u8]],
+    required: usize,
+    options: &[Arg],
+    words: &mut Words,
+    trusted: impl FnOnce() -> bool,
+) -> Result<Tail, ArgError> {
     let mut trusted = Some(trusted);
     let mut out = Tail {
         quantity: 1,
@@ -259,9 +348,8 @@ fn tail(args: &[&[u8]], required: usize, trusted: impl FnOnce() -> bool) -> Resu
         at: None,
     };
     let mut ms = false;
-    let rest = args.get(required..).unwrap_or_default();
-    let mut i = 0;
-    while let Some(&arg) = rest.get(i) {
+    let mut i = required;
+    while let Some(&arg) = args.get(i) {
         if arg.eq_ignore_ascii_case(b"MS") {
             if ms {
                 return Err(ArgError::Repeated("MS"));
@@ -276,9 +364,11 @@ fn tail(args: &[&[u8]], required: usize, trusted: impl FnOnce() -> bool) -> Resu
                 return Err(ArgError::Repeated("AT"));
             }
             i += 1;
-            let ns = rest.get(i).copied().unwrap_or_default();
+            let ns = args.get(i).copied().unwrap_or_default();
             out.at = Some(Nanos::new(integer(ns, "AT", 0, u64::MAX, None)?));
-        } else if i == 0
+        } else if words.option(options, arg, i + 1)? {
+            i += 1;
+        } else if i == required
             && arg
                 .first()
                 .is_some_and(|b| b.is_ascii_digit() || *b == b'-')
@@ -376,21 +466,31 @@ impl<'a> ArgSource<'a> for &[&'a [u8]] {
     }
 }
 
-/// What a spec may name: an algorithm's word and numbers, and the check of
-/// its parameters (`Limiter::params`, without keeping them).
+/// What a spec may name: an algorithm's word, numbers and options, and the
+/// check of its parameters (`Limiter::params`, without keeping them).
 #[derive(Clone, Copy)]
 pub struct SpecSyntax {
     pub name: &'static str,
     pub args: &'static [Arg],
+    pub options: &'static [Arg],
     pub check: fn(&[u64]) -> Result<(), ParamError>,
 }
 
+impl SpecSyntax {
+    /// The spec's words as the error message lists them.
+    fn expects(&self) -> String {
+        let mut names: Vec<String> = self.args.iter().map(|a| a.name.to_string()).collect();
+        names.extend(self.options.iter().map(|o| format!("[{} value]", o.name)));
+        names.join(" ")
+    }
+}
+
 /// One limit of a several-limit command: the algorithm's row in the table
-/// and its numbers (durations in ns), checked.
+/// and its values (numbers, then options; durations in ns), checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Spec {
     pub algorithm: usize,
-    values: [u64; MAX_ARGS],
+    values: [u64; MAX_VALUES],
     len: usize,
 }
 
@@ -407,6 +507,77 @@ pub type Options = Tail;
 pub fn numkeys(arg: &[u8]) -> Result<usize, ArgError> {
     let n = integer(arg, "numkeys", 1, MAX_KEYS as u64, None)?;
     usize::try_from(n).map_err(|_| range("numkeys", 1, MAX_KEYS as u64, None))
+}
+
+/// Finds the algorithm a spec word names.
+fn algorithm(table: &[SpecSyntax], word: &[u8]) -> Option<usize> {
+    table
+        .iter()
+        .position(|a| a.name.len() == word.len() && word.eq_ignore_ascii_case(a.name.as_bytes()))
+}
+
+/// Reads one spec's words from `at` (its algorithm's word): the numbers,
+/// then any of its options. Returns the algorithm, where its words are,
+/// and where the next argument is. `index` is the spec's number in error
+/// messages (0: a command of one spec, without the prefix).
+fn spec_words<'a>(
+    args: &impl ArgSource<'a>,
+    at: usize,
+    table: &[SpecSyntax],
+    index: usize,
+) -> Result<(usize, Words, usize), ArgError> {
+    let word = args.get(at);
+    let algorithm = algorithm(table, word).ok_or_else(|| ArgError::UnknownAlgorithm {
+        index,
+        word: printable(word),
+    })?;
+    let syntax = &table[algorithm];
+    let n = syntax.args.len();
+    if at + n >= args.len() {
+        return Err(ArgError::SpecTooShort {
+            index,
+            algorithm: syntax.name,
+            expects: syntax.expects(),
+        });
+    }
+    let mut words = Words::new(at + 1);
+    let mut next = at + 1 + n;
+    while next < args.len() && words.option(syntax.options, args.get(next), next + 1)? {
+        if next + 1 >= args.len() {
+            // The option's value is missing.
+            let option = syntax
+                .options
+                .iter()
+                .find(|o| args.get(next).eq_ignore_ascii_case(o.name.as_bytes()));
+            return Err(
+                option.map_or(ArgError::Joint("an option needs a value"), |o| {
+                    range_of(o, Unit::Seconds, Bounds::DEFAULT)
+                }),
+            );
+        }
+        next += 2;
+    }
+    Ok((algorithm, words, next))
+}
+
+/// The values of a spec whose words were read, checked together.
+fn checked_spec<'a>(
+    args: &impl ArgSource<'a>,
+    syntax: &SpecSyntax,
+    algorithm: usize,
+    words: &Words,
+    unit: Unit,
+    bounds: Bounds,
+) -> Result<Spec, ArgError> {
+    let (values, len) = spec_values(args, words, syntax.args, syntax.options, unit, bounds)?;
+    let spec = Spec {
+        algorithm,
+        values,
+        len,
+    };
+    (syntax.check)(spec.values())
+        .map_err(|e| param_error(e, syntax.args, syntax.options, unit, bounds))?;
+    Ok(spec)
 }
 
 /// Parses the arguments after the command name of RL.ALLOW / RL.PEEK,
@@ -434,78 +605,31 @@ pub fn several<'a>(
             return Err(ArgError::RepeatedKey(printable(key)));
         }
     }
-    // Where each spec's numbers start: the words first, so that the unit
-    // (MS, after the specs) is known before a duration is read.
-    let mut starts = [0usize; MAX_KEYS];
-    specs.clear();
+    // The words first, so that the unit (MS, after the specs) is known
+    // before a duration is read.
+    let mut found: ArrayVec<(usize, Words), MAX_KEYS> = ArrayVec::new();
     let mut at = 1 + count;
-    for (index, start) in starts.iter_mut().take(count).enumerate() {
-        let index = index + 1;
+    for index in 1..=count {
         if at >= args.len() {
             return Err(ArgError::MissingSpec { index, keys: count });
         }
-        let word = args.get(at);
-        let algorithm = table
-            .iter()
-            .position(|a| word.eq_ignore_ascii_case(a.name.as_bytes()))
-            .ok_or_else(|| ArgError::UnknownAlgorithm {
-                index,
-                word: printable(word),
-            })?;
-        let syntax = &table[algorithm];
-        if syntax.args.len() > MAX_ARGS || at + syntax.args.len() >= args.len() {
-            let names: Vec<&str> = syntax.args.iter().map(|a| a.name).collect();
-            return Err(ArgError::SpecTooShort {
-                index,
-                algorithm: syntax.name,
-                expects: names.join(" "),
-            });
-        }
-        specs.push(Spec {
-            algorithm,
-            values: [0; MAX_ARGS],
-            len: syntax.args.len(),
-        });
-        *start = at + 1;
-        at += 1 + syntax.args.len();
+        let (algorithm, words, next) = spec_words(&args, at, table, index)?;
+        found.push((algorithm, words));
+        at = next;
     }
     let options = options(&args, at, true, trusted)?;
-    let bounds = match options.at {
-        Some(_) => Bounds::HARD,
-        None => bounds,
-    };
-    for (index, (spec, &start)) in specs.iter_mut().zip(&starts).take(count).enumerate() {
-        let syntax = &table[spec.algorithm];
-        let in_spec = |inner: ArgError| ArgError::InSpec {
-            index: index + 1,
-            algorithm: syntax.name,
-            inner: Box::new(inner),
-        };
-        for (i, arg) in syntax.args.iter().enumerate() {
-            let bytes = args.get(start + i);
-            spec.values[i] = match arg.kind {
-                ArgKind::Duration => time(bytes, arg.name, options.unit).map_err(in_spec)?.get(),
-                ArgKind::Integer { min, max, ceiling } => integer(
-                    bytes,
-                    arg.name,
-                    min,
-                    ceiling_max(max, ceiling, bounds),
-                    None,
-                )
-                .map_err(in_spec)?,
-            };
-        }
-        (syntax.check)(spec.values()).map_err(|e| {
-            in_spec(match e {
-                ParamError::Arg(i) => syntax
-                    .args
-                    .get(i)
-                    .map_or(ArgError::Joint("invalid arguments"), |arg| {
-                        range_of(arg, options.unit, bounds)
-                    }),
-                ParamError::Joint(rule) => ArgError::Joint(rule),
-            })
-        })?;
+    let bounds = options.bounds(bounds);
+    specs.clear();
+    for (index, (algorithm, words)) in found.iter().enumerate() {
+        let syntax = &table[*algorithm];
+        let spec = checked_spec(&args, syntax, *algorithm, words, options.unit, bounds).map_err(
+            |inner| ArgError::InSpec {
+                index: index + 1,
+                algorithm: syntax.name,
+                inner: Box::new(inner),
+            },
+        )?;
+        specs.push(spec);
     }
     Ok(options)
 }
@@ -518,56 +642,20 @@ pub fn refund<'a>(
     trusted: impl FnOnce() -> bool,
     bounds: Bounds,
 ) -> Result<(Spec, Tail), ArgError> {
-    let word = args.get(0);
-    let algorithm = table
-        .iter()
-        .position(|a| word.eq_ignore_ascii_case(a.name.as_bytes()))
-        .ok_or_else(|| ArgError::UnknownAlgorithm {
-            index: 0,
-            word: printable(word),
-        })?;
+    let (algorithm, words, next) = spec_words(&args, 0, table, 0)?;
     let syntax = &table[algorithm];
-    let n = syntax.args.len();
-    if n > MAX_ARGS || args.len() < n + 2 {
-        let mut names: Vec<&str> = syntax.args.iter().map(|a| a.name).collect();
-        names.push("quantity");
+    if next >= args.len() {
         return Err(ArgError::SpecTooShort {
             index: 0,
             algorithm: syntax.name,
-            expects: names.join(" "),
+            expects: format!("{} quantity", syntax.expects()),
         });
     }
-    let quantity = integer(args.get(1 + n), "quantity", 0, MAX_QUANTITY, None)?;
-    let mut tail = options(&args, n + 2, false, trusted)?;
+    let quantity = integer(args.get(next), "quantity", 0, MAX_QUANTITY, None)?;
+    let mut tail = options(&args, next + 1, false, trusted)?;
     tail.quantity = quantity;
     let bounds = tail.bounds(bounds);
-    let mut spec = Spec {
-        algorithm,
-        values: [0; MAX_ARGS],
-        len: n,
-    };
-    for (i, arg) in syntax.args.iter().enumerate() {
-        let bytes = args.get(1 + i);
-        spec.values[i] = match arg.kind {
-            ArgKind::Duration => time(bytes, arg.name, tail.unit)?.get(),
-            ArgKind::Integer { min, max, ceiling } => integer(
-                bytes,
-                arg.name,
-                min,
-                ceiling_max(max, ceiling, bounds),
-                None,
-            )?,
-        };
-    }
-    (syntax.check)(spec.values()).map_err(|e| match e {
-        ParamError::Arg(i) => syntax
-            .args
-            .get(i)
-            .map_or(ArgError::Joint("invalid arguments"), |arg| {
-                range_of(arg, tail.unit, bounds)
-            }),
-        ParamError::Joint(rule) => ArgError::Joint(rule),
-    })?;
+    let spec = checked_spec(&args, syntax, algorithm, &words, tail.unit, bounds)?;
     Ok((spec, tail))
 }
 

@@ -106,6 +106,7 @@ impl Algorithm {
             syntax: args::SpecSyntax {
                 name: L::NAME,
                 args: L::ARGS,
+                options: L::OPTIONS,
                 check: check::<L>,
             },
             tag: L::TAG,
@@ -131,6 +132,7 @@ fn limiter_command<L: Stored>(summary: &'static str, complexity: &'static str) -
     args.extend(L::ARGS.iter().map(|arg| ArgSpec::integer(arg.name)));
     args.push(ArgSpec::integer("quantity").optional());
     args.push(ArgSpec::flag("ms", "MS").optional());
+    args.extend(options_doc(L::OPTIONS));
     CommandSpec {
         name: format!("RL.{}", L::NAME),
         handler: rl_limiter::<L>,
@@ -146,6 +148,15 @@ fn limiter_command<L: Stored>(summary: &'static str, complexity: &'static str) -
         },
         args,
     }
+}
+
+/// An algorithm's options as COMMAND DOCS shows them: an optional integer
+/// introduced by its keyword.
+fn options_doc(options: &'static [crate::core::Arg]) -> impl Iterator<Item = ArgSpec> {
+    options.iter().map(|o| {
+        let name: &'static str = o.name;
+        ArgSpec::integer(name).token(name).optional()
+    })
 }
 
 /// `RL.STATE key payload`, the form AOF rewrite writes.
@@ -366,6 +377,7 @@ fn several_command(
                 .map(|a| {
                     let mut block = vec![ArgSpec::flag("algorithm", a.syntax.name)];
                     block.extend(a.syntax.args.iter().map(|arg| ArgSpec::integer(arg.name)));
+                    block.extend(options_doc(a.syntax.options));
                     ArgSpec::new(a.syntax.name, ArgType::Block(block))
                 })
                 .collect(),
@@ -685,6 +697,7 @@ fn refund_command() -> CommandSpec {
                 .map(|a| {
                     let mut block = vec![ArgSpec::flag("algorithm", a.syntax.name)];
                     block.extend(a.syntax.args.iter().map(|arg| ArgSpec::integer(arg.name)));
+                    block.extend(options_doc(a.syntax.options));
                     ArgSpec::new(a.syntax.name, ArgType::Block(block))
                 })
                 .collect(),

@@ -55,9 +55,13 @@ pub trait Limiter: Clone + Default + Sized {
     const TAG: u8;
     /// The numbers that follow the key, in order.
     const ARGS: &'static [Arg];
+    /// Optional keyword arguments that may follow the numbers, each a
+    /// keyword (its `name`, any case) and one value; by default none.
+    const OPTIONS: &'static [Arg] = &[];
 
-    /// The parameters from the numbers of `ARGS`, each already within its
-    /// own range, durations in nanoseconds.
+    /// The parameters from the values of `ARGS` then `OPTIONS` (0 for an
+    /// option not given), each already within its own range, durations in
+    /// nanoseconds. `ParamError::Arg` indexes that same sequence.
     fn params(values: &[u64]) -> Result<Self::Params, ParamError>;
 
     /// Decides a request for `quantity` units at `now` (`quantity = 0` is a
@@ -128,6 +132,9 @@ pub enum ArgKind {
     /// A duration in the call's unit (seconds, or milliseconds with `MS`),
     /// from 1 to [`MAX_DURATION`].
     Duration,
+    /// A duration as above that may also be 0.
+    #[allow(dead_code)] // first used by RL.SLIDE's PRECISION option
+    DurationOrZero,
 }
 
 /// A bound of the server's configuration on an argument.
