@@ -247,24 +247,20 @@ fn spec_values<'a>(
     Ok((values, args.len() + options.len()))
 }
 
-/// One argument's value within its range.
+/// One argument's value within its range (durations in ns). The error is
+/// built only on the error path.
+#[inline]
 fn value(bytes: &[u8], arg: &Arg, unit: Unit, bounds: Bounds) -> Result<u64, ArgError> {
-    Ok(match arg.kind {
-        ArgKind::Duration => time(bytes, arg.name, unit)?.get(),
-        ArgKind::DurationOrZero => {
-            let amount = integer(bytes, arg.name, 0, max_time(unit), Some(unit))?;
-            unit.to_nanos(amount)
-                .ok_or_else(|| range(arg.name, 0, max_time(unit), Some(unit)))?
-                .get()
-        }
-        ArgKind::Integer { min, max, ceiling } => integer(
-            bytes,
-            arg.name,
-            min,
-            ceiling_max(max, ceiling, bounds),
-            None,
-        )?,
-    })
+    let (min, max, scale) = match arg.kind {
+        ArgKind::Duration => (1, max_time(unit), unit.nanos()),
+        ArgKind::DurationOrZero => (0, max_time(unit), unit.nanos()),
+        ArgKind::Integer { min, max, ceiling } => (min, ceiling_max(max, ceiling, bounds), 1),
+    };
+    match parse_decimal(bytes) {
+        // At most ten years in either unit: far below u64::MAX ns.
+        Some(n) if (min..=max).contains(&n) => Ok(n * scale),
+        _ => Err(range_of(arg, unit, bounds)),
+    }
 }
 
 /// The error of parameters refused together: the range of the argument
@@ -289,6 +285,7 @@ fn param_error(
 }
 
 /// The range error of an argument: what it must be.
+#[cold]
 fn range_of(arg: &Arg, unit: Unit, bounds: Bounds) -> ArgError {
     match arg.kind {
         ArgKind::Duration => time_range(arg.name, unit),
@@ -388,12 +385,6 @@ const fn max_time(unit: Unit) -> u64 {
         Unit::Seconds => MAX_DURATION_SECONDS,
         Unit::Millis => MAX_DURATION_SECONDS * 1_000,
     }
-}
-
-/// A period or window in `unit`s, as nanoseconds.
-fn time(arg: &[u8], name: &'static str, unit: Unit) -> Result<Nanos, ArgError> {
-    let amount = integer(arg, name, 1, max_time(unit), Some(unit))?;
-    unit.to_nanos(amount).ok_or_else(|| time_range(name, unit))
 }
 
 fn time_range(name: &'static str, unit: Unit) -> ArgError {

@@ -57,14 +57,6 @@ impl Unit {
             Unit::Millis => 1_000_000,
         }
     }
-
-    /// `amount` units as nanoseconds, or `None` when that overflows.
-    pub const fn to_nanos(self, amount: u64) -> Option<Nanos> {
-        match amount.checked_mul(self.nanos()) {
-            Some(n) => Some(Nanos(n)),
-            None => None,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -86,12 +78,5 @@ mod tests {
         assert_eq!(Nanos::new(1_000_001).ceil_in(Unit::Millis), 2);
         assert_eq!(Nanos::new(1_000_000_001).ceil_in(Unit::Seconds), 2);
         assert_eq!(Nanos::MAX.ceil_in(Unit::Seconds), 18_446_744_074);
-    }
-
-    #[test]
-    fn unit_conversion_refuses_overflow() {
-        assert_eq!(Unit::Seconds.to_nanos(3), Some(Nanos::new(3_000_000_000)));
-        assert_eq!(Unit::Millis.to_nanos(3), Some(Nanos::new(3_000_000)));
-        assert_eq!(Unit::Seconds.to_nanos(u64::MAX), None);
     }
 }
