@@ -123,6 +123,32 @@ pub fn cluster_info_field(port: u16, field: &str) -> Result<String, String> {
     try_info_field(port, &["CLUSTER", "INFO"], field)
 }
 
+/// Waits until the replica at `replica` has applied everything that its
+/// master at `master` had propagated when this was called. (`WAIT` counts
+/// only the writes of the connection it is sent on: on any other, such as a
+/// fresh one after writes through the cluster client, it returns at once.)
+pub fn wait_caught_up(master: u16, replica: u16) {
+    let offset = |port: u16, field: &str| -> Result<i64, String> {
+        let v = try_field(port, "replication", field)?;
+        v.parse().map_err(|e| format!("{port}: {field} {v:?}: {e}"))
+    };
+    let target = offset(master, "master_repl_offset").expect("the master's offset");
+    wait_for(
+        10,
+        &format!("replica {replica} to catch up with {master}"),
+        || {
+            let applied = offset(replica, "slave_repl_offset")?;
+            if applied >= target {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{replica} applied {applied}, {master} was at {target}"
+                ))
+            }
+        },
+    );
+}
+
 /// Every node: state ok, all slots served, six nodes known, and the same
 /// view of who is master of what; every replica linked to its master.
 pub fn cluster_settled(ports: &[u16]) -> Result<(), String> {
