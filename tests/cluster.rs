@@ -3,15 +3,18 @@ use common::cluster::*;
 use common::*;
 
 // Redis Cluster: three masters with one replica each, formed with
-// `redis-cli --cluster create`. Through a cluster-aware client the three
-// commands route by their key (so keys spread over every master), hash tags
-// keep related keys together for a Lua script, and a manual failover keeps
-// every limiter exactly where it was: the promoted replica holds the same
-// state (`DEBUG DIGEST-VALUE` equal, and the same `PEXPIRETIME` for every
-// key, which the digest does not cover) and a full limiter stays full.
+// `redis-cli --cluster create` (tests/common/cluster.rs). Through a
+// cluster-aware client the three commands route by their key (so keys
+// spread over every master), hash tags keep related keys together for a Lua
+// script and for one RL.ALLOW of layered windows (routed by its keys,
+// refused across slots, answered as RL.PEEK by the replica), and a manual
+// failover keeps every limiter exactly where it was: the promoted replica
+// holds the same state (`DEBUG DIGEST-VALUE` equal, and the same
+// `PEXPIRETIME` for every key, which the digest does not cover) and a full
+// limiter stays full.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use redis::cluster::ClusterConnection;
 use redis::ConnectionLike;
@@ -41,6 +44,278 @@ fn assert_reply(got: [i64; 5], want: [i64; 5], slack: i64, what: &str) {
             );
         }
     }
+}
+
+/// A seven-element reply of RL.ALLOW or RL.PEEK: the binding limit's five
+/// fields, its 1-based index, and every limit's own five.
+#[derive(Debug, Clone, PartialEq)]
+struct Seven {
+    binding: [i64; 5],
+    index: i64,
+    limits: Vec<[i64; 5]>,
+}
+
+fn seven(con: &mut impl ConnectionLike, args: &[&str]) -> Seven {
+    let v: Value = cmd(args)
+        .query(con)
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    parse_seven(&v).unwrap_or_else(|| panic!("{args:?}: not a seven-element reply: {v:?}"))
+}
+
+fn parse_seven(v: &Value) -> Option<Seven> {
+    let int = |v: &Value| match v {
+        Value::Int(n) => Some(*n),
+        _ => None,
+    };
+    let five = |f: &[Value]| -> Option<[i64; 5]> {
+        f.iter()
+            .map(int)
+            .collect::<Option<Vec<_>>>()?
+            .try_into()
+            .ok()
+    };
+    let Value::Array(items) = v else { return None };
+    let [head @ .., index, Value::Array(limits)] = items.as_slice() else {
+        return None;
+    };
+    Some(Seven {
+        binding: five(head)?,
+        index: int(index)?,
+        limits: limits
+            .iter()
+            .map(|l| match l {
+                Value::Array(f) => five(f),
+                _ => None,
+            })
+            .collect::<Option<_>>()?,
+    })
+}
+
+/// The error a call must answer, as its code (MOVED, CROSSSLOT) and the
+/// rest of the message.
+fn refused(con: &mut impl ConnectionLike, args: &[&str]) -> (String, String) {
+    match cmd(args).query::<Value>(con) {
+        Ok(v) => panic!("{args:?}: expected an error, got {v:?}"),
+        Err(e) => (
+            e.code().unwrap_or_default().to_string(),
+            e.detail().unwrap_or_default().to_string(),
+        ),
+    }
+}
+
+/// `command numkeys key... spec...`
+fn several<'a>(command: &'a str, keys: &[&'a str], specs: &[&'a str]) -> Vec<&'a str> {
+    let numkeys = ["0", "1", "2", "3"][keys.len()];
+    let mut args = vec![command, numkeys];
+    args.extend_from_slice(keys);
+    args.extend_from_slice(specs);
+    args
+}
+
+/// CLUSTER COUNTKEYSINSLOT on one node: the keys of `slot` it holds.
+fn keys_in_slot(con: &mut Connection, slot: u16) -> i64 {
+    redis::cmd("CLUSTER")
+        .arg("COUNTKEYSINSLOT")
+        .arg(slot)
+        .query(con)
+        .expect("CLUSTER COUNTKEYSINSLOT")
+}
+
+/// RL.PEEK on the master, on the replica, and on the master again, until
+/// the master answers the same twice (a second boundary can fall between);
+/// returns (master, replica). With no write in between, each field can
+/// only move one way as time passes, so a replica holding the same state
+/// must answer what the master answered on both sides of it.
+fn peek_on_both(
+    master: &mut Connection,
+    replica: &mut Connection,
+    peek: &[&str],
+) -> (Seven, Seven) {
+    for _ in 0..10 {
+        let before = seven(master, peek);
+        let on_replica = seven(replica, peek);
+        let after = seven(master, peek);
+        if before == after {
+            return (before, on_replica);
+        }
+    }
+    panic!("{peek:?}: the master's answer changed in each of ten tries");
+}
+
+/// RL.ALLOW and RL.PEEK of layered windows on one subject, three keys with
+/// one hash tag: one slot, one master.
+///
+/// - The keys come after `numkeys`, and the command answers the server's
+///   key-position request: every node lists them for `COMMAND GETKEYS`, a
+///   master that does not own the slot answers MOVED to the one that does
+///   (which is how the cluster client finds it), and keys of two slots are
+///   refused with CROSSSLOT by every master, changing nothing.
+/// - The keys live on the owner. Its replica, after READONLY, answers the
+///   read-only RL.PEEK exactly as the master does, and holds the same values
+///   and expiries: the master's clock travelled with the writes.
+fn allow_and_peek(
+    cluster: &Cluster,
+    topo: &BTreeMap<u16, Node>,
+    cc: &mut ClusterConnection,
+    any: &mut Connection,
+) {
+    let keys = ["{user:42}:s", "{user:42}:m", "{user:42}:h"];
+    // 10 per second and 100 per minute (exact logs), 1,000 per hour in
+    // slices of a minute.
+    let specs = [
+        "SLIDE", "10", "1", "SLIDE", "100", "60", "SLICE", "1000", "3600", "60",
+    ];
+    let allow = several("RL.ALLOW", &keys, &specs);
+    let peek = several("RL.PEEK", &keys, &specs);
+    let slot = keyslot(any, keys[0]);
+    for key in keys {
+        assert_eq!(keyslot(any, key), slot, "{key}");
+    }
+    let owner = owner_of(topo, slot);
+    let replica = replica_of(topo, owner);
+    let masters: Vec<u16> = topo.values().filter(|n| n.master).map(|n| n.port).collect();
+    let others: Vec<u16> = masters.iter().copied().filter(|&m| m != owner).collect();
+    let moved = ("MOVED".to_string(), format!("{slot} 127.0.0.1:{owner}"));
+    println!("{keys:?}: slot {slot}, master {owner}, replica {replica}");
+
+    // Every node names the keys; the options after the specs are not keys.
+    for &port in &cluster.ports {
+        let mut con = cluster.con(port);
+        for call in [&allow, &peek] {
+            let mut c = redis::cmd("COMMAND");
+            c.arg("GETKEYS").arg(call.as_slice()).arg("QUANTITY").arg(1);
+            let got: Vec<String> = c.query(&mut con).expect("COMMAND GETKEYS");
+            assert_eq!(got, keys, "COMMAND GETKEYS {} on {port}", call[0]);
+        }
+    }
+
+    // A master that does not own the slot sends the caller to the one that
+    // does, and records nothing anywhere.
+    for &m in &others {
+        let mut con = cluster.con(m);
+        for call in [&allow, &peek] {
+            assert_eq!(refused(&mut con, call), moved, "{} on {m}", call[0]);
+        }
+    }
+    for &m in &masters {
+        let n = keys_in_slot(&mut cluster.con(m), slot);
+        assert_eq!(n, 0, "slot {slot} on {m} before any RL.ALLOW");
+    }
+
+    // Through the cluster client. redis-rs takes the first argument ("3")
+    // for the key, so it asks the master of that slot, and follows its
+    // MOVED when that is another master.
+    let first = owner_of(topo, keyslot(any, "3"));
+    println!("the cluster client sends RL.ALLOW to {first} first (owner {owner})");
+    let started = Instant::now();
+    let r = seven(cc, &allow);
+    // The per-second limit has the least remaining: it binds. A unit of the
+    // hour is counted until the 61st slice after its own begins.
+    assert_eq!(r.index, 1, "{r:?}");
+    assert_eq!(r.limits[0], [0, 10, 9, -1, 1], "{r:?}");
+    assert_eq!(r.limits[1], [0, 100, 99, -1, 60], "{r:?}");
+    assert_eq!(&r.limits[2][..4], &[0, 1000, 999, -1], "{r:?}");
+    assert!((3601..=3660).contains(&r.limits[2][4]), "{r:?}");
+    assert_eq!(r.binding, r.limits[0], "{r:?}");
+    println!("{allow:?} through the cluster client -> {r:?}");
+    // The keys are on the owner, and only there.
+    let mut direct = cluster.con(owner);
+    for (key, type_name) in keys.iter().zip(["rl-slide-", "rl-slide-", "rl-slice-"]) {
+        let t: String = redis::cmd("TYPE").arg(key).query(&mut direct).unwrap();
+        assert_eq!(t, type_name, "{key} on {owner}");
+    }
+    assert_eq!(keys_in_slot(&mut direct, slot), 3, "slot {slot} on {owner}");
+    for &m in &others {
+        assert_eq!(
+            keys_in_slot(&mut cluster.con(m), slot),
+            0,
+            "slot {slot} on {m}"
+        );
+    }
+
+    // Keys of two slots, the second on another master: refused by every
+    // master and through the cluster client, and no key changes.
+    let other = (43..)
+        .map(|n| format!("{{user:{n}}}:s"))
+        .find(|k| owner_of(topo, keyslot(any, k)) != owner)
+        .unwrap();
+    let other_owner = owner_of(topo, keyslot(any, &other));
+    let cross_keys = [keys[0], other.as_str()];
+    let cross_specs = ["SLIDE", "10", "1", "SLIDE", "10", "1"];
+    let state = |con: &mut Connection, key: &str| (digest_value(con, key), pexpiretime(con, key));
+    let before = state(&mut direct, keys[0]);
+    for command in ["RL.ALLOW", "RL.PEEK"] {
+        let call = several(command, &cross_keys, &cross_specs);
+        for &m in &masters {
+            let (code, detail) = refused(&mut cluster.con(m), &call);
+            assert_eq!(code, "CROSSSLOT", "{call:?} on {m}: {detail}");
+        }
+        let (code, detail) = refused(cc, &call);
+        assert_eq!(code, "CROSSSLOT", "{call:?}, cluster client: {detail}");
+    }
+    assert_eq!(state(&mut direct, keys[0]), before, "{}", keys[0]);
+    let mut con = cluster.con(other_owner);
+    assert!(!exists(&mut con, &other), "{other} on {other_owner}");
+    println!("{cross_keys:?} on {owner} and {other_owner}: CROSSSLOT on every master");
+
+    // The replica sends a reader to its master, unless it said READONLY;
+    // writes go to the master either way.
+    let mut rcon = cluster.con(replica);
+    assert_eq!(refused(&mut rcon, &peek), moved, "RL.PEEK on {replica}");
+    let _: () = redis::cmd("READONLY").query(&mut rcon).unwrap();
+    assert_eq!(refused(&mut rcon, &allow), moved, "RL.ALLOW on {replica}");
+
+    // The owner takes another unit, and the replica applies it. The
+    // per-second key lives one second after that: a comparison counts when
+    // it ended by then, else it is made again after one more unit.
+    for attempt in 1..=5 {
+        let r = seven(&mut direct, &allow);
+        let taken = attempt + 1;
+        assert_eq!(r.limits[1], [0, 100, 100 - taken, -1, 60], "{r:?}");
+        assert_eq!(&r.limits[2][..4], &[0, 1000, 1000 - taken, -1], "{r:?}");
+        let second = r.limits[0];
+        if attempt == 1 && started.elapsed() < Duration::from_millis(900) {
+            assert_eq!(second, [0, 10, 8, -1, 1], "{r:?}");
+        } else {
+            assert!((10 - taken..=9).contains(&second[2]), "{r:?}");
+        }
+        assert_eq!(wait_replicas(&mut direct, 1, 5000), 1, "WAIT on {owner}");
+        let lives_until = pexpiretime(&mut direct, keys[0]);
+        let on_master = keys.map(|k| state(&mut direct, k));
+        let on_replica = keys.map(|k| state(&mut rcon, k));
+        let (master_peek, replica_peek) = peek_on_both(&mut direct, &mut rcon, &peek);
+        if (unix_ns() / NS_PER_MS) as i64 >= lives_until {
+            println!("attempt {attempt} outlived the per-second key: again");
+            continue;
+        }
+        println!("{peek:?} on {owner} and on replica {replica} -> {master_peek:?}");
+        assert_eq!(
+            on_replica, on_master,
+            "digest and expiry, replica {replica}"
+        );
+        assert_eq!(replica_peek, master_peek, "RL.PEEK on replica {replica}");
+        // The peek asks for one more unit, and took none.
+        assert_eq!(master_peek.limits[1][2], 100 - taken - 1, "{master_peek:?}");
+        assert_eq!(
+            master_peek.limits[2][2],
+            1000 - taken - 1,
+            "{master_peek:?}"
+        );
+        assert_eq!(
+            seven(&mut direct, &peek),
+            master_peek,
+            "RL.PEEK took a unit"
+        );
+
+        // Reset is DEL: the failover below compares whole datasets, and a
+        // key that expires in a second would come and go in between.
+        let n: i64 = cmd(&["DEL", keys[0], keys[1], keys[2]])
+            .query(&mut direct)
+            .unwrap();
+        assert_eq!(n, 3);
+        return;
+    }
+    panic!("five attempts each took over a second: is the machine overloaded?");
 }
 
 #[test]
@@ -163,7 +438,10 @@ fn cluster_routing_hash_tags_and_failover() {
         .query(&mut cc);
     assert!(cross.is_err(), "cross-slot EVAL: {cross:?}");
 
-    // 3. Failover keeps limits. Three full limiters on one master.
+    // 3. Several limits at once, on one subject's keys.
+    allow_and_peek(&cluster, &topo, &mut cc, &mut any);
+
+    // 4. Failover keeps limits. Three full limiters on one master.
     let master = masters[0];
     let replica = replica_of(&topo, master);
     let tag = (0..)
