@@ -1,89 +1,23 @@
 mod common;
+use common::cluster::*;
 use common::*;
 
 // Redis Cluster: three masters with one replica each, formed with
-// `redis-cli --cluster create`. Through a cluster-aware client the three
-// commands route by their key (so keys spread over every master), hash tags
-// keep related keys together for a Lua script, and a manual failover keeps
-// every limiter exactly where it was: the promoted replica holds the same
-// state (`DEBUG DIGEST-VALUE` equal, and the same `PEXPIRETIME` for every
-// key, which the digest does not cover) and a full limiter stays full.
+// `redis-cli --cluster create` (tests/common/cluster.rs). Through a
+// cluster-aware client the three commands route by their key (so keys
+// spread over every master), hash tags keep related keys together for a Lua
+// script and for one RL.ALLOW of layered windows (routed by its keys,
+// refused across slots, answered as RL.PEEK by the replica), and a manual
+// failover keeps every limiter exactly where it was: the promoted replica
+// holds the same state (`DEBUG DIGEST-VALUE` equal, and the same
+// `PEXPIRETIME` for every key, which the digest does not cover) and a full
+// limiter stays full.
 
 use std::collections::BTreeMap;
-use std::net::TcpListener;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use redis::cluster::{ClusterClient, ClusterConnection};
+use redis::cluster::ClusterConnection;
 use redis::ConnectionLike;
-
-/// One node as `CLUSTER NODES` describes it.
-#[derive(Debug, Clone, PartialEq)]
-struct Node {
-    id: String,
-    port: u16,
-    master: bool,
-    master_id: Option<String>,
-    slots: Vec<(u16, u16)>,
-}
-
-/// The cluster as one node sees it, by port.
-fn topology(con: &mut Connection) -> BTreeMap<u16, Node> {
-    let text: String = redis::cmd("CLUSTER")
-        .arg("NODES")
-        .query(con)
-        .expect("CLUSTER NODES");
-    let mut nodes = BTreeMap::new();
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let addr = f[1].split(['@', ',']).next().unwrap();
-        let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
-        let master = f[2].split(',').any(|x| x == "master");
-        let master_id = (f[3] != "-").then(|| f[3].to_string());
-        let slots = f[8..]
-            .iter()
-            .filter(|s| !s.starts_with('['))
-            .map(|s| match s.split_once('-') {
-                Some((a, b)) => (a.parse().unwrap(), b.parse().unwrap()),
-                None => (s.parse().unwrap(), s.parse().unwrap()),
-            })
-            .collect();
-        nodes.insert(
-            port,
-            Node {
-                id: f[0].to_string(),
-                port,
-                master,
-                master_id,
-                slots,
-            },
-        );
-    }
-    nodes
-}
-
-fn owner_of(topo: &BTreeMap<u16, Node>, slot: u16) -> u16 {
-    topo.values()
-        .find(|n| n.master && n.slots.iter().any(|&(a, b)| a <= slot && slot <= b))
-        .unwrap_or_else(|| panic!("no master owns slot {slot}"))
-        .port
-}
-
-fn replica_of(topo: &BTreeMap<u16, Node>, master: u16) -> u16 {
-    let id = &topo[&master].id;
-    topo.values()
-        .find(|n| n.master_id.as_deref() == Some(id.as_str()))
-        .unwrap_or_else(|| panic!("master {master} has no replica"))
-        .port
-}
-
-fn keyslot(con: &mut Connection, key: &str) -> u16 {
-    redis::cmd("CLUSTER")
-        .arg("KEYSLOT")
-        .arg(key)
-        .query(con)
-        .expect("CLUSTER KEYSLOT")
-}
 
 /// The five-integer reply of a command sent through any connection (the
 /// cluster client included).
@@ -112,228 +46,276 @@ fn assert_reply(got: [i64; 5], want: [i64; 5], slack: i64, what: &str) {
     }
 }
 
-/// Waits up to `secs` seconds for `f` to answer `Ok`; on timeout the
-/// last observation is in the panic message.
-fn wait_for(secs: u64, what: &str, mut f: impl FnMut() -> Result<(), String>) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    let mut last;
-    loop {
-        match f() {
-            Ok(()) => return,
-            Err(e) => last = e,
-        }
-        if Instant::now() >= deadline {
-            panic!("timed out after {secs}s waiting for {what}: {last}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+/// A seven-element reply of RL.ALLOW or RL.PEEK: the binding limit's five
+/// fields, its 1-based index, and every limit's own five.
+#[derive(Debug, Clone, PartialEq)]
+struct Seven {
+    binding: [i64; 5],
+    index: i64,
+    limits: Vec<[i64; 5]>,
 }
 
-fn try_conn(port: u16) -> Result<Connection, String> {
-    connect(port, Duration::from_secs(10)).map_err(|e| format!("{port}: {e}"))
+fn seven(con: &mut impl ConnectionLike, args: &[&str]) -> Seven {
+    let v: Value = cmd(args)
+        .query(con)
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    parse_seven(&v).unwrap_or_else(|| panic!("{args:?}: not a seven-element reply: {v:?}"))
 }
 
-/// `field` of what `command` (INFO or CLUSTER INFO) answers on the node at
-/// `port`, through a fresh connection.
-fn try_info_field(port: u16, command: &[&str], field: &str) -> Result<String, String> {
-    let mut con = try_conn(port)?;
-    let info: String = cmd(command)
-        .query(&mut con)
-        .map_err(|e| format!("{port}: {e}"))?;
-    Ok(info_value(&info, field))
-}
-
-fn try_field(port: u16, section: &str, field: &str) -> Result<String, String> {
-    try_info_field(port, &["INFO", section], field)
-}
-
-fn cluster_info_field(port: u16, field: &str) -> Result<String, String> {
-    try_info_field(port, &["CLUSTER", "INFO"], field)
-}
-
-/// Every node: state ok, all slots served, six nodes known, and the same
-/// view of who is master of what; every replica linked to its master.
-fn cluster_settled(ports: &[u16]) -> Result<(), String> {
-    let mut views = Vec::new();
-    for &p in ports {
-        let state = cluster_info_field(p, "cluster_state")?;
-        let slots = cluster_info_field(p, "cluster_slots_ok")?;
-        let known = cluster_info_field(p, "cluster_known_nodes")?;
-        if state != "ok" || slots != "16384" || known != ports.len().to_string() {
-            return Err(format!(
-                "{p}: state {state}, slots_ok {slots}, known {known}"
-            ));
-        }
-        let topo = topology(&mut try_conn(p)?);
-        let view: Vec<Node> = topo.values().cloned().collect();
-        views.push((p, view));
-        let role = try_field(p, "replication", "role")?;
-        let want = if topo[&p].master { "master" } else { "slave" };
-        if role != want {
-            return Err(format!("{p}: role {role}, cluster says {want}"));
-        }
-        if role == "slave" {
-            let link = try_field(p, "replication", "master_link_status")?;
-            if link != "up" {
-                return Err(format!("{p}: master_link_status {link}"));
-            }
-        }
-    }
-    if views.iter().any(|(_, v)| v != &views[0].1) {
-        return Err(format!("views differ: {views:?}"));
-    }
-    let masters = views[0].1.iter().filter(|n| n.master).count();
-    if masters != 3 {
-        return Err(format!("{masters} masters"));
-    }
-    Ok(())
-}
-
-/// Six free cluster bus ports outside the ephemeral range, where the
-/// harness picks the client ports (`port + 10000` may not exist).
-fn bus_ports() -> Vec<u16> {
-    let seed = std::process::id() as u64
-        ^ std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos() as u64;
-    let mut ports = Vec::new();
-    let mut candidate = 20000 + (seed % 10000) as u16;
-    while ports.len() < 6 {
-        candidate = if candidate >= 30000 {
-            20000
-        } else {
-            candidate + 1
-        };
-        if TcpListener::bind(("127.0.0.1", candidate)).is_ok() {
-            ports.push(candidate);
-        }
-    }
-    ports
-}
-
-fn redis_cli() -> String {
-    std::env::var("REDIS_CLI").unwrap_or_else(|_| "redis-cli".to_string())
-}
-
-/// `redis-cli --cluster create … --cluster-replicas 1 --cluster-yes`,
-/// bounded in time.
-fn cluster_create(ports: &[u16]) {
-    let version = Command::new(redis_cli()).arg("--version").output();
-    assert!(
-        matches!(&version, Ok(o) if o.status.success()),
-        "{} is missing ({version:?}): install redis-tools (make test does) or set REDIS_CLI",
-        redis_cli()
-    );
-    let out = tempfile::NamedTempFile::new().unwrap();
-    let mut child = Command::new(redis_cli())
-        .arg("--cluster")
-        .arg("create")
-        .args(ports.iter().map(|p| format!("127.0.0.1:{p}")))
-        .args(["--cluster-replicas", "1", "--cluster-yes"])
-        .stdin(Stdio::null())
-        .stdout(out.reopen().unwrap())
-        .stderr(out.reopen().unwrap())
-        .spawn()
-        .expect("redis-cli");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "redis-cli --cluster create hung; its output:\n{}",
-                std::fs::read_to_string(out.path()).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
+fn parse_seven(v: &Value) -> Option<Seven> {
+    let int = |v: &Value| match v {
+        Value::Int(n) => Some(*n),
+        _ => None,
     };
-    let text = std::fs::read_to_string(out.path()).unwrap_or_default();
-    assert!(
-        status.success() && text.contains("All 16384 slots covered"),
-        "redis-cli --cluster create failed ({status}):\n{text}"
-    );
+    let five = |f: &[Value]| -> Option<[i64; 5]> {
+        f.iter()
+            .map(int)
+            .collect::<Option<Vec<_>>>()?
+            .try_into()
+            .ok()
+    };
+    let Value::Array(items) = v else { return None };
+    let [head @ .., index, Value::Array(limits)] = items.as_slice() else {
+        return None;
+    };
+    Some(Seven {
+        binding: five(head)?,
+        index: int(index)?,
+        limits: limits
+            .iter()
+            .map(|l| match l {
+                Value::Array(f) => five(f),
+                _ => None,
+            })
+            .collect::<Option<_>>()?,
+    })
 }
 
-struct Cluster {
-    servers: Vec<Server>,
-    ports: Vec<u16>,
+/// The error a call must answer, as its code (MOVED, CROSSSLOT) and the
+/// rest of the message.
+fn refused(con: &mut impl ConnectionLike, args: &[&str]) -> (String, String) {
+    match cmd(args).query::<Value>(con) {
+        Ok(v) => panic!("{args:?}: expected an error, got {v:?}"),
+        Err(e) => (
+            e.code().unwrap_or_default().to_string(),
+            e.detail().unwrap_or_default().to_string(),
+        ),
+    }
 }
 
-impl Cluster {
-    fn start() -> Cluster {
-        let bus = bus_ports();
-        let servers: Vec<Server> = bus
-            .iter()
-            .map(|b| {
-                let b = b.to_string();
-                Server::start_with(&[
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                    "--cluster-node-timeout",
-                    "2000",
-                    "--cluster-port",
-                    &b,
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                ])
-            })
-            .collect();
-        let ports: Vec<u16> = servers.iter().map(|s| s.port).collect();
-        cluster_create(&ports);
-        wait_for(30, "the cluster to settle", || cluster_settled(&ports));
-        Cluster { servers, ports }
+/// `command numkeys key... spec...`
+fn several<'a>(command: &'a str, keys: &[&'a str], specs: &[&'a str]) -> Vec<&'a str> {
+    let numkeys = ["0", "1", "2", "3"][keys.len()];
+    let mut args = vec![command, numkeys];
+    args.extend_from_slice(keys);
+    args.extend_from_slice(specs);
+    args
+}
+
+/// CLUSTER COUNTKEYSINSLOT on one node: the keys of `slot` it holds.
+fn keys_in_slot(con: &mut Connection, slot: u16) -> i64 {
+    redis::cmd("CLUSTER")
+        .arg("COUNTKEYSINSLOT")
+        .arg(slot)
+        .query(con)
+        .expect("CLUSTER COUNTKEYSINSLOT")
+}
+
+/// RL.PEEK on the master, on the replica, and on the master again, until
+/// the master answers the same twice (a second boundary can fall between);
+/// returns (master, replica). With no write in between, each field can
+/// only move one way as time passes, so a replica holding the same state
+/// must answer what the master answered on both sides of it.
+fn peek_on_both(
+    master: &mut Connection,
+    replica: &mut Connection,
+    peek: &[&str],
+) -> (Seven, Seven) {
+    for _ in 0..10 {
+        let before = seven(master, peek);
+        let on_replica = seven(replica, peek);
+        let after = seven(master, peek);
+        if before == after {
+            return (before, on_replica);
+        }
+    }
+    panic!("{peek:?}: the master's answer changed in each of ten tries");
+}
+
+/// RL.ALLOW and RL.PEEK of layered windows on one subject, three keys with
+/// one hash tag: one slot, one master.
+///
+/// - The keys come after `numkeys`, and the command answers the server's
+///   key-position request: every node lists them for `COMMAND GETKEYS`, a
+///   master that does not own the slot answers MOVED to the one that does
+///   (which is how the cluster client finds it), and keys of two slots are
+///   refused with CROSSSLOT by every master, changing nothing.
+/// - The keys live on the owner. Its replica, after READONLY, answers the
+///   read-only RL.PEEK exactly as the master does, and holds the same values
+///   and expiries: the master's clock travelled with the writes.
+fn allow_and_peek(
+    cluster: &Cluster,
+    topo: &BTreeMap<u16, Node>,
+    cc: &mut ClusterConnection,
+    any: &mut Connection,
+) {
+    let keys = ["{user:42}:s", "{user:42}:m", "{user:42}:h"];
+    // 10 per second and 100 per minute (exact logs), 1,000 per hour in
+    // slices of a minute.
+    let specs = [
+        "SLIDE", "10", "1", "SLIDE", "100", "60", "SLICE", "1000", "3600", "60",
+    ];
+    let allow = several("RL.ALLOW", &keys, &specs);
+    let peek = several("RL.PEEK", &keys, &specs);
+    let slot = keyslot(any, keys[0]);
+    for key in keys {
+        assert_eq!(keyslot(any, key), slot, "{key}");
+    }
+    let owner = owner_of(topo, slot);
+    let replica = replica_of(topo, owner);
+    let masters: Vec<u16> = topo.values().filter(|n| n.master).map(|n| n.port).collect();
+    let others: Vec<u16> = masters.iter().copied().filter(|&m| m != owner).collect();
+    let moved = ("MOVED".to_string(), format!("{slot} 127.0.0.1:{owner}"));
+    println!("{keys:?}: slot {slot}, master {owner}, replica {replica}");
+
+    // Every node names the keys; the options after the specs are not keys.
+    for &port in &cluster.ports {
+        let mut con = cluster.con(port);
+        for call in [&allow, &peek] {
+            let mut c = redis::cmd("COMMAND");
+            c.arg("GETKEYS").arg(call.as_slice()).arg("QUANTITY").arg(1);
+            let got: Vec<String> = c.query(&mut con).expect("COMMAND GETKEYS");
+            assert_eq!(got, keys, "COMMAND GETKEYS {} on {port}", call[0]);
+        }
     }
 
-    fn con(&self, port: u16) -> Connection {
-        let server = self.servers.iter().find(|s| s.port == port).expect("node");
-        server.conn()
+    // A master that does not own the slot sends the caller to the one that
+    // does, and records nothing anywhere.
+    for &m in &others {
+        let mut con = cluster.con(m);
+        for call in [&allow, &peek] {
+            assert_eq!(refused(&mut con, call), moved, "{} on {m}", call[0]);
+        }
+    }
+    for &m in &masters {
+        let n = keys_in_slot(&mut cluster.con(m), slot);
+        assert_eq!(n, 0, "slot {slot} on {m} before any RL.ALLOW");
     }
 
-    fn topology(&self) -> BTreeMap<u16, Node> {
-        topology(&mut self.con(self.ports[0]))
+    // Through the cluster client. redis-rs takes the first argument ("3")
+    // for the key, so it asks the master of that slot, and follows its
+    // MOVED when that is another master.
+    let first = owner_of(topo, keyslot(any, "3"));
+    println!("the cluster client sends RL.ALLOW to {first} first (owner {owner})");
+    let started = Instant::now();
+    let r = seven(cc, &allow);
+    // The per-second limit has the least remaining: it binds. A unit of the
+    // hour is counted until the 61st slice after its own begins.
+    assert_eq!(r.index, 1, "{r:?}");
+    assert_eq!(r.limits[0], [0, 10, 9, -1, 1], "{r:?}");
+    assert_eq!(r.limits[1], [0, 100, 99, -1, 60], "{r:?}");
+    assert_eq!(&r.limits[2][..4], &[0, 1000, 999, -1], "{r:?}");
+    assert!((3601..=3660).contains(&r.limits[2][4]), "{r:?}");
+    assert_eq!(r.binding, r.limits[0], "{r:?}");
+    println!("{allow:?} through the cluster client -> {r:?}");
+    // The keys are on the owner, and only there.
+    let mut direct = cluster.con(owner);
+    for (key, type_name) in keys.iter().zip(["rl-slide-", "rl-slide-", "rl-slice-"]) {
+        let t: String = redis::cmd("TYPE").arg(key).query(&mut direct).unwrap();
+        assert_eq!(t, type_name, "{key} on {owner}");
+    }
+    assert_eq!(keys_in_slot(&mut direct, slot), 3, "slot {slot} on {owner}");
+    for &m in &others {
+        assert_eq!(
+            keys_in_slot(&mut cluster.con(m), slot),
+            0,
+            "slot {slot} on {m}"
+        );
     }
 
-    fn client(&self) -> ClusterConnection {
-        let urls: Vec<String> = self
-            .ports
-            .iter()
-            .map(|p| format!("redis://127.0.0.1:{p}/"))
-            .collect();
-        ClusterClient::builder(urls)
-            .connection_timeout(Duration::from_secs(2))
-            .response_timeout(Duration::from_secs(10))
-            .build()
-            .expect("cluster client")
-            .get_connection()
-            .expect("cluster connection")
+    // Keys of two slots, the second on another master: refused by every
+    // master and through the cluster client, and no key changes.
+    let other = (43..)
+        .map(|n| format!("{{user:{n}}}:s"))
+        .find(|k| owner_of(topo, keyslot(any, k)) != owner)
+        .unwrap();
+    let other_owner = owner_of(topo, keyslot(any, &other));
+    let cross_keys = [keys[0], other.as_str()];
+    let cross_specs = ["SLIDE", "10", "1", "SLIDE", "10", "1"];
+    let state = |con: &mut Connection, key: &str| (digest_value(con, key), pexpiretime(con, key));
+    let before = state(&mut direct, keys[0]);
+    for command in ["RL.ALLOW", "RL.PEEK"] {
+        let call = several(command, &cross_keys, &cross_specs);
+        for &m in &masters {
+            let (code, detail) = refused(&mut cluster.con(m), &call);
+            assert_eq!(code, "CROSSSLOT", "{call:?} on {m}: {detail}");
+        }
+        let (code, detail) = refused(cc, &call);
+        assert_eq!(code, "CROSSSLOT", "{call:?}, cluster client: {detail}");
     }
+    assert_eq!(state(&mut direct, keys[0]), before, "{}", keys[0]);
+    let mut con = cluster.con(other_owner);
+    assert!(!exists(&mut con, &other), "{other} on {other_owner}");
+    println!("{cross_keys:?} on {owner} and {other_owner}: CROSSSLOT on every master");
 
-    fn describe(&self, topo: &BTreeMap<u16, Node>) -> String {
-        topo.values()
-            .map(|n| {
-                let role = try_field(n.port, "replication", "role").unwrap_or_default();
-                if n.master {
-                    format!("{}=master({role}) slots {:?}", n.port, n.slots)
-                } else {
-                    let m = topo
-                        .values()
-                        .find(|m| Some(&m.id) == n.master_id.as_ref())
-                        .map(|m| m.port)
-                        .unwrap_or(0);
-                    format!("{}=replica-of-{m}({role})", n.port)
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
+    // The replica sends a reader to its master, unless it said READONLY;
+    // writes go to the master either way.
+    let mut rcon = cluster.con(replica);
+    assert_eq!(refused(&mut rcon, &peek), moved, "RL.PEEK on {replica}");
+    let _: () = redis::cmd("READONLY").query(&mut rcon).unwrap();
+    assert_eq!(refused(&mut rcon, &allow), moved, "RL.ALLOW on {replica}");
+
+    // The owner takes another unit, and the replica applies it. The
+    // per-second key lives one second after that: a comparison counts when
+    // it ended by then, else it is made again after one more unit.
+    for attempt in 1..=5 {
+        let r = seven(&mut direct, &allow);
+        let taken = attempt + 1;
+        assert_eq!(r.limits[1], [0, 100, 100 - taken, -1, 60], "{r:?}");
+        assert_eq!(&r.limits[2][..4], &[0, 1000, 1000 - taken, -1], "{r:?}");
+        let second = r.limits[0];
+        if attempt == 1 && started.elapsed() < Duration::from_millis(900) {
+            assert_eq!(second, [0, 10, 8, -1, 1], "{r:?}");
+        } else {
+            assert!((10 - taken..=9).contains(&second[2]), "{r:?}");
+        }
+        assert_eq!(wait_replicas(&mut direct, 1, 5000), 1, "WAIT on {owner}");
+        let lives_until = pexpiretime(&mut direct, keys[0]);
+        let on_master = keys.map(|k| state(&mut direct, k));
+        let on_replica = keys.map(|k| state(&mut rcon, k));
+        let (master_peek, replica_peek) = peek_on_both(&mut direct, &mut rcon, &peek);
+        if (unix_ns() / NS_PER_MS) as i64 >= lives_until {
+            println!("attempt {attempt} outlived the per-second key: again");
+            continue;
+        }
+        println!("{peek:?} on {owner} and on replica {replica} -> {master_peek:?}");
+        assert_eq!(
+            on_replica, on_master,
+            "digest and expiry, replica {replica}"
+        );
+        assert_eq!(replica_peek, master_peek, "RL.PEEK on replica {replica}");
+        // The peek asks for one more unit, and took none.
+        assert_eq!(master_peek.limits[1][2], 100 - taken - 1, "{master_peek:?}");
+        assert_eq!(
+            master_peek.limits[2][2],
+            1000 - taken - 1,
+            "{master_peek:?}"
+        );
+        assert_eq!(
+            seven(&mut direct, &peek),
+            master_peek,
+            "RL.PEEK took a unit"
+        );
+
+        // Reset is DEL: the failover below compares whole datasets, and a
+        // key that expires in a second would come and go in between.
+        let n: i64 = cmd(&["DEL", keys[0], keys[1], keys[2]])
+            .query(&mut direct)
+            .unwrap();
+        assert_eq!(n, 3);
+        return;
     }
+    panic!("five attempts each took over a second: is the machine overloaded?");
 }
 
 #[test]
@@ -420,8 +402,8 @@ fn cluster_routing_hash_tags_and_failover() {
         assert!(n > 0, "master {m} is empty");
         total += n;
         // Replicas hold the same keys.
-        assert_eq!(wait_replicas(&mut con, 1, 5000), 1, "WAIT on {m}");
         let r = replica_of(&topo, m);
+        wait_caught_up(m, r);
         assert_eq!(dbsize(&mut cluster.con(r)), n, "replica {r} of {m}");
     }
     assert_eq!(total, 300);
@@ -456,7 +438,10 @@ fn cluster_routing_hash_tags_and_failover() {
         .query(&mut cc);
     assert!(cross.is_err(), "cross-slot EVAL: {cross:?}");
 
-    // 3. Failover keeps limits. Three full limiters on one master.
+    // 3. Several limits at once, on one subject's keys.
+    allow_and_peek(&cluster, &topo, &mut cc, &mut any);
+
+    // 4. Failover keeps limits. Three full limiters on one master.
     let master = masters[0];
     let replica = replica_of(&topo, master);
     let tag = (0..)
@@ -496,11 +481,7 @@ fn cluster_routing_hash_tags_and_failover() {
         before.push(limited);
     }
     let mut mcon = cluster.con(master);
-    assert_eq!(
-        wait_replicas(&mut mcon, 1, 5000),
-        1,
-        "WAIT 1 5000 on {master}"
-    );
+    wait_caught_up(master, replica);
     let mut rcon = cluster.con(replica);
     // Reads of keys on a replica, instead of a MOVED redirection.
     let _: () = redis::cmd("READONLY").query(&mut rcon).unwrap();

@@ -1,6 +1,7 @@
 //! The client examples under `examples/`, run for real: the Python (redis-py)
 //! and Node.js (ioredis) scripts against a test server, and their HTTP
-//! middlewares with real HTTP requests.
+//! middlewares with real HTTP requests, against one server and, with a list
+//! of limits, against a cluster of three masters (tests/common/cluster.rs).
 //!
 //! The set-up (`scripts/deps.sh --test`, which `make test` runs) installs the
 //! client libraries into `tmp/examples/` (gitignored); this file installs
@@ -9,6 +10,7 @@
 //! skips.
 
 mod common;
+use common::cluster::{self, Cluster};
 use common::*;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -699,11 +701,50 @@ fn node_middleware() {
 // ---------------------------------------------------------------------------
 // Several limits: the middlewares with a list of limits
 
-/// RL.INSPECT's field-value pairs (RESP2: a flat array); `None` for a
-/// missing key.
-fn inspect(con: &mut Connection, key: &str) -> Option<Vec<(String, Value)>> {
+/// Where the middlewares' keys live: one server, or a cluster whose masters
+/// each hold the keys of their slots.
+enum Store<'a> {
+    Server(&'a Server),
+    Cluster(&'a Cluster),
+}
+
+impl Store<'_> {
+    /// The middleware's REDIS_URL: the server, or one node of the cluster.
+    fn url(&self) -> String {
+        let port = match self {
+            Store::Server(server) => server.port,
+            Store::Cluster(cluster) => cluster.ports[0],
+        };
+        format!("redis://127.0.0.1:{port}")
+    }
+
+    /// The master that holds `key`: the server, or the master that owns the
+    /// key's slot, as the cluster says now (CLUSTER KEYSLOT, CLUSTER NODES).
+    fn port_for(&self, key: &str) -> u16 {
+        match self {
+            Store::Server(server) => server.port,
+            Store::Cluster(cluster) => {
+                let slot = cluster::keyslot(&mut cluster.con(cluster.ports[0]), key);
+                cluster::owner_of(&cluster.topology(), slot)
+            }
+        }
+    }
+
+    /// A connection to the master that holds `key`.
+    fn con_for(&self, key: &str) -> Connection {
+        let port = self.port_for(key);
+        match self {
+            Store::Server(server) => server.conn(),
+            Store::Cluster(cluster) => cluster.con(port),
+        }
+    }
+}
+
+/// RL.INSPECT's field-value pairs (RESP2: a flat array), asked of the
+/// master that holds the key; `None` for a missing key.
+fn inspect(store: &Store, key: &str) -> Option<Vec<(String, Value)>> {
     let v: Value = cmd(&["RL.INSPECT", key])
-        .query(con)
+        .query(&mut store.con_for(key))
         .unwrap_or_else(|e| panic!("RL.INSPECT {key}: {e}"));
     match v {
         Value::Nil => None,
@@ -718,8 +759,8 @@ fn inspect(con: &mut Connection, key: &str) -> Option<Vec<(String, Value)>> {
 }
 
 /// One integer field of RL.INSPECT's reply.
-fn inspect_int(con: &mut Connection, key: &str, name: &str) -> i64 {
-    let fields = inspect(con, key).unwrap_or_else(|| panic!("RL.INSPECT {key}: no such key"));
+fn inspect_int(store: &Store, key: &str, name: &str) -> i64 {
+    let fields = inspect(store, key).unwrap_or_else(|| panic!("RL.INSPECT {key}: no such key"));
     match fields.iter().find(|(n, _)| n == name) {
         Some((_, Value::Int(v))) => *v,
         other => panic!("RL.INSPECT {key}: {name} is {other:?}"),
@@ -754,10 +795,9 @@ fn several_keys(prefix: &str, client: &str, path: &str) -> [String; 3] {
 /// request refused by one limit leaves no unit in the others, also when
 /// `grouped` (one RL.ALLOW per hash slot, then RL.REFUND of what the
 /// earlier groups took).
-fn check_several(mw: &Middleware, server: &Server, prefix: &str, grouped: bool, what: &str) {
+fn check_several(mw: &Middleware, store: &Store, prefix: &str, grouped: bool, what: &str) {
     let what = &format!("{what}{}", if grouped { " grouped by slot" } else { "" });
     let port = mw.port;
-    let mut con = server.conn();
     let ctx = |r: &Response| {
         format!(
             "{what}: {} {:?} {:?}\n{}",
@@ -769,9 +809,30 @@ fn check_several(mw: &Middleware, server: &Server, prefix: &str, grouped: bool, 
     };
     let policy = "\"user\";q=2;w=60, \"ip\";q=10;w=60, \"endpoint\";q=3;w=60";
     let ip = format!("{prefix}ip:127.0.0.1");
+    // A key's value and expiry, on the master that holds it.
+    let state = |key: &str| {
+        let mut con = store.con_for(key);
+        (digest_value(&mut con, key), pexpiretime(&mut con, key))
+    };
+    // A key whose unit of a request was given back, a 60 s window, the
+    // request answered at `done_ns`: the same value as `before`
+    // (DEBUG DIGEST-VALUE), and an expiry no earlier (its units count until
+    // then) and no later than the unit taken would have kept it. RL.REFUND
+    // never moves an expiry earlier: it cannot know under which window the
+    // units it keeps were taken.
+    let given_back = |key: &str, before: &(String, i64), done_ns: i128| {
+        let (digest, expiry) = state(key);
+        let latest = ceil_to(done_ns + 60 * NS_PER_S, NS_PER_MS);
+        assert_eq!(digest, before.0, "{what}: {key} changed");
+        assert!(
+            (before.1..=latest).contains(&expiry),
+            "{what}: {key} expires at {expiry}, was {}, at the latest {latest}",
+            before.1
+        );
+    };
 
-    // The keys of one request live in three slots: a cluster would need
-    // three RL.ALLOW, which `grouped` makes on this single server.
+    // The keys of one request live in three slots: a cluster needs three
+    // RL.ALLOW, which `grouped` makes (also on a single server).
     let keys = several_keys(prefix, "carol", "/a");
     let slots: Vec<u16> = keys.iter().map(|k| keyslot(k)).collect();
     assert!(
@@ -846,14 +907,17 @@ fn check_several(mw: &Middleware, server: &Server, prefix: &str, grouped: bool, 
     // alice's refused request on /c recorded nothing: no endpoint key, and
     // the address's log holds the four allowed requests.
     assert!(
-        inspect(&mut con, &format!("{prefix}ep:/c")).is_none(),
+        inspect(store, &format!("{prefix}ep:/c")).is_none(),
         "{what}"
     );
-    assert_eq!(inspect_int(&mut con, &ip, "units"), 4, "{what}");
+    assert_eq!(inspect_int(store, &ip, "units"), 4, "{what}");
 
     // carol on /a: her own limit and the address's would allow, the third
     // limit, the endpoint's, refuses. It binds, with its Retry-After.
+    let ip_before = state(&ip);
+    let endpoint_before = state(&keys[2]);
     let r = request_to(port, "GET", "/a", Some("carol"), "");
+    let carol_done = unix_ns();
     assert_eq!(r.status, 429, "{}", ctx(&r));
     assert_eq!(r.header("RateLimit-Policy"), Some(policy), "{}", ctx(&r));
     let (name, remaining, reset) = binding_headers(&r, 3, &ctx(&r));
@@ -865,58 +929,57 @@ fn check_several(mw: &Middleware, server: &Server, prefix: &str, grouped: bool, 
         .unwrap();
     assert!((1..=120).contains(&retry) && retry <= reset, "{}", ctx(&r));
     // The first two limits are as they were: carol has no key, the
-    // address's log still holds four units, and a peek at the three says
-    // what it said before carol came.
-    assert!(inspect(&mut con, &keys[0]).is_none(), "{what}: {}", keys[0]);
-    assert_eq!(inspect_int(&mut con, &ip, "units"), 4, "{what}");
-    assert_eq!(inspect_int(&mut con, &keys[2], "units"), 3, "{what}");
-    let peek: Vec<Value> = cmd(&[
-        "RL.PEEK", "2", &keys[0], &keys[1], "THROTTLE", "1", "1", "60", "SLIDE", "10", "60",
-    ])
-    .query(&mut con)
-    .expect("RL.PEEK");
-    let ints = |v: &Value| -> Vec<i64> {
-        let items = match v {
-            Value::Array(items) => items.as_slice(),
-            other => panic!("{what}: {other:?}"),
-        };
-        items
-            .iter()
-            .map(|v| match v {
-                Value::Int(n) => *n,
-                other => panic!("{what}: {other:?}"),
-            })
-            .collect()
-    };
-    let per: Vec<Vec<i64>> = match &peek[6] {
-        Value::Array(items) => items.iter().map(ints).collect(),
-        other => panic!("{what}: {other:?}"),
-    };
-    // A fresh user limit: 1 left after this request; the address: 5 of 10.
-    assert_eq!(per[0][..4], [0, 2, 1, -1], "{what}: {peek:?}");
-    assert_eq!(per[1][..4], [0, 10, 5, -1], "{what}: {peek:?}");
+    // address's log still holds four units.
+    assert!(inspect(store, &keys[0]).is_none(), "{what}: {}", keys[0]);
+    assert_eq!(inspect_int(store, &ip, "units"), 4, "{what}");
+    assert_eq!(inspect_int(store, &keys[2], "units"), 3, "{what}");
+    // The endpoint's key as it was, value and expiry: a refused request
+    // records nothing. So the address's, in one RL.ALLOW; grouped, its
+    // group took a unit and gave it back.
+    assert_eq!(state(&keys[2]), endpoint_before, "{what}: {}", keys[2]);
+    if grouped {
+        given_back(&ip, &ip_before, carol_done);
+    } else {
+        assert_eq!(state(&ip), ip_before, "{what}: {ip} changed");
+    }
+    // One RL.PEEK per key (a cluster holds them on different masters):
+    // carol's limit is fresh, 1 left after this request; the address 5
+    // of 10.
+    for (key, spec, want) in [
+        (&keys[0], &["THROTTLE", "1", "1", "60"][..], [0, 2, 1, -1]),
+        (&keys[1], &["SLIDE", "10", "60"][..], [0, 10, 5, -1]),
+    ] {
+        let args = [&["RL.PEEK", "1", key.as_str()][..], spec].concat();
+        let v: Vec<Value> = cmd(&args).query(&mut store.con_for(key)).expect("RL.PEEK");
+        let got: Vec<&Value> = v.iter().take(4).collect();
+        let want: Vec<Value> = want.into_iter().map(Value::Int).collect();
+        assert_eq!(got, want.iter().collect::<Vec<_>>(), "{what}: {args:?}");
+    }
 
     // The application fails with 503: the headers of the decision, and the
     // units go back (RL_REFUND_5XX=yes): no key for eve or the path, and
-    // the address's log holds four units again.
+    // the address's log is as it was, four units.
+    let ip_before = state(&ip);
     let r = request_to(port, "GET", "/status/503", Some("eve"), "");
+    let eve_done = unix_ns();
     assert_eq!(r.status, 503, "{}", ctx(&r));
     assert_eq!(r.body, "status 503\n", "{}", ctx(&r));
     let (name, remaining, _) = binding_headers(&r, 2, &ctx(&r));
     assert_eq!((name.as_str(), remaining), ("user", 1), "{}", ctx(&r));
     for key in several_keys(prefix, "eve", "/status/503") {
         if key == ip {
-            assert_eq!(inspect_int(&mut con, &key, "units"), 4, "{what}");
+            assert_eq!(inspect_int(store, &key, "units"), 4, "{what}");
+            given_back(&key, &ip_before, eve_done);
         } else {
-            assert!(inspect(&mut con, &key).is_none(), "{what}: {key}");
+            assert!(inspect(store, &key).is_none(), "{what}: {key}");
         }
     }
     // A successful request keeps its units.
     let r = request_to(port, "GET", "/status/201", Some("eve"), "");
     assert_eq!(r.status, 201, "{}", ctx(&r));
-    assert_eq!(inspect_int(&mut con, &ip, "units"), 5, "{what}");
+    assert_eq!(inspect_int(store, &ip, "units"), 5, "{what}");
     assert_eq!(
-        inspect(&mut con, &format!("{prefix}user:eve"))
+        inspect(store, &format!("{prefix}user:eve"))
             .expect("eve's key")
             .first()
             .map(|(n, v)| (n.clone(), text(v))),
@@ -925,11 +988,21 @@ fn check_several(mw: &Middleware, server: &Server, prefix: &str, grouped: bool, 
     );
 }
 
-fn several(cmd: &mut Command, server: &Server, prefix: &str, grouped: bool) {
-    cmd.env("REDIS_URL", format!("redis://127.0.0.1:{}", server.port))
+/// The middleware's environment for `check_several`: against a cluster,
+/// REDIS_CLUSTER=yes, which implies the grouping by slot.
+fn several(cmd: &mut Command, store: &Store, prefix: &str, grouped: bool) {
+    cmd.env("REDIS_URL", store.url())
         .env("RL_LIMITS", several_limits(prefix))
-        .env("RL_REFUND_5XX", "yes")
-        .env("RL_GROUP_BY_SLOT", if grouped { "yes" } else { "no" });
+        .env("RL_REFUND_5XX", "yes");
+    match store {
+        Store::Server(_) => {
+            cmd.env("RL_GROUP_BY_SLOT", if grouped { "yes" } else { "no" });
+        }
+        Store::Cluster(_) => {
+            assert!(grouped, "a cluster needs the grouping by slot");
+            cmd.env("REDIS_CLUSTER", "yes");
+        }
+    }
 }
 
 #[test]
@@ -938,9 +1011,15 @@ fn python_middleware_several_limits() {
     let server = Server::start();
     for (prefix, grouped) in [("py1:", false), ("py2:", true)] {
         let mut cmd = python_middleware_command(&libs);
-        several(&mut cmd, &server, prefix, grouped);
+        several(&mut cmd, &Store::Server(&server), prefix, grouped);
         let mw = Middleware::start(cmd, "examples/python/middleware.py");
-        check_several(&mw, &server, prefix, grouped, "middleware.py");
+        check_several(
+            &mw,
+            &Store::Server(&server),
+            prefix,
+            grouped,
+            "middleware.py",
+        );
     }
 }
 
@@ -950,10 +1029,80 @@ fn node_middleware_several_limits() {
     let server = Server::start();
     for (prefix, grouped) in [("js1:", false), ("js2:", true)] {
         let mut cmd = node_middleware_command(&libs);
-        several(&mut cmd, &server, prefix, grouped);
+        several(&mut cmd, &Store::Server(&server), prefix, grouped);
         let mw = Middleware::start(cmd, "examples/node/middleware.js");
-        check_several(&mw, &server, prefix, grouped, "middleware.js");
+        check_several(
+            &mw,
+            &Store::Server(&server),
+            prefix,
+            grouped,
+            "middleware.js",
+        );
     }
+}
+
+/// A key prefix for `several_limits` on `cluster`: the first of `base0:`,
+/// `base1:`, ... with which carol's request on /a (refused by its third
+/// limit) has its three keys on three masters, and eve's (given back) on
+/// more than one; as CLUSTER KEYSLOT and CLUSTER NODES say.
+fn spread_prefix(cluster: &Cluster, base: &str) -> String {
+    let mut con = cluster.con(cluster.ports[0]);
+    let topo = cluster.topology();
+    let mut masters = |keys: [String; 3]| -> Vec<(String, u16)> {
+        keys.into_iter()
+            .map(|key| {
+                let master = cluster::owner_of(&topo, cluster::keyslot(&mut con, &key));
+                (key, master)
+            })
+            .collect()
+    };
+    let distinct = |placed: &[(String, u16)]| {
+        let mut ports: Vec<u16> = placed.iter().map(|(_, p)| *p).collect();
+        ports.sort();
+        ports.dedup();
+        ports.len()
+    };
+    for n in 0..100 {
+        let prefix = format!("{base}{n}:");
+        let carol = masters(several_keys(&prefix, "carol", "/a"));
+        let eve = masters(several_keys(&prefix, "eve", "/status/503"));
+        if distinct(&carol) == 3 && distinct(&eve) >= 2 {
+            println!("{prefix} carol's keys on {carol:?}, eve's on {eve:?}");
+            return prefix;
+        }
+    }
+    panic!("no prefix {base}0: to {base}99: spreads the keys over the masters");
+}
+
+/// Both middlewares with REDIS_CLUSTER=yes against a cluster of three
+/// masters, a request's three keys on three of them: the checks of the
+/// single server, where now each slot group is one RL.ALLOW on its own
+/// master, and a refusal or a 5xx gives units back on the others.
+#[test]
+fn middlewares_several_limits_on_a_cluster() {
+    let started = Instant::now();
+    let middlewares = [
+        (
+            "cpy",
+            python_middleware_command(&python_libs()),
+            "middleware.py",
+        ),
+        (
+            "cjs",
+            node_middleware_command(&node_libs()),
+            "middleware.js",
+        ),
+    ];
+    let cluster = Cluster::start();
+    let store = Store::Cluster(&cluster);
+    println!("cluster up in {:?}", started.elapsed());
+    for (base, mut cmd, what) in middlewares {
+        let prefix = spread_prefix(&cluster, base);
+        several(&mut cmd, &store, &prefix, true);
+        let mw = Middleware::start(cmd, &format!("examples/{}", what));
+        check_several(&mw, &store, &prefix, true, &format!("{what} on a cluster"));
+    }
+    println!("took {:?}", started.elapsed());
 }
 
 // ---------------------------------------------------------------------------

@@ -5,8 +5,13 @@
 //! The module is the `.so` that this very `cargo test` built, next to the
 //! test binary; a missing server or module, or a module older than the
 //! sources, fails the test loudly rather than skipping it.
+//!
+//! `cluster` forms a Redis Cluster of three masters and their replicas out
+//! of such servers.
 
 #![allow(dead_code)]
+
+pub mod cluster;
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
@@ -146,7 +151,7 @@ impl Server {
                 .stderr(Stdio::null());
             let child = cmd.spawn().unwrap_or_else(|e| {
                 panic!(
-                    "cannot start {}: {e}. Install redis-server (make test does) or set REDIS_SERVER",
+                    "cannot start {}: {e}. Run `scripts/deps.sh --test` (or `make test`, which runs it), which installs redis-server, or set REDIS_SERVER",
                     server_binary()
                 )
             });
