@@ -17,7 +17,8 @@
 //! | type | version | `RL.STATE` tag | format |
 //! |---|---|---|---|
 //! | `rl-gcra--` | 1 | `G` | TAT: u64 ns, u32 fraction, u32 denominator |
-//! | `rl-slide-` | 1 | `L` | u64 count, one u64 ns per unit |
+//! | `rl-slide-` | 2 | `M` | entries (µs) and the clock (ns), varints (`SlideLog::encode`) |
+//! | `rl-slide-` | 1 (read only) | `L` | u64 count, one u64 ns per unit |
 //! | `rl-slice-` | 1 | `S` | window, slices, head, counters |
 
 use std::ffi::{c_int, c_void};
@@ -27,7 +28,7 @@ use redis_module::raw;
 
 use crate::core::gcra::Tat;
 use crate::core::slice::SliceWindow;
-use crate::core::slide::SlideLog;
+use crate::core::slide::{self, SlideLog};
 use crate::core::{DecodeError, Limiter, Nanos};
 use crate::server::{self, Key, ModuleType};
 use crate::{config, stats};
@@ -79,6 +80,9 @@ impl Stored for SlideLog {
         &SLIDE_TYPE
     }
     const STAT: stats::Row = stats::Row::Slide;
+    /// 2: entries of microseconds as varints; 1: one u64 of ns per unit.
+    const ENCODING_VERSION: i32 = 2;
+    const LEGACY_VERSIONS: &'static [(i32, u8)] = &[(1, slide::V1_TAG)];
 }
 
 impl Stored for SliceWindow {
