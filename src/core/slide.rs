@@ -61,8 +61,8 @@
 //!
 //! The ring's capacity grows to 1/16 more than it needs (rounded up to 4
 //! entries), never past the limit in force unless the entries themselves
-//! need it, and shrinks back when it holds 1/8 (plus 8 entries) more than
-//! the log. A full log of one unit per microsecond therefore takes at most
+//! need it, and shrinks back to that when it holds more than twice the log
+//! (plus 8 entries). A full log of one unit per microsecond therefore takes at most
 //! about 4.25 bytes per unit, and its memory stays bounded by the limit, not
 //! by the traffic: expired entries are dropped before new ones are appended,
 //! and at most `limit` units are ever counted.
@@ -278,9 +278,15 @@ impl Limiter for SlideLog {
         let window = params.window;
         let newest = self.times.back();
         // Read (and write) the log no earlier than its clock.
-        let at = self.read_at(now);
+        let at = match newest {
+            Some(_) => now.max(self.clock),
+            None => now,
+        };
         let expired = self.expired_at(at, window);
-        let used = self.units().saturating_sub(self.units_before(expired));
+        let used = match self.counts {
+            None => (self.times.len() - expired) as u64,
+            Some(_) => self.units().saturating_sub(self.units_before(expired)),
+        };
         // The newest entry is counted whenever anything is.
         let reset_at = match newest {
             Some(newest) if used > 0 => self.instant(newest).saturating_add(window),
@@ -344,13 +350,17 @@ impl Limiter for SlideLog {
     /// the expired prefix, records the units, and moves the clock to their
     /// instant.
     fn apply(&mut self, update: SlideUpdate) {
-        self.drop_front(update.expired.min(self.times.len()));
+        let expired = update.expired.min(self.times.len());
+        self.drop_front(expired);
         // Defensive: never before the clock, even if misused.
         let at = self.read_at(update.at);
         let limit = usize::try_from(update.limit).unwrap_or(usize::MAX);
         self.record(micros_up(at), update.quantity.min(update.limit), limit);
         self.clock = at;
-        self.shrink_if_sparse();
+        // Only dropping makes the log shorter.
+        if expired > 0 {
+            self.shrink_if_sparse();
+        }
     }
 
     /// Drops the units that have left, then removes the newest `quantity`;
@@ -594,6 +604,7 @@ impl SlideLog {
 
     /// How many entries at the front have left by `at`: those whose
     /// instant is at or before `at - window`.
+    #[inline]
     fn expired_at(&self, at: Nanos, window: Nanos) -> usize {
         // Before `window` has passed since the epoch nothing can have left.
         let Some(cutoff) = at.get().checked_sub(window.get()) else {
@@ -619,6 +630,7 @@ impl SlideLog {
     }
 
     /// Units held in the entries before index `index`.
+    #[inline]
     fn units_before(&self, index: usize) -> u64 {
         let Some(c) = &self.counts else {
             return index as u64;
@@ -695,6 +707,18 @@ impl SlideLog {
     fn record(&mut self, t: u64, quantity: u64, limit: usize) {
         if quantity == 0 {
             return;
+        }
+        // The usual case first: one unit, in a microsecond of its own, in
+        // a narrow ring that has room and reach for it.
+        if let Times::Narrow { base, offsets } = &mut self.times {
+            if let (1, Some(&newest), Some(offset)) =
+                (quantity, offsets.back(), offset_of(*base, t))
+            {
+                if offset != newest && offsets.len() < offsets.capacity() {
+                    offsets.push_back(offset);
+                    return;
+                }
+            }
         }
         let len = self.times.len();
         if self.times.back() == Some(t) {
@@ -820,11 +844,21 @@ impl Times {
     }
 
     fn front(&self) -> Option<u64> {
-        self.get(0)
+        match self {
+            Times::Narrow { base, offsets } => offsets
+                .front()
+                .map(|&offset| base.saturating_add(u64::from(offset))),
+            Times::Wide(times) => times.front().copied(),
+        }
     }
 
     fn back(&self) -> Option<u64> {
-        self.len().checked_sub(1).and_then(|i| self.get(i))
+        match self {
+            Times::Narrow { base, offsets } => offsets
+                .back()
+                .map(|&offset| base.saturating_add(u64::from(offset))),
+            Times::Wide(times) => times.back().copied(),
+        }
     }
 
     fn iter(&self) -> TimesIter<'_> {
@@ -1036,23 +1070,29 @@ fn planned(needed: usize) -> usize {
 
 /// Makes room for `additional` more entries: the planned capacity, but
 /// never past `limit` unless the entries themselves need it.
+#[inline]
 fn reserve<T>(ring: &mut VecDeque<T>, additional: usize, limit: usize) {
+    if ring.len().saturating_add(additional) > ring.capacity() {
+        grow(ring, additional, limit);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn grow<T>(ring: &mut VecDeque<T>, additional: usize, limit: usize) {
     let len = ring.len();
     let needed = len.saturating_add(additional);
-    if needed <= ring.capacity() {
-        return;
-    }
     let target = planned(needed).min(limit).max(needed);
     ring.reserve_exact(target - len);
 }
 
-/// Shrinks a ring holding more than 1/8 (plus 8 entries) beyond its length
+/// Shrinks a ring holding more than twice its length (plus 8 entries)
 /// back to the planned capacity: amortized O(1), as the length must then
-/// change by a sixteenth or more before the next reallocation.
+/// halve, or grow by a sixteenth, before the next reallocation; and a
+/// length that wavers (traffic does) does not reallocate at every wave.
 fn shrink_if_sparse<T>(ring: &mut VecDeque<T>) {
     let len = ring.len();
-    let roomy = len.saturating_add(len / 8).saturating_add(8);
-    if ring.capacity() > roomy {
+    if ring.capacity() > len.saturating_mul(2).saturating_add(8) {
         ring.shrink_to(planned(len));
     }
 }
@@ -1876,6 +1916,28 @@ mod tests {
                     let before: u64 = entries[..index].iter().map(|&(_, c)| c).sum();
                     prop_assert!(before <= rank && rank < before + entries[index].1);
                 }
+            }
+        }
+
+        /// The search of the expired prefix, on a ring that wraps around
+        /// anywhere, against counting.
+        #[test]
+        fn leading_at_most_counts(
+            mut values in prop::collection::vec(0u64..50, 0..40),
+            turn in 0usize..40,
+            cutoffs in prop::collection::vec(0u64..52, 1..10),
+        ) {
+            values.sort_unstable();
+            let mut ring: VecDeque<u64> = VecDeque::with_capacity(values.len());
+            // Start the ring `turn` slots in, so that it wraps.
+            for _ in 0..turn % (values.len() + 1) {
+                ring.push_back(0);
+                ring.pop_front();
+            }
+            ring.extend(values.iter().copied());
+            for cutoff in cutoffs {
+                let expected = values.iter().filter(|&&v| v <= cutoff).count();
+                prop_assert_eq!(leading_at_most(&ring, cutoff), expected);
             }
         }
 
