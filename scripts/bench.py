@@ -51,7 +51,8 @@ during the measurement); DBSIZE is checked and (used_memory after - before)
 and bucket, and the expiry entry when the row sets one.
 
 Memory per recorded unit: one RL.SLIDE key and one sorted-set-script key,
-limit 100,000 per 3,600 s, each filled with N admitted units, one call per
+limit 1,000,000 per 3,600 s (UNIT_LIMIT, RL.SLIDE's default maximum), each
+filled with N admitted units, one call per
 unit (N = 1,000 and 100,000); MEMORY USAGE key SAMPLES 0, divided by N. The
 marginal cost, (usage at 100,000 - usage at 1,000) / 99,000, leaves out the
 fixed per-key overhead; both raw figures are printed too.

@@ -84,7 +84,8 @@ pub struct Algorithm {
     summary: &'static str,
     complexity: &'static str,
     command: fn(&Algorithm) -> CommandSpec,
-    restore: fn(&mut Key, &[u8]) -> Result<(), Error>,
+    restore: fn(&mut Key, u8, &[u8]) -> Result<(), Error>,
+    legacy_tags: &'static [u8],
     decide: DecideKey,
     extend: for<'a> fn(&mut Key<'a>, &[u64], Nanos) -> Result<bool, Error>,
     inspect: for<'a> fn(&mut Key<'a>, Nanos) -> Option<Details>,
@@ -114,6 +115,7 @@ impl Algorithm {
             complexity,
             command: |a| limiter_command::<L>(a.summary, a.complexity),
             restore: restore::<L>,
+            legacy_tags: L::LEGACY_TAGS,
             decide: decide_key::<L>,
             extend: extend_key::<L>,
             inspect: inspect_key::<L>,
@@ -897,17 +899,17 @@ extern "C" fn rl_state(
         let (&tag, body) = payload.split_first().ok_or(Error::BadState)?;
         let algorithm = ALGORITHMS
             .iter()
-            .find(|a| a.tag == tag)
+            .find(|a| a.tag == tag || a.legacy_tags.contains(&tag))
             .ok_or(Error::BadState)?;
-        (algorithm.restore)(&mut key, body)?;
+        (algorithm.restore)(&mut key, tag, body)?;
         key.signal_modified();
         ctx.reply_ok();
         Ok(Outcome::FromMasterOrAof)
     })
 }
 
-fn restore<T: Stored>(key: &mut Key, body: &[u8]) -> Result<(), Error> {
-    let state = T::decode(body).map_err(|_| Error::BadState)?;
+fn restore<T: Stored>(key: &mut Key, tag: u8, body: &[u8]) -> Result<(), Error> {
+    let state = T::decode_tagged(tag, body).map_err(|_| Error::BadState)?;
     store(key, state)
 }
 

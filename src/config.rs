@@ -3,7 +3,7 @@
 //!
 //! | name | default | range | meaning |
 //! |---|---|---|---|
-//! | `max-slide-limit` | 1,000,000 | 1 to 100,000,000 | largest RL.SLIDE `limit` a client may ask for (8 bytes per unit) |
+//! | `max-slide-limit` | 1,000,000 | 1 to 100,000,000 | largest RL.SLIDE `limit` a client may ask for (about 4 bytes per unit, 8 in a log spanning more than an hour) |
 //! | `max-slices` | 86,400 | 1 to 1,000,000 | largest RL.SLICE `slices` a client may ask for (4 bytes per slice) |
 //! | `cell-alias` | no | yes/no, load time only | also answer redis-cell's `CL.THROTTLE` |
 

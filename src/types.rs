@@ -3,11 +3,23 @@
 //! `core::Limiter`.
 //!
 //! Every type persists through the one byte encoding its core file defines
-//! and validates (`encode`/`decode`): RDB saves it as one string buffer, AOF
-//! rewrite emits it as `RL.STATE key <tag><encoding>`, DEBUG DIGEST hashes
-//! it. A payload that does not decode is refused: `rdb_load` returns null,
-//! which the server reports (with the module option HANDLE_IO_ERRORS) as
-//! "Bad data format" instead of crashing.
+//! and validates (`encode`/`decode`): RDB saves it as one string buffer under
+//! the type's encoding version, AOF rewrite emits it as `RL.STATE key
+//! <tag><encoding>`, DEBUG DIGEST hashes it. A payload that does not decode
+//! is refused: `rdb_load` returns null, which the server reports (with the
+//! module option HANDLE_IO_ERRORS) as "Bad data format" instead of crashing.
+//!
+//! Saved files must keep loading: when a type's encoding changes, its
+//! version goes up, and the older versions it still reads are listed with
+//! the tag naming the same format in `RL.STATE` (`Limiter::LEGACY_TAGS`),
+//! whose decoder (`Limiter::decode_legacy`) reads both.
+//!
+//! | type | version | `RL.STATE` tag | format |
+//! |---|---|---|---|
+//! | `rl-gcra--` | 1 | `G` | TAT: u64 ns, u32 fraction, u32 denominator |
+//! | `rl-slide-` | 2 | `M` | entries (µs) and the clock (ns), varints (`SlideLog::encode`) |
+//! | `rl-slide-` | 1 (read only) | `L` | u64 count, one u64 ns per unit |
+//! | `rl-slice-` | 1 | `S` | window, slices, head, counters |
 
 use std::ffi::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -16,13 +28,10 @@ use redis_module::raw;
 
 use crate::core::gcra::Tat;
 use crate::core::slice::SliceWindow;
-use crate::core::slide::SlideLog;
-use crate::core::{Limiter, Nanos};
+use crate::core::slide::{self, SlideLog};
+use crate::core::{DecodeError, Limiter, Nanos};
 use crate::server::{self, Key, ModuleType};
 use crate::{config, stats};
-
-/// The encoding version of all three types. `rdb_load` refuses others.
-pub const ENCODING_VERSION: i32 = 1;
 
 // The table of types: one line each. `TYPE key` shows the core's
 // `TYPE_NAME`.
@@ -35,6 +44,13 @@ pub trait Stored: Limiter + 'static {
     fn module_type() -> &'static ModuleType<Self>;
     /// Its row in the INFO section (`stats`).
     const STAT: stats::Row;
+    /// The RDB encoding version of `Limiter::encode`'s format: what
+    /// `rdb_save` writes under and `rdb_load` reads with `Limiter::decode`.
+    const ENCODING_VERSION: i32 = 1;
+    /// Older encoding versions `rdb_load` still reads, each with the
+    /// `Limiter::LEGACY_TAGS` tag of the same format, which names its
+    /// decoder; by default none. Any other version is refused.
+    const LEGACY_VERSIONS: &'static [(i32, u8)] = &[];
     /// A state read from a key of another type that this type's command
     /// takes over; by default none (the command answers WRONGTYPE).
     fn adopt(_key: &Key) -> Option<Self> {
@@ -64,6 +80,9 @@ impl Stored for SlideLog {
         &SLIDE_TYPE
     }
     const STAT: stats::Row = stats::Row::Slide;
+    /// 2: entries of microseconds as varints; 1: one u64 of ns per unit.
+    const ENCODING_VERSION: i32 = 2;
+    const LEGACY_VERSIONS: &'static [(i32, u8)] = &[(1, slide::V1_TAG)];
 }
 
 impl Stored for SliceWindow {
@@ -74,7 +93,7 @@ impl Stored for SliceWindow {
 }
 
 const fn module_type<T: Stored>() -> ModuleType<T> {
-    ModuleType::new(T::TYPE_NAME, ENCODING_VERSION, methods::<T>())
+    ModuleType::new(T::TYPE_NAME, T::ENCODING_VERSION, methods::<T>())
 }
 
 const fn methods<T: Stored>() -> raw::RedisModuleTypeMethods {
@@ -147,11 +166,26 @@ unsafe fn value_ref<'a, T>(value: *const c_void) -> Option<&'a T> {
     unsafe { value.cast::<T>().as_ref() }
 }
 
+/// How to read a value saved under `encver`: today's decoder, the legacy
+/// one of the format it names, or none (an unknown version is refused).
+fn decoder_of<T: Stored>(encver: c_int) -> Option<impl Fn(&[u8]) -> Result<T, DecodeError>> {
+    let legacy = if encver == T::ENCODING_VERSION {
+        None
+    } else {
+        let &(_, tag) = T::LEGACY_VERSIONS.iter().find(|&&(v, _)| v == encver)?;
+        Some(tag)
+    };
+    Some(move |bytes: &[u8]| match legacy {
+        None => T::decode(bytes),
+        Some(tag) => T::decode_legacy(tag, bytes),
+    })
+}
+
 extern "C" fn rdb_load<T: Stored>(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
     guarded(std::ptr::null_mut(), |api| {
-        if encver != ENCODING_VERSION {
+        let Some(decode) = decoder_of::<T>(encver) else {
             return std::ptr::null_mut();
-        }
+        };
         let mut len = 0usize;
         // SAFETY: `rdb` is the server's loading stream.
         let buf = unsafe { (api.load_string_buffer)(rdb, &mut len) };
@@ -159,7 +193,7 @@ extern "C" fn rdb_load<T: Stored>(rdb: *mut raw::RedisModuleIO, encver: c_int) -
             return std::ptr::null_mut();
         }
         // SAFETY: the server returned `len` bytes at `buf`, ours to free.
-        let decoded = T::decode(unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) });
+        let decoded = decode(unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) });
         unsafe { (api.free)(buf.cast::<c_void>()) };
         match decoded {
             Ok(state) => handed_over(state),

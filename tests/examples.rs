@@ -809,21 +809,25 @@ fn check_several(mw: &Middleware, store: &Store, prefix: &str, grouped: bool, wh
     };
     let policy = "\"user\";q=2;w=60, \"ip\";q=10;w=60, \"endpoint\";q=3;w=60";
     let ip = format!("{prefix}ip:127.0.0.1");
-    // A key's value and expiry, on the master that holds it.
+    // A key's value, expiry and units, on the master that holds it.
     let state = |key: &str| {
         let mut con = store.con_for(key);
-        (digest_value(&mut con, key), pexpiretime(&mut con, key))
+        (
+            digest_value(&mut con, key),
+            pexpiretime(&mut con, key),
+            inspect_int(store, key, "units"),
+        )
     };
     // A key whose unit of a request was given back, a 60 s window, the
-    // request answered at `done_ns`: the same value as `before`
-    // (DEBUG DIGEST-VALUE), and an expiry no earlier (its units count until
-    // then) and no later than the unit taken would have kept it. RL.REFUND
-    // never moves an expiry earlier: it cannot know under which window the
-    // units it keeps were taken.
-    let given_back = |key: &str, before: &(String, i64), done_ns: i128| {
-        let (digest, expiry) = state(key);
+    // request answered at `done_ns`: the same units as `before` (the log's
+    // own clock moved to the give-back, so its bytes differ), and an expiry
+    // no earlier (its units count until then) and no later than the unit
+    // taken would have kept it. RL.REFUND never moves an expiry earlier: it
+    // cannot know under which window the units it keeps were taken.
+    let given_back = |key: &str, before: &(String, i64, i64), done_ns: i128| {
+        let (_, expiry, units) = state(key);
         let latest = ceil_to(done_ns + 60 * NS_PER_S, NS_PER_MS);
-        assert_eq!(digest, before.0, "{what}: {key} changed");
+        assert_eq!(units, before.2, "{what}: {key} holds other units");
         assert!(
             (before.1..=latest).contains(&expiry),
             "{what}: {key} expires at {expiry}, was {}, at the latest {latest}",

@@ -19,14 +19,24 @@
 //! expires in 2036), so the replies of peeks are computed here, exactly,
 //! from the recorded states and the wall clock around each call.
 //!
-//! What is pinned, per key: the state's encoding (field order, widths,
-//! little-endian byte order; built below from the state's numbers), the
-//! `RL.STATE` payload (a type tag, then that encoding), the module value in
-//! DUMP (the type's module id, which carries the type name and the
-//! encoding version 1, then the encoding as one string), DEBUG
-//! DIGEST-VALUE, PEXPIRETIME, TYPE, MEMORY USAGE and the peek replies. The
-//! same fixtures load on Redis 7.0 and Valkey 9 alike (Valkey reads Redis
-//! 7.0's RDB and multi-part AOF).
+//! What is pinned, per key: the encoding the fixture files hold (field
+//! order, widths, little-endian byte order; built below from the state's
+//! numbers), the `RL.STATE` payload (a type tag, then that encoding), the
+//! module value in DUMP once loaded (the type's module id, which carries
+//! the type name and today's encoding version, then today's encoding as
+//! one string), DEBUG DIGEST-VALUE, PEXPIRETIME, TYPE, MEMORY USAGE and
+//! the peek replies. The same fixtures load on Redis 7.0 and Valkey 9
+//! alike (Valkey reads Redis 7.0's RDB and multi-part AOF).
+//!
+//! The two slide logs were saved in SLIDE's first format (encoding version
+//! 1, tag `L`: one u64 of ns per unit). Today's build reads them into its
+//! own (version 2, tag `M`: entries of µs and the log's clock in ns, as
+//! varints), rounding each instant up to the microsecond but the newest,
+//! which becomes the clock, exactly; the replies and leave times below
+//! account for it: the same units, the same expiries, the same answers (to
+//! the microsecond for the older units). Their DUMP, digests and the
+//! dataset's digest are those of the new format, recorded from this build;
+//! the loaded state writes and reads back itself (DEBUG RELOAD).
 //!
 //! If a test here fails after a format change, the change broke every
 //! saved dataset: add a new encoding version and keep loading this one;
@@ -49,8 +59,11 @@ const AT_L_E: [u64; 2] = [1_795_316_901_073_647_850, 1_795_316_901_079_246_659];
 const AT_S_A: [u64; 2] = [1_795_316_901_084_409_004, 1_795_316_901_088_452_850];
 const AT_S_B: u64 = 1_795_316_901_092_116_118;
 
-/// DEBUG DIGEST of the whole fixture dataset, as Redis 7.0.15 reported it.
-const DATASET_DIGEST: &str = "45631f3bf40e1b63122d024c195c7006801b005c";
+/// DEBUG DIGEST of the dataset once loaded by this build, the slide logs
+/// in their second format (recorded from this build with Redis 7.0.15;
+/// when the fixtures were made, with the first format, it was
+/// 45631f3bf40e1b63122d024c195c7006801b005c).
+const DATASET_DIGEST: &str = "3fcc3441cae62f746166dc8278aea7f60003df62";
 
 /// The calls that made the dataset (as a client sent them) and the clock
 /// each ran at. The AOF fixture holds exactly these, with `AT <clock>`.
@@ -94,14 +107,59 @@ fn gcra_encoding(whole: u64, frac: u32, den: u32) -> Vec<u8> {
     out
 }
 
-/// SLIDE: the number of entries (u64), then each entry's timestamp in ns
-/// (u64), oldest first, one entry per unit.
-fn slide_encoding(entries: &[u64]) -> Vec<u8> {
-    let mut out = (entries.len() as u64).to_le_bytes().to_vec();
-    for e in entries {
+/// SLIDE, first format (what the fixture files hold): the number of units
+/// (u64), then each unit's timestamp in ns (u64), oldest first.
+fn slide_encoding_v1(units: &[u64]) -> Vec<u8> {
+    let mut out = (units.len() as u64).to_le_bytes().to_vec();
+    for e in units {
         out.extend_from_slice(&e.to_le_bytes());
     }
     out
+}
+
+/// Unsigned LEB128: seven bits a byte, least significant first.
+fn varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push((value & 0x7f) as u8 | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// SLIDE, second format (what this build saves): the number of entries,
+/// then per entry `(delta << 1) | counted` with delta in µs since the
+/// previous entry (the first: since the epoch) and, when counted, its
+/// count - 2; then the log's clock in ns after the first nanosecond of
+/// the newest entry's µs; all varints. `entries`: (µs, count).
+fn slide_encoding(entries: &[(u64, u64)], clock: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    varint(&mut out, entries.len() as u64);
+    let mut previous = 0;
+    for &(t, count) in entries {
+        varint(&mut out, ((t - previous) << 1) | u64::from(count > 1));
+        if count > 1 {
+            varint(&mut out, count - 2);
+        }
+        previous = t;
+    }
+    varint(&mut out, clock - ((previous - 1) * 1_000 + 1));
+    out
+}
+
+/// An instant in ns rounded up to the µs, where a slide log keeps it.
+fn micros_up(ns: u64) -> u64 {
+    ns.div_ceil(1_000)
+}
+
+/// The instants (ns) a slide log made of units at `units` (ns, the last
+/// one its clock) holds them at: their µs rounded up, but the clock in
+/// the clock's µs.
+fn slide_instants(units: &[u64]) -> Vec<u64> {
+    let clock = *units.last().expect("a unit");
+    units
+        .iter()
+        .map(|&ns| (micros_up(ns) * 1_000).min(clock))
+        .collect()
 }
 
 /// SLICE: window in ns, slice count, head slice index (u64 each), then the
@@ -160,10 +218,19 @@ fn in_unit(ns: u128, unit_ns: u128) -> i64 {
 struct Key {
     name: &'static str,
     type_name: &'static str,
-    tag: u8,
+    /// The tag and encoding the fixture files hold.
+    saved_tag: u8,
+    saved: Vec<u8>,
+    /// Today's encoding version and encoding of the same state (what DUMP
+    /// shows once loaded).
+    version: u64,
     encoding: Vec<u8>,
-    /// What the state's `mem_usage` computes: the struct and its buffer.
+    /// What the state's `mem_usage` computes: the struct and its buffer,
+    /// once loaded from a saved state...
     memory: i64,
+    /// ...and once made by replaying the commands (a buffer grown call by
+    /// call may be larger).
+    memory_replayed: i64,
     pexpiretime: i64,
     digest: &'static str,
     /// A peek with the key's own parameters...
@@ -174,7 +241,7 @@ struct Key {
 
 impl Key {
     fn module_id(&self) -> u64 {
-        module_id(self.type_name, 1)
+        module_id(self.type_name, self.version)
     }
 }
 
@@ -207,13 +274,14 @@ fn keys() -> Vec<Key> {
     let t_b = u128::from(AT_T_B) * 7 + 8 * W;
     assert_ne!(t_b % 7, 0, "the fixture pins a fraction of a ns");
 
-    // SLIDE at `now`: the entries counted are those with e + window > now;
-    // reset_after is the newest counted entry's leave time.
-    let slide = |limit: i64, window: u128, entries: Vec<u64>, unit: u128| {
+    // SLIDE at `now`: the units counted are those at instants e (ns,
+    // `slide_instants`) with e + window > now; reset_after is the newest
+    // counted unit's leave time.
+    let slide = |limit: i64, window: u128, units: Vec<u64>, unit: u128| {
         move |now: u128| {
-            let counted: Vec<u128> = entries
-                .iter()
-                .map(|&e| u128::from(e))
+            let counted: Vec<u128> = slide_instants(&units)
+                .into_iter()
+                .map(u128::from)
                 .filter(|&e| e + window > now)
                 .collect();
             let reset = counted.last().map_or(0, |&e| e + window - now);
@@ -251,9 +319,12 @@ fn keys() -> Vec<Key> {
         Key {
             name: "t:a",
             type_name: "rl-gcra--",
-            tag: b'G',
+            saved_tag: b'G',
+            saved: gcra_encoding(t_a as u64, 0, 1),
+            version: 1,
             encoding: gcra_encoding(t_a as u64, 0, 1),
             memory: 16,
+            memory_replayed: 16,
             pexpiretime: 2_426_036_901_052,
             digest: "bfd91fb48e893fda70bb24d7db4e444d74bfa422",
             peek: vec!["RL.THROTTLE", "t:a", "4", "1", "315360000", "0"],
@@ -262,9 +333,12 @@ fn keys() -> Vec<Key> {
         Key {
             name: "t:b",
             type_name: "rl-gcra--",
-            tag: b'G',
+            saved_tag: b'G',
+            saved: gcra_encoding((t_b / 7) as u64, (t_b % 7) as u32, 7),
+            version: 1,
             encoding: gcra_encoding((t_b / 7) as u64, (t_b % 7) as u32, 7),
             memory: 16,
+            memory_replayed: 16,
             pexpiretime: 2_155_728_329_630,
             digest: "d1e0e4f34c4092ffb81302752573e91040d527d4",
             peek: vec!["RL.THROTTLE", "t:b", "13", "7", "315360000000", "0", "MS"],
@@ -273,34 +347,56 @@ fn keys() -> Vec<Key> {
         Key {
             name: "l:a",
             type_name: "rl-slide-",
-            tag: b'L',
-            encoding: slide_encoding(&[AT_L_A[0], AT_L_A[1], AT_L_A[1]]),
-            // The struct (32 bytes) and a ring of 3 entries of 8 bytes.
-            memory: 32 + 3 * 8,
+            saved_tag: b'L',
+            saved: slide_encoding_v1(&[AT_L_A[0], AT_L_A[1], AT_L_A[1]]),
+            version: 2,
+            // Three entries: two units in one µs are two entries.
+            encoding: slide_encoding(
+                &[
+                    (micros_up(AT_L_A[0]), 1),
+                    (micros_up(AT_L_A[1]), 1),
+                    (micros_up(AT_L_A[1]), 1),
+                ],
+                AT_L_A[1],
+            ),
+            // The struct (56 bytes) and a ring of 3 entries of 4 bytes, as
+            // loaded; replayed, the ring grew to 4 entries at the first call.
+            memory: 56 + 3 * 4,
+            memory_replayed: 56 + 4 * 4,
             pexpiretime: 2_110_676_901_070,
-            digest: "ebcdc81cf594acaa0efae72d818862db8ec7570e",
+            digest: "6191c633694949011778aeb7705492a642b9c244",
             peek: vec!["RL.SLIDE", "l:a", "5", "315360000", "0"],
             reply: Box::new(slide(5, W, vec![AT_L_A[0], AT_L_A[1], AT_L_A[1]], s)),
         },
         Key {
             name: "l:e",
             type_name: "rl-slide-",
-            tag: b'L',
-            encoding: slide_encoding(&[AT_L_E[0], AT_L_E[0]]),
-            memory: 32 + 2 * 8,
+            saved_tag: b'L',
+            saved: slide_encoding_v1(&[AT_L_E[0], AT_L_E[0]]),
+            version: 2,
+            encoding: slide_encoding(
+                &[(micros_up(AT_L_E[0]), 1), (micros_up(AT_L_E[0]), 1)],
+                AT_L_E[0],
+            ),
+            // A ring of 2 entries: never more than the limit, 2.
+            memory: 56 + 2 * 4,
+            memory_replayed: 56 + 2 * 4,
             // Ten years after its units, not one: the limited call moved it.
             pexpiretime: 2_110_676_901_074,
-            digest: "70c6566a950bb7e6027774d6a67566e660fa6428",
+            digest: "d2f1bae1a3af673659e2a6490d73112cb34b32c9",
             peek: vec!["RL.SLIDE", "l:e", "2", "315360000000", "0", "MS"],
             reply: Box::new(slide(2, W, vec![AT_L_E[0], AT_L_E[0]], ms)),
         },
         Key {
             name: "s:a",
             type_name: "rl-slice-",
-            tag: b'S',
+            saved_tag: b'S',
+            saved: slice_encoding(W as u64, 4, s_a_head as u64, &[0, 0, 0, 0, 3]),
+            version: 1,
             encoding: slice_encoding(W as u64, 4, s_a_head as u64, &[0, 0, 0, 0, 3]),
             // The struct (56 bytes) and 5 counters of 4 bytes.
             memory: 56 + 5 * 4,
+            memory_replayed: 56 + 5 * 4,
             pexpiretime: 2_128_680_000_000,
             digest: "6ea4d8ce5b362d15278bc0c9015f83ccc8f5e72c",
             peek: vec!["RL.SLICE", "s:a", "5", "315360000", "4", "0"],
@@ -309,9 +405,12 @@ fn keys() -> Vec<Key> {
         Key {
             name: "s:b",
             type_name: "rl-slice-",
-            tag: b'S',
+            saved_tag: b'S',
+            saved: slice_encoding(W as u64, 7, s_b_head as u64, &[0, 0, 0, 0, 0, 0, 0, 42]),
+            version: 1,
             encoding: slice_encoding(W as u64, 7, s_b_head as u64, &[0, 0, 0, 0, 0, 0, 0, 42]),
             memory: 56 + 8 * 4,
+            memory_replayed: 56 + 8 * 4,
             pexpiretime: 2_117_417_142_858,
             digest: "202983b25125bc8a0ed3795e249cbdc3d698b58e",
             peek: vec!["RL.SLICE", "s:b", "100", "315360000000", "7", "0", "MS"],
@@ -406,8 +505,8 @@ fn the_rewritten_aof_fixture_holds_each_state_and_its_expiry() {
             .iter()
             .find(|k| pair[0].get(1).map(Vec::as_slice) == Some(k.name.as_bytes()))
             .unwrap_or_else(|| panic!("unexpected command {:?}", pair[0]));
-        let mut payload = vec![key.tag];
-        payload.extend_from_slice(&key.encoding);
+        let mut payload = vec![key.saved_tag];
+        payload.extend_from_slice(&key.saved);
         assert_eq!(
             pair[0],
             vec![b"RL.STATE".to_vec(), key.name.as_bytes().to_vec(), payload],
@@ -424,8 +523,9 @@ fn the_rewritten_aof_fixture_holds_each_state_and_its_expiry() {
 }
 
 /// Everything the fixture dataset must read as, on a server that loaded
-/// it (and runs with `rdbcompression no`, so that DUMP shows the bytes).
-fn assert_fixture_dataset(con: &mut Connection, what: &str) {
+/// it (and runs with `rdbcompression no`, so that DUMP shows the bytes);
+/// `replayed`: made by replaying the commands rather than loading states.
+fn assert_fixture_dataset(con: &mut Connection, what: &str, replayed: bool) {
     let keys = keys();
     assert_eq!(dbsize(con), keys.len() as i64, "{what}");
     for key in &keys {
@@ -456,15 +556,24 @@ fn assert_fixture_dataset(con: &mut Connection, what: &str) {
         }
     }
     assert_eq!(digest(con), DATASET_DIGEST, "{what}: DEBUG DIGEST");
-    let usage: Vec<(&str, i64)> = keys.iter().map(|k| (k.name, k.memory)).collect();
+    let memory = |k: &Key| {
+        if replayed {
+            k.memory_replayed
+        } else {
+            k.memory
+        }
+    };
+    let usage: Vec<(&str, i64)> = keys.iter().map(|k| (k.name, memory(k))).collect();
     assert_memory_usage(con, &usage);
 
     // A limited request on the loaded log: it must wait for the oldest of
-    // its two units, ten years after they came, and changes nothing.
+    // its two units, ten years after they came (exactly: they are in the
+    // log's clock's µs), and changes nothing.
     let sent = unix_ns() as u128;
     let r = five(con, &["RL.SLIDE", "l:e", "2", "315360000", "1"]);
     let received = unix_ns() as u128;
-    let leave = u128::from(AT_L_E[0]) + W;
+    let leave = u128::from(slide_instants(&[AT_L_E[0], AT_L_E[0]])[0]) + W;
+    assert_eq!(leave, u128::from(AT_L_E[0]) + W);
     let range =
         in_unit(leave - received, NS_PER_S as u128)..=in_unit(leave - sent, NS_PER_S as u128);
     assert_eq!(&r[..3], &[1, 2, 0], "{what}: {r:?}");
@@ -487,9 +596,9 @@ fn load(fixture: &str, extra: &[&str]) {
     args.extend_from_slice(extra);
     let server = Server::start_prepared(|dir| copy_dir(&source, dir), &args);
     let mut con = server.conn();
-    assert_fixture_dataset(&mut con, fixture);
+    assert_fixture_dataset(&mut con, fixture, fixture == "aof-commands");
     let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
-    assert_fixture_dataset(&mut con, &format!("{fixture}, after DEBUG RELOAD"));
+    assert_fixture_dataset(&mut con, &format!("{fixture}, after DEBUG RELOAD"), false);
 }
 
 #[test]

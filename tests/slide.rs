@@ -426,42 +426,59 @@ fn the_window_slides_exactly_in_real_time() {
     assert!(done, "five attempts each took two seconds for three calls");
 }
 
-/// MEMORY USAGE is computed: the log's struct (32 bytes) and its ring,
-/// 8 bytes per entry of capacity. Units taken at once get a ring of exactly
-/// that many entries; taken one by one, the ring doubles but never grows
-/// past the limit.
+/// MEMORY USAGE is computed: the log's struct (56 bytes) and its ring, 4
+/// bytes per entry of capacity; units that share a microsecond, from
+/// three on, share a counted entry, whose count takes a side table (48
+/// bytes) with records of 8 bytes. Taken one by one, the ring grows to
+/// 1/16 more than it needs, rounded up to 4 entries, but never past the
+/// limit.
 #[test]
-fn memory_is_eight_bytes_per_unit() {
+fn memory_is_four_bytes_per_unit() {
     let server = Server::start();
     let mut con = server.conn();
     let mut expected = Vec::new();
+    // Units taken at once: one entry (a ring of 4) and one record (a
+    // table of 4), whatever their number.
     for (key, units) in [("m10", 10u64), ("m1k", 1_000), ("m100k", 100_000)] {
         let n = units.to_string();
         assert_eq!(
             five(&mut con, &["RL.SLIDE", key, &n, "600", &n]),
             [0, units as i64, 0, -1, 600]
         );
-        expected.push((key, 32 + 8 * units as i64));
+        expected.push((key, 56 + 4 * 4 + 48 + 4 * 8));
     }
-    // The same 1,000 units taken one by one: capacity 1, 2, 4, ... 512,
-    // then the limit, 1,000.
+    // 1,000 units taken one by one (each call in its own microsecond):
+    // capacity 4, 8, 12, ..., 916, 976, then the limit, 1,000.
     for _ in 0..1_000 {
         assert_eq!(five(&mut con, &["RL.SLIDE", "one", "1000", "600"])[0], 0);
     }
     assert_eq!(five(&mut con, &["RL.SLIDE", "one", "1000", "600"])[0], 1);
-    expected.push(("one", 32 + 8 * 1_000));
-    // Three units under limit 5: capacity 1, then 3 (what the second call
-    // needs, as doubling would be 2).
+    expected.push(("one", 56 + 4 * 1_000));
+    // The same under the limit of a million: capacity 1,040, and 4.5
+    // bytes per unit or less with the key's own overhead.
+    for _ in 0..1_000 {
+        assert_eq!(five(&mut con, &["RL.SLIDE", "big", "1000000", "600"])[0], 0);
+    }
+    expected.push(("big", 56 + 4 * 1_040));
+    // Three units under limit 5: capacity 4 at the first call.
     five(&mut con, &["RL.SLIDE", "three", "5", "600"]);
     five(&mut con, &["RL.SLIDE", "three", "5", "600", "2"]);
-    expected.push(("three", 32 + 8 * 3));
-    // Three units one by one under limit 5: capacity 1, 2, then 4, with
-    // one entry unused: memory counts what is allocated.
-    for _ in 0..3 {
-        five(&mut con, &["RL.SLIDE", "four", "5", "600"]);
-    }
-    expected.push(("four", 32 + 8 * 4));
+    expected.push(("three", 56 + 4 * 4));
+    // Two units under limit 2: a ring of 2, never more than the limit.
+    five(&mut con, &["RL.SLIDE", "two", "2", "600", "2"]);
+    expected.push(("two", 56 + 2 * 4));
     assert_memory_usage(&mut con, &expected);
+    assert!(memory_usage(&mut con, "big") <= 4_500);
+
+    // 100,000 units, one call each, pipelined (some calls share a
+    // microsecond): 4.5 bytes per unit or less, all counted.
+    let mut pipe = redis::pipe();
+    for _ in 0..100_000 {
+        pipe.cmd("RL.SLIDE").arg("fill").arg("1000000").arg("600");
+    }
+    let replies: Vec<[i64; 5]> = pipe.query(&mut con).unwrap();
+    assert!(replies.iter().all(|r| r[0] == 0));
+    assert!(memory_usage(&mut con, "fill") <= 450_000);
 }
 
 #[test]

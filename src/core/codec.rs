@@ -1,4 +1,5 @@
-//! The byte encoding of persisted states: little-endian fixed-width integers.
+//! The byte encoding of persisted states: little-endian fixed-width integers,
+//! and variable-length ones (unsigned LEB128) where small values dominate.
 //! One encoding serves RDB (saved as one string buffer) and AOF rewrite (the
 //! argument of the state-carrying command), so one decoder validates both.
 
@@ -24,6 +25,17 @@ impl Writer {
 
     pub fn u32(&mut self, value: u32) -> &mut Writer {
         self.bytes.extend_from_slice(&value.to_le_bytes());
+        self
+    }
+
+    /// `value` in unsigned LEB128: seven bits a byte, least significant
+    /// first, the high bit set on every byte but the last; 1 to 10 bytes.
+    pub fn varint(&mut self, mut value: u64) -> &mut Writer {
+        while value >= 0x80 {
+            self.bytes.push((value & 0x7f) as u8 | 0x80);
+            value >>= 7;
+        }
+        self.bytes.push(value as u8);
         self
     }
 
@@ -57,6 +69,28 @@ impl<'a> Reader<'a> {
 
     pub fn u32(&mut self) -> Result<u32, DecodeError> {
         self.take::<4>().map(u32::from_le_bytes)
+    }
+
+    /// A value as `Writer::varint` writes it. Only that encoding is
+    /// accepted: a value padded with a last byte of 0 (the same value in
+    /// more bytes) or one above `u64::MAX` is invalid.
+    pub fn varint(&mut self) -> Result<u64, DecodeError> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let [byte] = self.take::<1>()?;
+            // The tenth byte holds bit 63 only, and must be the last.
+            if shift == 63 && byte > 1 {
+                return Err(DecodeError::Invalid("varint above 64 bits"));
+            }
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                if byte == 0 && shift > 0 {
+                    return Err(DecodeError::Invalid("varint not in its shortest form"));
+                }
+                return Ok(value);
+            }
+        }
+        Err(DecodeError::Invalid("varint above 64 bits"))
     }
 
     /// Bytes not read yet.
@@ -95,5 +129,49 @@ mod tests {
         let mut short = Reader::new(&bytes[..7]);
         assert_eq!(short.u64(), Err(DecodeError::Length));
         assert_eq!(Reader::new(&bytes).finish(), Err(DecodeError::Length));
+    }
+
+    #[test]
+    fn varints() {
+        // value, its bytes
+        #[rustfmt::skip]
+        let table: &[(u64, &[u8])] = &[
+            (0,              &[0x00]),
+            (1,              &[0x01]),
+            (127,            &[0x7f]),
+            (128,            &[0x80, 0x01]),
+            (300,            &[0xac, 0x02]),
+            (16_383,         &[0xff, 0x7f]),
+            (16_384,         &[0x80, 0x80, 0x01]),
+            (u64::from(u32::MAX), &[0xff, 0xff, 0xff, 0xff, 0x0f]),
+            (u64::MAX,       &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]),
+        ];
+        for &(value, bytes) in table {
+            let mut w = Writer::default();
+            w.varint(value);
+            assert_eq!(w.into_bytes(), bytes, "{value}");
+            let mut r = Reader::new(bytes);
+            assert_eq!(r.varint(), Ok(value), "{value}");
+            assert_eq!(r.finish(), Ok(()));
+            // Every cut is too short.
+            for cut in 0..bytes.len() {
+                assert_eq!(
+                    Reader::new(&bytes[..cut]).varint(),
+                    Err(DecodeError::Length)
+                );
+            }
+        }
+        let invalid =
+            |bytes: &[u8]| matches!(Reader::new(bytes).varint(), Err(DecodeError::Invalid(_)));
+        // Padded: the same values in more bytes.
+        assert!(invalid(&[0x80, 0x00]));
+        assert!(invalid(&[0x81, 0x80, 0x00]));
+        // Above 64 bits: a tenth byte above 1, or an eleventh byte.
+        assert!(invalid(&[
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02
+        ]));
+        assert!(invalid(&[
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x81, 0x00
+        ]));
     }
 }

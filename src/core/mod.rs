@@ -51,8 +51,12 @@ pub trait Limiter: Clone + Default + Sized {
     /// nine characters, as Redis requires.
     const TYPE_NAME: &'static str;
     /// The first byte of the state-carrying payload (`RL.STATE`), naming
-    /// the type.
+    /// the type and the format of `encode`.
     const TAG: u8;
+    /// The tags of older formats of this type that `decode_legacy` still
+    /// reads (payloads in files written by earlier releases); by default
+    /// none. Tags are unique across all types and formats.
+    const LEGACY_TAGS: &'static [u8] = &[];
     /// The numbers that follow the key, in order.
     const ARGS: &'static [Arg];
     /// Optional keyword arguments that may follow the numbers, each a
@@ -95,6 +99,24 @@ pub trait Limiter: Clone + Default + Sized {
     /// Reads what `encode` wrote, validating everything: a payload no valid
     /// state encodes to is refused, never trusted.
     fn decode(bytes: &[u8]) -> Result<Self, DecodeError>;
+
+    /// Reads a payload of the older format named by `tag`, one of
+    /// `LEGACY_TAGS`, with the same rigour as `decode`, into today's state.
+    fn decode_legacy(_tag: u8, _bytes: &[u8]) -> Result<Self, DecodeError> {
+        Err(DecodeError::Invalid("no such format"))
+    }
+
+    /// Reads a payload of the format named by `tag`: `TAG` (today's
+    /// format) or one of `LEGACY_TAGS`.
+    fn decode_tagged(tag: u8, bytes: &[u8]) -> Result<Self, DecodeError> {
+        if tag == Self::TAG {
+            Self::decode(bytes)
+        } else if Self::LEGACY_TAGS.contains(&tag) {
+            Self::decode_legacy(tag, bytes)
+        } else {
+            Err(DecodeError::Invalid("no such format"))
+        }
+    }
 
     /// Bytes this state occupies, computed from what it allocated.
     fn mem_usage(&self) -> usize;

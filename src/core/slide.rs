@@ -1,42 +1,80 @@
 //! The exact sliding log: at most `limit` units in any window of length
-//! `window`, with no rounding.
+//! `window`, exact to the microsecond.
 //!
 //! Its domain words:
 //!
-//! - **entry**: the timestamp of one admitted unit. A request for `quantity`
-//!   units that is allowed at `t` records `quantity` entries, all equal to `t`.
-//!   The log is the sequence of entries, oldest first, never decreasing.
+//! - **unit**: what a request costs; a request for `quantity` units that is
+//!   allowed at `t` records `quantity` units at `t`.
+//! - **entry**: an instant and the units recorded at it (its **count**,
+//!   usually 1). The log is the sequence of entries, oldest first, their
+//!   instants never decreasing.
+//! - **microsecond**: the log's resolution. A unit recorded at `t` is kept
+//!   at `t` rounded **up** to the microsecond, so it leaves the window at
+//!   most 1 µs later than its exact moment, and never earlier.
+//! - **clock**: the instant (ns) the log was last changed at. It is never
+//!   read before it, and the entries of the clock's own microsecond are at
+//!   the clock, not at the microsecond's end: the units a call just
+//!   recorded leave exactly one window later, and `reset_after` right
+//!   after a call is the window itself. An entry's **instant** is thus its
+//!   microsecond or the clock, whichever is earlier.
 //! - **window**: the half-open interval `(t - window, t]`. An entry at `e` is
-//!   **counted** at every `t` with `e <= t < e + window`; at `e + window` it
-//!   has **left** (it is **expired**). `used(t)` is the number of entries
-//!   counted at `t`.
+//!   **counted** at every `t < e + window`; at `e + window` it has **left**
+//!   (it is **expired**). `used(t)` is the number of units counted at `t`.
 //! - A request for `quantity` units at `now` is **allowed** when
 //!   `used(now) + quantity <= limit`. A quantity above the limit never fits.
 //!   `quantity = 0` is a **peek**: it answers, and records nothing.
 //!
-//! ## One word per unit
+//! ## Four bytes per unit
 //!
-//! The log stores one `u64` per unit, in a ring buffer (`VecDeque`). Memory
-//! is therefore bounded by the limit, not by the traffic: at most `limit`
-//! units are ever counted, expired entries are dropped before new ones are
-//! appended, so the ring never holds more than the largest limit in force
-//! when units were admitted, at 8 bytes each.
+//! The instants are microseconds since the epoch, kept in a ring in one of
+//! two **modes**:
 //!
-//! Storing a unit per word rather than a `(timestamp, count)` pair per request
-//! makes the one question that needs more than the ends of the log a direct
-//! index: when a request is limited, `need = used + quantity - limit` of the
-//! counted units must leave first, and the last of those is simply the entry
-//! at index `expired + need - 1` (units leave in order). With pairs that rank
-//! lookup would need a scan or a second index.
+//! - **narrow** (the usual one): a `u32` offset from a `base` instant, 4
+//!   bytes per entry. Offsets reach 2^32 µs (71 minutes) past the base. When
+//!   a new instant does not fit, the log is **rebased** on its oldest entry
+//!   (every offset minus the oldest one) if the entries then span at most
+//!   [`NARROW_SPAN`] (62 minutes, 7/8 of the range), else it turns wide.
+//! - **wide**: the instant itself, a `u64`, 8 bytes per entry. The span of
+//!   a log is only bounded by the window (up to ten years), not by the
+//!   format. A wide log turns narrow again when a new entry finds it
+//!   spanning at most [`NARROW_SPAN`].
+//!
+//! A rebase or a change of mode rewrites the whole ring (O(n)), but each is
+//! followed by at least 2^32 - [`NARROW_SPAN`] µs (9 minutes) of the log's
+//! time before the next, and touches only entries at most [`NARROW_SPAN`]
+//! old (or, turning wide, in the narrow range): each entry is rewritten a
+//! bounded number of times in its life, so this stays O(1) amortized per
+//! entry. A window of an hour with steady traffic stays narrow, rebasing
+//! about every 11 minutes.
+//!
+//! Units that share a microsecond share an entry once there are
+//! [`COUNT_FROM`] of them (a request for 1,000 units is one entry): an
+//! entry's count is kept in a side table of **counted** entries, one `(u32,
+//! u32)` record each (its sequence number and the extra units of the counted
+//! entries before it), empty and unallocated while every entry holds one
+//! unit. Fewer units in one microsecond stay one entry each: two plain
+//! entries cost less than an entry and its record. The sums in the records
+//! make the one question that needs more than the ends of the log a binary
+//! search: when a request is limited, `need = used + quantity - limit` of
+//! the counted units must leave first, and the entry holding the last of
+//! them is found by its rank among the units (units leave in order).
+//!
+//! The ring's capacity grows to 1/16 more than it needs (rounded up to 4
+//! entries), never past the limit in force unless the entries themselves
+//! need it, and shrinks back to that when it holds more than twice the log
+//! (plus 8 entries). A full log of one unit per microsecond therefore takes at most
+//! about 4.25 bytes per unit, and its memory stays bounded by the limit, not
+//! by the traffic: expired entries are dropped before new ones are appended,
+//! and at most `limit` units are ever counted.
 //!
 //! Cost: the counted part starts after the expired prefix, found in O(1)
-//! when none or all of the log is expired and otherwise by a binary search,
-//! O(log n) in the units held (a limited call changes nothing, so it must
-//! not rescan what a later call would scan again). An allowed call drops the
-//! expired prefix and appends its units: each unit is appended once and
-//! dropped once, so recording costs O(1) amortized per unit, and the ring
-//! grows by doubling and shrinks by halving. So a call is O(log n) at worst
-//! and O(1) amortized per unit recorded.
+//! when none or all of the log is expired and otherwise by a galloping
+//! search from the front, O(log k) in the k expired entries (a limited call
+//! changes nothing, so it must not rescan what a later call would scan
+//! again). An allowed call drops the expired prefix and appends one or two
+//! entries: each entry is appended once and dropped once, and growing or
+//! shrinking copies O(1) amortized per entry. So a call is O(log n) at
+//! worst, and O(1) amortized per unit recorded.
 //!
 //! ## Worked example
 //!
@@ -45,25 +83,34 @@
 //! - At 0 s, 1 unit: `used` = 0, allowed. Log `[0]`, remaining 2, reset after
 //!   10 s (when the entry at 0 leaves).
 //! - At 4 s, 2 units: `used` = 1, allowed. Log `[0, 4, 4]`, remaining 0.
-//! - At 7 s, 1 unit: `used` = 3, limited. `need` = 3 + 1 - 3 = 1: the entry at
-//!   index 0 (0 s) must leave, which it does at 10 s: retry after 3 s.
-//! - At 12 s, 2 units: the entry at 0 s has left (expired prefix 1), `used` =
-//!   2, limited. `need` = 2 + 2 - 3 = 1: the entry at index 1 + 1 - 1 = 1
-//!   (4 s) must leave; it leaves at 14 s, with its twin: retry after 2 s.
+//! - At 7 s, 1 unit: `used` = 3, limited. `need` = 3 + 1 - 3 = 1: the first
+//!   counted unit (0 s) must leave, which it does at 10 s: retry after 3 s.
+//! - At 12 s, 2 units: the entry at 0 s has left, `used` = 2, limited.
+//!   `need` = 2 + 2 - 3 = 1: the first counted unit (4 s) must leave; it
+//!   leaves at 14 s, with its twin: retry after 2 s.
 //!
 //! ## Clock going backwards
 //!
-//! If `now` is earlier than the newest entry, the log is read and written at
-//! the newest entry's instant instead: nothing recorded is ever in the future,
-//! so nothing expires early and nothing extra is let through. The instants in
-//! the `Decision` stay absolute; the reply measures them from the real `now`.
+//! If `now` is earlier than the log's clock, the log is read and written
+//! at its clock instead: nothing recorded is ever in the future, nothing a
+//! call dropped as expired could be counted again, so nothing expires early
+//! and nothing extra is let through. The instants in the `Decision` stay
+//! absolute; the reply measures them from the real `now`.
 //!
 //! The state does not depend on the parameters, so they may change between
 //! calls: a lowered limit applies at once to what is already recorded (which
 //! can then be more than the new limit; `remaining` saturates at 0).
+//!
+//! ## Saved format
+//!
+//! [`Limiter::encode`] writes the entries and the clock as varints (see
+//! `encode`), about one to four bytes an entry, tagged `M` in `RL.STATE`
+//! and saved under RDB encoding version 2. The first format (tag `L`,
+//! version 1: one `u64` of nanoseconds per unit) is still read by
+//! `decode_legacy`, rounding each instant up to the microsecond (the
+//! newest instant becomes the clock, exactly).
 
 use std::collections::VecDeque;
-use std::iter;
 use std::mem;
 
 use super::codec::{Reader, Writer};
@@ -73,12 +120,29 @@ use super::{
     MAX_DURATION,
 };
 
-/// The largest `limit`: it bounds the memory of a key (8 bytes per unit),
-/// and a decoded log may not hold more units than this.
+/// The largest `limit`: it bounds the memory of a key, and a decoded log
+/// may not hold more units than this.
 pub const MAX_LIMIT: u64 = 100_000_000;
 
-/// Bytes of one entry.
-const ENTRY_BYTES: usize = mem::size_of::<u64>();
+/// The tag of the first format, one `u64` of nanoseconds per unit (RDB
+/// encoding version 1), which `decode_legacy` still reads.
+pub const V1_TAG: u8 = b'L';
+
+/// Nanoseconds in a microsecond, the log's resolution.
+const NS_PER_US: u64 = 1_000;
+
+/// The latest instant an entry can hold, in µs: `Nanos::MAX` rounded up.
+const MAX_MICROS: u64 = u64::MAX.div_ceil(NS_PER_US);
+
+/// The longest span (newest minus oldest entry, µs) a narrow log is
+/// rebased into; a longer one turns wide. 7/8 of the 2^32 µs an offset
+/// reaches: windows up to an hour stay narrow, and every rebase leaves 1/8
+/// of the range (9 minutes) before the next.
+pub const NARROW_SPAN: u64 = (1 << 32) / 8 * 7;
+
+/// Units in one microsecond are one entry with a count from this many on
+/// (below it, one entry each: cheaper than an entry and its record).
+pub const COUNT_FROM: u64 = 3;
 
 /// Validated parameters: at most `limit` units in any `window`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,12 +171,51 @@ impl SlideParams {
     }
 }
 
-/// The state of one key: the timestamps (ns) of the admitted units, one
-/// entry per unit, oldest first, never decreasing. Expired entries at the
-/// front are dropped lazily, by the next allowed request.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// The state of one key: the entries of the admitted units, oldest first,
+/// their instants (µs, rounded up) never decreasing, and the log's clock.
+/// Expired entries at the front are dropped lazily, by the next allowed
+/// request.
+///
+/// Two logs are equal when they hold the same entries with the same
+/// counts and, unless empty, the same clock, whatever their mode, base and
+/// capacity.
+#[derive(Clone, Debug, Default)]
 pub struct SlideLog {
-    entries: VecDeque<u64>,
+    times: Times,
+    /// The counts of the entries that hold more than one unit; `None`
+    /// while every entry holds one.
+    counts: Option<Box<Counts>>,
+    /// The instant the log was last changed at (its last read by a call
+    /// that recorded or refunded): at or after every unit's exact instant,
+    /// in the newest entry's microsecond or later. Meaningless when empty.
+    clock: Nanos,
+}
+
+/// The instants of the entries, in µs since the epoch, in one of two modes.
+#[derive(Clone, Debug)]
+enum Times {
+    /// Offsets from `base`: every instant in `base ..= base + u32::MAX`.
+    Narrow { base: u64, offsets: VecDeque<u32> },
+    /// The instants themselves.
+    Wide(VecDeque<u64>),
+}
+
+/// The counted entries: those holding more than one unit.
+///
+/// Entries are named by a sequence number that wraps around `u32` (a log
+/// holds far fewer than 2^32 entries, so differences are exact): the front
+/// entry's is `front`, and the one at index `i` has `front + i`. Units are
+/// summed the same way: `records` hold, per counted entry, its sequence
+/// number and the sum of `count - 1` over the counted entries before it
+/// (since an arbitrary origin); `origin` is that sum at the front of the
+/// log, `end` the sum after the newest counted entry.
+#[derive(Clone, Debug, Default)]
+struct Counts {
+    front: u32,
+    origin: u32,
+    end: u32,
+    /// `(sequence number, sum before it)`, oldest first; never empty.
+    records: VecDeque<(u32, u32)>,
 }
 
 /// What an allowed request changes; produced by `SlideLog::decide`,
@@ -121,7 +224,7 @@ pub struct SlideLog {
 pub struct SlideUpdate {
     /// Entries at the front that have left and can be dropped.
     expired: usize,
-    /// The instant the units are recorded at (never before the newest entry).
+    /// The instant the units are recorded at (never before the clock).
     at: Nanos,
     /// Units to record, at least 1, at most `limit`.
     quantity: u64,
@@ -135,7 +238,8 @@ impl Limiter for SlideLog {
 
     const NAME: &'static str = "SLIDE";
     const TYPE_NAME: &'static str = "rl-slide-";
-    const TAG: u8 = b'L';
+    const TAG: u8 = b'M';
+    const LEGACY_TAGS: &'static [u8] = &[V1_TAG];
     const ARGS: &'static [Arg] = &[
         Arg {
             name: "limit",
@@ -172,14 +276,20 @@ impl Limiter for SlideLog {
     ) -> (Decision, Option<SlideUpdate>) {
         let limit = params.limit;
         let window = params.window;
-        let newest = self.entries.back().map(|&e| Nanos::new(e));
-        // Read (and write) the log no earlier than its newest entry.
-        let at = newest.map_or(now, |newest| now.max(newest));
+        let newest = self.times.back();
+        // Read (and write) the log no earlier than its clock.
+        let at = match newest {
+            Some(_) => now.max(self.clock),
+            None => now,
+        };
         let expired = self.expired_at(at, window);
-        let used = self.entries.len().saturating_sub(expired) as u64;
+        let used = match self.counts {
+            None => (self.times.len() - expired) as u64,
+            Some(_) => self.units().saturating_sub(self.units_before(expired)),
+        };
         // The newest entry is counted whenever anything is.
         let reset_at = match newest {
-            Some(newest) if used > 0 => newest.saturating_add(window),
+            Some(newest) if used > 0 => self.instant(newest).saturating_add(window),
             _ => now,
         };
 
@@ -206,6 +316,7 @@ impl Limiter for SlideLog {
             if quantity == 0 {
                 return (allowed, None);
             }
+            // Kept at their µs, the new units are at the clock, `at`.
             allowed.reset_at = at.saturating_add(window);
             let update = SlideUpdate {
                 expired,
@@ -217,15 +328,14 @@ impl Limiter for SlideLog {
         }
 
         // Limited: the oldest `need` counted units must leave first. As
-        // `quantity <= limit`, `need <= used`, so the index is in the log.
+        // `quantity <= limit`, `need <= used`, so that unit is in the log.
         let need = total - limit;
-        let last_to_leave = usize::try_from(need)
-            .ok()
-            .and_then(|need| expired.checked_add(need - 1))
-            .and_then(|index| self.entries.get(index))
-            .map(|&e| Nanos::new(e))
+        let rank = self.units_before(expired).saturating_add(need - 1);
+        let last_to_leave = self
+            .times
+            .get(self.entry_of_unit(rank))
             .or(newest)
-            .unwrap_or(at);
+            .map_or(at, |us| self.instant(us));
         let limited = Decision {
             limited: true,
             limit,
@@ -237,31 +347,29 @@ impl Limiter for SlideLog {
     }
 
     /// Applies an update that `decide` produced on this same state: drops
-    /// the expired prefix, then records the units.
+    /// the expired prefix, records the units, and moves the clock to their
+    /// instant.
     fn apply(&mut self, update: SlideUpdate) {
-        let expired = update.expired.min(self.entries.len());
-        self.entries.drain(..expired);
-        // Defensive: keep the log nondecreasing even if misused.
-        let at = match self.entries.back() {
-            Some(&newest) => update.at.get().max(newest),
-            None => update.at.get(),
-        };
-        let quantity = usize::try_from(update.quantity.min(update.limit)).unwrap_or(usize::MAX);
+        let expired = update.expired.min(self.times.len());
+        self.drop_front(expired);
+        // Defensive: never before the clock, even if misused.
+        let at = self.read_at(update.at);
         let limit = usize::try_from(update.limit).unwrap_or(usize::MAX);
-        self.grow_for(quantity, limit);
-        self.entries.extend(iter::repeat_n(at, quantity));
-        self.shrink_if_sparse();
+        self.record(micros_up(at), update.quantity.min(update.limit), limit);
+        self.clock = at;
+        // Only dropping makes the log shorter.
+        if expired > 0 {
+            self.shrink_if_sparse();
+        }
     }
 
-    /// Drops the units that have left, then removes the newest `quantity`.
+    /// Drops the units that have left, then removes the newest `quantity`;
+    /// the clock moves to the instant it read at.
     fn refund(&mut self, now: Nanos, params: &SlideParams, quantity: u64) {
-        let newest = self.entries.back().map(|&e| Nanos::new(e));
-        let at = newest.map_or(now, |newest| now.max(newest));
-        let expired = self.expired_at(at, params.window);
-        self.entries.drain(..expired);
-        let take = usize::try_from(quantity).unwrap_or(usize::MAX);
-        let keep = self.entries.len().saturating_sub(take);
-        self.entries.truncate(keep);
+        let at = self.read_at(now);
+        self.drop_front(self.expired_at(at, params.window));
+        self.keep_units(self.units().saturating_sub(quantity));
+        self.clock = at;
         self.shrink_if_sparse();
     }
 
@@ -269,38 +377,142 @@ impl Limiter for SlideLog {
     /// a parameter of the call, not of the key); `oldest_age_ms` and
     /// `newest_age_ms`: how long ago the oldest and newest were recorded.
     fn inspect(&self, now: Nanos) -> Vec<(&'static str, Detail)> {
-        let age = |e: &u64| Detail::Integer(millis(now.saturating_sub(Nanos::new(*e))));
+        let age = |us: u64| Detail::Integer(millis(now.saturating_sub(self.instant(us))));
         let mut out = vec![(
             "units",
-            Detail::Integer(i64::try_from(self.entries.len()).unwrap_or(i64::MAX)),
+            Detail::Integer(i64::try_from(self.units()).unwrap_or(i64::MAX)),
         )];
-        if let (Some(oldest), Some(newest)) = (self.entries.front(), self.entries.back()) {
+        if let (Some(oldest), Some(newest)) = (self.times.front(), self.times.back()) {
             out.push(("oldest_age_ms", age(oldest)));
             out.push(("newest_age_ms", age(newest)));
         }
         out
     }
 
-    /// Bytes this value occupies, counting what is allocated, not what is used.
+    /// Bytes this value occupies, counting what is allocated, not what is
+    /// used: the struct, the ring's capacity, the side table if any.
     fn mem_usage(&self) -> usize {
-        mem::size_of::<SlideLog>() + self.entries.capacity() * ENTRY_BYTES
+        let counts = self.counts.as_ref().map_or(0, |c| {
+            mem::size_of::<Counts>() + c.records.capacity() * mem::size_of::<(u32, u32)>()
+        });
+        mem::size_of::<SlideLog>() + self.times.heap_bytes() + counts
     }
 
-    /// Canonical encoding: the number of entries, then the entries, oldest
-    /// first. The ring's capacity and layout are not part of it.
+    /// Canonical encoding (tag `M`, RDB encoding version 2), all varints
+    /// (`codec::Writer::varint`):
+    ///
+    /// ```text
+    /// n                         the number of entries
+    /// n times:
+    ///   (delta << 1) | counted  delta: µs since the previous entry (for
+    ///                           the first, since the epoch)
+    ///   count - 2               only when counted (count >= 2)
+    /// if n > 0:
+    ///   clock - first           ns; first: the first nanosecond of the
+    ///                           newest entry's µs, (µs - 1) * 1000 + 1
+    /// ```
+    ///
+    /// Dense traffic takes one or two bytes an entry, and no entry more
+    /// than it takes in memory; the clock usually one or two bytes. The
+    /// mode, base and capacity are not part of it. A later field
+    /// (PRECISION's instant of the newest entry's first unit, when it
+    /// differs from the entry's) can follow.
     fn encode(&self) -> Vec<u8> {
-        let mut w = Writer::with_capacity(ENTRY_BYTES * (1 + self.entries.len()));
-        w.u64(self.entries.len() as u64);
-        for &entry in &self.entries {
-            w.u64(entry);
+        let n = self.times.len();
+        let mut w = Writer::with_capacity(10 + 2 * n);
+        w.varint(n as u64);
+        let mut records = self
+            .counts
+            .as_ref()
+            .map(|c| (c, c.records.iter().peekable()));
+        let mut previous = 0;
+        for (i, t) in self.times.iter().enumerate() {
+            let mut count = 1;
+            if let Some((c, iter)) = records.as_mut() {
+                if let Some(&&(seq, before)) = iter.peek() {
+                    if seq.wrapping_sub(c.front) as usize == i {
+                        iter.next();
+                        let after = iter.peek().map_or(c.end, |&&(_, next)| next);
+                        count = u64::from(after.wrapping_sub(before)) + 1;
+                    }
+                }
+            }
+            let delta = t.saturating_sub(previous);
+            w.varint((delta << 1) | u64::from(count > 1));
+            if count > 1 {
+                w.varint(count - 2);
+            }
+            previous = t;
+        }
+        if n > 0 {
+            w.varint(self.clock.get().saturating_sub(first_ns_of(previous)));
         }
         w.into_bytes()
     }
 
-    /// Decodes what `encode` wrote, validating everything: the exact length,
-    /// at most `MAX_LIMIT` entries, entries never decreasing. Allocates only
-    /// what the payload's own length justifies.
+    /// Decodes what `encode` wrote, validating everything: the exact
+    /// length, at most `MAX_LIMIT` entries and units, instants and the
+    /// clock within range. Every entry takes at least a byte, so what is
+    /// reserved is bounded by the payload's own length (at most 8 bytes of
+    /// memory per byte).
     fn decode(bytes: &[u8]) -> Result<SlideLog, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let n = r.varint()?;
+        if n > MAX_LIMIT {
+            return Err(DecodeError::Invalid(
+                "slide log holds more entries than any limit",
+            ));
+        }
+        let n = usize::try_from(n).map_err(|_| DecodeError::Length)?;
+        if n > r.remaining() {
+            return Err(DecodeError::Length);
+        }
+        let mut log = SlideLog::with_capacity(n)?;
+        let mut previous = 0u64;
+        let mut units = 0u64;
+        for _ in 0..n {
+            let word = r.varint()?;
+            let t = previous
+                .checked_add(word >> 1)
+                .filter(|&t| t <= MAX_MICROS)
+                .ok_or(DecodeError::Invalid("slide log instant out of range"))?;
+            let count = if word & 1 == 1 {
+                r.varint()?.saturating_add(2)
+            } else {
+                1
+            };
+            units = units.saturating_add(count);
+            if units > MAX_LIMIT {
+                return Err(DecodeError::Invalid(
+                    "slide log holds more units than any limit",
+                ));
+            }
+            log.push_entry(t, count, usize::MAX);
+            previous = t;
+        }
+        if n > 0 {
+            let clock = first_ns_of(previous)
+                .checked_add(r.varint()?)
+                .ok_or(DecodeError::Invalid("slide log clock out of range"))?;
+            log.clock = Nanos::new(clock);
+        }
+        r.finish()?;
+        log.shrink_to_fit();
+        Ok(log)
+    }
+
+    /// The first format (tag `L`, RDB encoding version 1): the number of
+    /// units (`u64`), then each unit's instant in ns (`u64`), oldest first.
+    /// Validated as it always was (exact length, at most `MAX_LIMIT` units,
+    /// never decreasing), then each instant is rounded up to the
+    /// microsecond: a unit may leave up to 1 µs later than before, never
+    /// earlier; the newest instant becomes the clock, so the newest units
+    /// leave exactly as before. Units sharing a microsecond become one
+    /// entry from [`COUNT_FROM`] on, as if recorded today.
+    fn decode_legacy(tag: u8, bytes: &[u8]) -> Result<SlideLog, DecodeError> {
+        if tag != V1_TAG {
+            return Err(DecodeError::Invalid("no such format"));
+        }
         let mut r = Reader::new(bytes);
         let count = r.u64()?;
         if count > MAX_LIMIT {
@@ -309,67 +521,579 @@ impl Limiter for SlideLog {
             ));
         }
         let count = usize::try_from(count).map_err(|_| DecodeError::Length)?;
-        if count.checked_mul(ENTRY_BYTES) != Some(r.remaining()) {
+        if count.checked_mul(mem::size_of::<u64>()) != Some(r.remaining()) {
             return Err(DecodeError::Length);
         }
-        let mut entries = VecDeque::new();
-        entries
-            .try_reserve_exact(count)
-            .map_err(|_| DecodeError::Invalid("slide log too large to allocate"))?;
+        let mut log = SlideLog::with_capacity(count)?;
         let mut previous = 0;
         for _ in 0..count {
             let entry = r.u64()?;
             if entry < previous {
                 return Err(DecodeError::Invalid("slide log timestamps decrease"));
             }
-            entries.push_back(entry);
+            log.record(micros_up(Nanos::new(entry)), 1, usize::MAX);
             previous = entry;
         }
+        log.clock = Nanos::new(previous);
         r.finish()?;
-        Ok(SlideLog { entries })
+        log.shrink_to_fit();
+        Ok(log)
+    }
+}
+
+impl PartialEq for SlideLog {
+    fn eq(&self, other: &SlideLog) -> bool {
+        self.times.len() == other.times.len()
+            && self.times.iter().eq(other.times.iter())
+            && (0..self.times.len()).all(|i| self.count_at(i) == other.count_at(i))
+            && (self.times.len() == 0 || self.clock == other.clock)
+    }
+}
+
+impl Eq for SlideLog {}
+
+/// An entry's instant in ns (saturating at the far end of `Nanos`).
+fn nanos(us: u64) -> Nanos {
+    Nanos::new(us.saturating_mul(NS_PER_US))
+}
+
+/// An instant rounded up to the microsecond.
+fn micros_up(at: Nanos) -> u64 {
+    at.get().div_ceil(NS_PER_US)
+}
+
+/// The first nanosecond that rounds up to the microsecond `us`: the
+/// earliest a unit kept at `us` can have been recorded at.
+fn first_ns_of(us: u64) -> u64 {
+    match us.checked_sub(1) {
+        Some(before) => before.saturating_mul(NS_PER_US).saturating_add(1),
+        None => 0,
     }
 }
 
 impl SlideLog {
-    /// How many entries at the front have left by `at`: those `<= at - window`.
+    /// An empty log whose ring has room for `entries`.
+    fn with_capacity(entries: usize) -> Result<SlideLog, DecodeError> {
+        let mut offsets = VecDeque::new();
+        offsets
+            .try_reserve_exact(entries)
+            .map_err(|_| DecodeError::Invalid("slide log too large to allocate"))?;
+        Ok(SlideLog {
+            times: Times::Narrow { base: 0, offsets },
+            counts: None,
+            clock: Nanos::ZERO,
+        })
+    }
+
+    /// The instant the log is read and written at for a call at `now`:
+    /// `now`, or the log's clock if `now` is before it (the clock went
+    /// back).
+    fn read_at(&self, now: Nanos) -> Nanos {
+        if self.times.len() == 0 {
+            now
+        } else {
+            now.max(self.clock)
+        }
+    }
+
+    /// The instant of an entry kept at `us`: its microsecond, or the clock
+    /// in the clock's own microsecond.
+    fn instant(&self, us: u64) -> Nanos {
+        nanos(us).min(self.clock)
+    }
+
+    /// How many entries at the front have left by `at`: those whose
+    /// instant is at or before `at - window`.
+    #[inline]
     fn expired_at(&self, at: Nanos, window: Nanos) -> usize {
         // Before `window` has passed since the epoch nothing can have left.
         let Some(cutoff) = at.get().checked_sub(window.get()) else {
             return 0;
         };
-        match (self.entries.front(), self.entries.back()) {
-            (Some(&oldest), _) if oldest > cutoff => 0,
-            (_, Some(&newest)) if newest <= cutoff => self.entries.len(),
-            _ => self.entries.partition_point(|&e| e <= cutoff),
+        if self.clock.get() <= cutoff {
+            // Every instant is at or before the clock.
+            return self.times.len();
+        }
+        // The others are at their microseconds: `e` has left when
+        // `e * 1000 <= cutoff` (the clock's microsecond, after the cutoff,
+        // is not among them).
+        self.times.leading_at_most(cutoff / NS_PER_US)
+    }
+
+    /// Units held.
+    fn units(&self) -> u64 {
+        let extra = self
+            .counts
+            .as_ref()
+            .map_or(0, |c| c.end.wrapping_sub(c.origin));
+        self.times.len() as u64 + u64::from(extra)
+    }
+
+    /// Units held in the entries before index `index`.
+    #[inline]
+    fn units_before(&self, index: usize) -> u64 {
+        let Some(c) = &self.counts else {
+            return index as u64;
+        };
+        let k = c
+            .records
+            .partition_point(|&(seq, _)| (seq.wrapping_sub(c.front) as usize) < index);
+        let sum = c.records.get(k).map_or(c.end, |&(_, before)| before);
+        index as u64 + u64::from(sum.wrapping_sub(c.origin))
+    }
+
+    /// The index of the entry holding the unit of rank `rank` (0 for the
+    /// oldest unit held).
+    fn entry_of_unit(&self, rank: u64) -> usize {
+        let as_index = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        let Some(c) = &self.counts else {
+            return as_index(rank);
+        };
+        // The units before a counted entry: its index plus the extra units
+        // of the counted entries before it.
+        let before = |&(seq, sum): &(u32, u32)| {
+            u64::from(seq.wrapping_sub(c.front)) + u64::from(sum.wrapping_sub(c.origin))
+        };
+        let k = c.records.partition_point(|r| before(r) <= rank);
+        let Some(k) = k.checked_sub(1) else {
+            // Before the first counted entry, one unit per entry.
+            return as_index(rank);
+        };
+        let record = c.records[k];
+        let index = u64::from(record.0.wrapping_sub(c.front));
+        let after = c.records.get(k + 1).map_or(c.end, |&(_, sum)| sum);
+        let count = u64::from(after.wrapping_sub(record.1)) + 1;
+        let first = before(&record);
+        if rank < first + count {
+            as_index(index)
+        } else {
+            // In the entries of one unit after it.
+            as_index(index + 1 + (rank - first - count))
         }
     }
 
-    /// Makes room for `additional` entries: doubling, but never past `limit`
-    /// unless the entries themselves need it, and exactly (a key holding
-    /// `limit` units has capacity `limit`).
-    fn grow_for(&mut self, additional: usize, limit: usize) {
-        let len = self.entries.len();
-        let needed = len.saturating_add(additional);
-        let capacity = self.entries.capacity();
-        if needed <= capacity {
+    /// The count of the entry at `index` (O(log n); for whole-log walks
+    /// `encode` does better).
+    fn count_at(&self, index: usize) -> u64 {
+        self.units_before(index + 1) - self.units_before(index)
+    }
+
+    /// Whether the entry at `index` is counted, for one of the two newest.
+    fn is_counted_near_back(&self, index: usize) -> bool {
+        self.counts.as_ref().is_some_and(|c| {
+            c.records
+                .back()
+                .is_some_and(|&(seq, _)| seq.wrapping_sub(c.front) as usize == index)
+        })
+    }
+
+    /// Appends an entry at `t` (µs, not before the newest) holding `count`
+    /// units (at least 1).
+    fn push_entry(&mut self, t: u64, count: u64, limit: usize) {
+        self.times.push(t, limit);
+        if count > 1 {
+            let index = (self.times.len() - 1) as u32;
+            let c = self.counts.get_or_insert_with(Box::default);
+            reserve(&mut c.records, 1, limit);
+            c.records.push_back((c.front.wrapping_add(index), c.end));
+            c.end = c.end.wrapping_add((count - 1) as u32);
+        }
+    }
+
+    /// Records `quantity` units at `t` (µs, not before the newest entry):
+    /// into the newest entry if it is counted and at `t`, into one counted
+    /// entry if that makes [`COUNT_FROM`] units at `t` or more (taking in
+    /// the single-unit entries at `t`), else one entry per unit.
+    fn record(&mut self, t: u64, quantity: u64, limit: usize) {
+        if quantity == 0 {
             return;
         }
-        let target = capacity
-            .saturating_mul(2)
-            .max(needed)
-            .min(limit)
-            .max(needed);
-        self.entries.reserve_exact(target - len);
+        // The usual case first: one unit, in a microsecond of its own, in
+        // a narrow ring that has room and reach for it.
+        if let Times::Narrow { base, offsets } = &mut self.times {
+            if let (1, Some(&newest), Some(offset)) =
+                (quantity, offsets.back(), offset_of(*base, t))
+            {
+                if offset != newest && offsets.len() < offsets.capacity() {
+                    offsets.push_back(offset);
+                    return;
+                }
+            }
+        }
+        let len = self.times.len();
+        if self.times.back() == Some(t) {
+            if self.is_counted_near_back(len - 1) {
+                if let Some(c) = self.counts.as_mut() {
+                    c.end = c.end.wrapping_add(quantity as u32);
+                }
+                return;
+            }
+            let twin = len >= 2
+                && self.times.get(len - 2) == Some(t)
+                && !self.is_counted_near_back(len - 2);
+            let singles: usize = if twin { 2 } else { 1 };
+            if singles as u64 + quantity >= COUNT_FROM {
+                self.times.truncate(len - singles);
+                self.push_entry(t, singles as u64 + quantity, limit);
+                return;
+            }
+        } else if quantity >= COUNT_FROM {
+            self.push_entry(t, quantity, limit);
+            return;
+        }
+        for _ in 0..quantity {
+            self.push_entry(t, 1, limit);
+        }
     }
 
-    /// Shrinks the ring to twice the log once the log fills a quarter of it
-    /// or less: amortized O(1), as the log must then double or halve before
-    /// the next reallocation.
-    fn shrink_if_sparse(&mut self) {
-        let len = self.entries.len();
-        if len.saturating_mul(4) <= self.entries.capacity() {
-            self.entries.shrink_to(len.saturating_mul(2));
+    /// Drops the `n` oldest entries.
+    fn drop_front(&mut self, n: usize) {
+        if n == 0 {
+            return;
         }
+        self.times.drop_front(n);
+        if let Some(c) = self.counts.as_mut() {
+            let k = c
+                .records
+                .partition_point(|&(seq, _)| (seq.wrapping_sub(c.front) as usize) < n);
+            c.records.drain(..k);
+            c.origin = c.records.front().map_or(c.end, |&(_, before)| before);
+            c.front = c.front.wrapping_add(n as u32);
+            if c.records.is_empty() {
+                self.counts = None;
+            }
+        }
+    }
+
+    /// Keeps the `keep` oldest units, removing the newest others.
+    fn keep_units(&mut self, keep: u64) {
+        if keep >= self.units() {
+            return;
+        }
+        if keep == 0 {
+            self.times.truncate(0);
+            self.counts = None;
+            return;
+        }
+        let last = self.entry_of_unit(keep - 1);
+        let in_last = keep - self.units_before(last);
+        self.times.truncate(last + 1);
+        if let Some(c) = self.counts.as_mut() {
+            let k = c
+                .records
+                .partition_point(|&(seq, _)| (seq.wrapping_sub(c.front) as usize) <= last);
+            if let Some(&(_, before)) = c.records.get(k) {
+                c.end = before;
+            }
+            c.records.truncate(k);
+            if let Some(&(seq, before)) = c.records.back() {
+                if seq.wrapping_sub(c.front) as usize == last {
+                    // The entry keeps `in_last` of its units.
+                    c.end = before.wrapping_add((in_last - 1) as u32);
+                    if in_last == 1 {
+                        c.records.pop_back();
+                    }
+                }
+            }
+            if c.records.is_empty() {
+                self.counts = None;
+            }
+        }
+    }
+
+    fn shrink_if_sparse(&mut self) {
+        self.times.shrink_if_sparse();
+        if let Some(c) = self.counts.as_mut() {
+            shrink_if_sparse(&mut c.records);
+        }
+    }
+
+    fn shrink_to_fit(&mut self) {
+        self.times.shrink_to_fit();
+        if let Some(c) = self.counts.as_mut() {
+            c.records.shrink_to_fit();
+        }
+    }
+}
+
+impl Default for Times {
+    fn default() -> Times {
+        Times::Narrow {
+            base: 0,
+            offsets: VecDeque::new(),
+        }
+    }
+}
+
+impl Times {
+    fn len(&self) -> usize {
+        match self {
+            Times::Narrow { offsets, .. } => offsets.len(),
+            Times::Wide(times) => times.len(),
+        }
+    }
+
+    /// The instant of the entry at `index`, in µs.
+    fn get(&self, index: usize) -> Option<u64> {
+        match self {
+            Times::Narrow { base, offsets } => offsets
+                .get(index)
+                .map(|&offset| base.saturating_add(u64::from(offset))),
+            Times::Wide(times) => times.get(index).copied(),
+        }
+    }
+
+    fn front(&self) -> Option<u64> {
+        match self {
+            Times::Narrow { base, offsets } => offsets
+                .front()
+                .map(|&offset| base.saturating_add(u64::from(offset))),
+            Times::Wide(times) => times.front().copied(),
+        }
+    }
+
+    fn back(&self) -> Option<u64> {
+        match self {
+            Times::Narrow { base, offsets } => offsets
+                .back()
+                .map(|&offset| base.saturating_add(u64::from(offset))),
+            Times::Wide(times) => times.back().copied(),
+        }
+    }
+
+    fn iter(&self) -> TimesIter<'_> {
+        match self {
+            Times::Narrow { base, offsets } => TimesIter::Narrow(*base, offsets.iter()),
+            Times::Wide(times) => TimesIter::Wide(times.iter()),
+        }
+    }
+
+    /// How many entries at the front are at or before `cutoff` (µs).
+    fn leading_at_most(&self, cutoff: u64) -> usize {
+        match self {
+            Times::Narrow { base, offsets } => match cutoff.checked_sub(*base) {
+                None => 0,
+                Some(offset) => match u32::try_from(offset) {
+                    Ok(offset) => leading_at_most(offsets, offset),
+                    Err(_) => offsets.len(),
+                },
+            },
+            Times::Wide(times) => leading_at_most(times, cutoff),
+        }
+    }
+
+    fn drop_front(&mut self, n: usize) {
+        match self {
+            Times::Narrow { offsets, .. } => drop_front(offsets, n),
+            Times::Wide(times) => drop_front(times, n),
+        }
+    }
+
+    fn truncate(&mut self, len: usize) {
+        match self {
+            Times::Narrow { offsets, .. } => offsets.truncate(len),
+            Times::Wide(times) => times.truncate(len),
+        }
+    }
+
+    /// Appends `t` (µs, not before the newest entry), changing the base or
+    /// the mode when a narrow ring cannot hold it or a wide one could be
+    /// narrow (see the module doc).
+    fn push(&mut self, t: u64, limit: usize) {
+        if let Times::Narrow { base, offsets } = self {
+            if offsets.is_empty() {
+                *base = t;
+            }
+            if let Some(offset) = offset_of(*base, t) {
+                reserve(offsets, 1, limit);
+                offsets.push_back(offset);
+                return;
+            }
+        }
+        let oldest = self.front().unwrap_or(t);
+        if t.saturating_sub(oldest) <= NARROW_SPAN {
+            self.narrow_on(oldest, limit);
+        } else {
+            self.widen(limit);
+        }
+        match self {
+            Times::Narrow { base, offsets } => {
+                reserve(offsets, 1, limit);
+                offsets.push_back(offset_of(*base, t).unwrap_or(u32::MAX));
+            }
+            Times::Wide(times) => {
+                reserve(times, 1, limit);
+                times.push_back(t);
+            }
+        }
+    }
+
+    /// Makes the ring narrow with base `base`, the oldest entry: rebases a
+    /// narrow ring in place, rewrites a wide one.
+    fn narrow_on(&mut self, base: u64, limit: usize) {
+        match self {
+            Times::Narrow {
+                base: current,
+                offsets,
+            } => {
+                let shift = offset_of(*current, base).unwrap_or(0);
+                let (a, b) = offsets.as_mut_slices();
+                for offset in a.iter_mut().chain(b.iter_mut()) {
+                    *offset = offset.saturating_sub(shift);
+                }
+                *current = base;
+            }
+            Times::Wide(times) => {
+                let mut offsets = VecDeque::new();
+                reserve(&mut offsets, times.len() + 1, limit);
+                offsets.extend(
+                    times
+                        .iter()
+                        .map(|&t| offset_of(base, t).unwrap_or(u32::MAX)),
+                );
+                *self = Times::Narrow { base, offsets };
+            }
+        }
+    }
+
+    /// Makes the ring wide.
+    fn widen(&mut self, limit: usize) {
+        if let Times::Narrow { base, offsets } = self {
+            let mut times = VecDeque::new();
+            reserve(&mut times, offsets.len() + 1, limit);
+            times.extend(offsets.iter().map(|&o| base.saturating_add(u64::from(o))));
+            *self = Times::Wide(times);
+        }
+    }
+
+    /// Entries the ring has room for.
+    #[cfg(test)]
+    fn capacity(&self) -> usize {
+        match self {
+            Times::Narrow { offsets, .. } => offsets.capacity(),
+            Times::Wide(times) => times.capacity(),
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        match self {
+            Times::Narrow { offsets, .. } => offsets.capacity() * mem::size_of::<u32>(),
+            Times::Wide(times) => times.capacity() * mem::size_of::<u64>(),
+        }
+    }
+
+    fn shrink_if_sparse(&mut self) {
+        match self {
+            Times::Narrow { offsets, .. } => shrink_if_sparse(offsets),
+            Times::Wide(times) => shrink_if_sparse(times),
+        }
+    }
+
+    fn shrink_to_fit(&mut self) {
+        match self {
+            Times::Narrow { offsets, .. } => offsets.shrink_to_fit(),
+            Times::Wide(times) => times.shrink_to_fit(),
+        }
+    }
+}
+
+/// The instants of a ring, oldest first, in µs.
+enum TimesIter<'a> {
+    Narrow(u64, std::collections::vec_deque::Iter<'a, u32>),
+    Wide(std::collections::vec_deque::Iter<'a, u64>),
+}
+
+impl Iterator for TimesIter<'_> {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        match self {
+            TimesIter::Narrow(base, offsets) => offsets
+                .next()
+                .map(|&offset| base.saturating_add(u64::from(offset))),
+            TimesIter::Wide(times) => times.next().copied(),
+        }
+    }
+}
+
+/// `t - base` as an offset, if it is one.
+fn offset_of(base: u64, t: u64) -> Option<u32> {
+    t.checked_sub(base).and_then(|d| u32::try_from(d).ok())
+}
+
+/// How many values at the front of `ring` (nondecreasing) are `<= cutoff`:
+/// O(1) when none or all are, else a galloping search from the front,
+/// O(log k) for an answer of k.
+fn leading_at_most<T: Copy + Ord>(ring: &VecDeque<T>, cutoff: T) -> usize {
+    let len = ring.len();
+    match (ring.front(), ring.back()) {
+        (Some(&oldest), Some(&newest)) if oldest <= cutoff => {
+            if newest <= cutoff {
+                return len;
+            }
+        }
+        _ => return 0,
+    }
+    // ring[lo] <= cutoff < ring[hi]: gallop, then bisect.
+    let (mut lo, mut hi) = (0, len - 1);
+    let mut step = 1;
+    while step < hi - lo {
+        let probe = lo + step;
+        if ring[probe] > cutoff {
+            hi = probe;
+            break;
+        }
+        lo = probe;
+        step *= 2;
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if ring[mid] <= cutoff {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    hi
+}
+
+fn drop_front<T>(ring: &mut VecDeque<T>, n: usize) {
+    ring.drain(..n.min(ring.len()));
+}
+
+/// The capacity planned for `needed` entries: 1/16 more, rounded up to a
+/// multiple of 4.
+fn planned(needed: usize) -> usize {
+    let more = needed.saturating_add(needed / 16);
+    more.checked_next_multiple_of(4).unwrap_or(more)
+}
+
+/// Makes room for `additional` more entries: the planned capacity, but
+/// never past `limit` unless the entries themselves need it.
+#[inline]
+fn reserve<T>(ring: &mut VecDeque<T>, additional: usize, limit: usize) {
+    if ring.len().saturating_add(additional) > ring.capacity() {
+        grow(ring, additional, limit);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn grow<T>(ring: &mut VecDeque<T>, additional: usize, limit: usize) {
+    let len = ring.len();
+    let needed = len.saturating_add(additional);
+    let target = planned(needed).min(limit).max(needed);
+    ring.reserve_exact(target - len);
+}
+
+/// Shrinks a ring holding more than twice its length (plus 8 entries)
+/// back to the planned capacity: amortized O(1), as the length must then
+/// halve, or grow by a sixteenth, before the next reallocation; and a
+/// length that wavers (traffic does) does not reallocate at every wave.
+fn shrink_if_sparse<T>(ring: &mut VecDeque<T>) {
+    let len = ring.len();
+    if ring.capacity() > len.saturating_mul(2).saturating_add(8) {
+        ring.shrink_to(planned(len));
     }
 }
 
@@ -377,11 +1101,46 @@ impl SlideLog {
 impl SlideLog {
     /// Units held, expired ones not yet dropped included.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        usize::try_from(self.units()).unwrap_or(usize::MAX)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.times.len() == 0
+    }
+
+    /// Entries held.
+    pub fn entries(&self) -> usize {
+        self.times.len()
+    }
+
+    /// Entries the ring has room for.
+    pub fn capacity(&self) -> usize {
+        self.times.capacity()
+    }
+
+    /// Whether the ring is wide.
+    pub fn is_wide(&self) -> bool {
+        matches!(self.times, Times::Wide(_))
+    }
+
+    /// Each unit's instant, in ns, oldest first.
+    pub fn units_ns(&self) -> Vec<u64> {
+        let mut out = Vec::new();
+        for (i, t) in self.times.iter().enumerate() {
+            for _ in 0..self.count_at(i) {
+                out.push(nanos(t).get());
+            }
+        }
+        out
+    }
+
+    /// The entries as `(instant in µs, count)`, oldest first.
+    pub fn entry_list(&self) -> Vec<(u64, u64)> {
+        self.times
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t, self.count_at(i)))
+            .collect()
     }
 }
 
@@ -390,8 +1149,11 @@ mod tests {
     use super::*;
     use crate::core::time::Unit;
     use proptest::prelude::*;
+    use std::iter;
 
+    const US: u64 = 1_000;
     const MS: u64 = 1_000_000;
+    const S: u64 = 1_000_000_000;
 
     fn ms(n: u64) -> Nanos {
         Nanos::new(n * MS)
@@ -475,12 +1237,12 @@ mod tests {
         // The request at 2050 dropped the entry at 1000, which had left;
         // limited requests and peeks recorded nothing.
         let expected: Vec<u64> = [1100, 1100, 2050].map(|m| m * MS).to_vec();
-        assert_eq!(log.entries, expected);
+        assert_eq!(log.units_ns(), expected);
     }
 
     #[test]
     fn worked_example_of_the_module_doc() {
-        let s = |n: u64| Nanos::new(n * 1_000_000_000);
+        let s = |n: u64| Nanos::new(n * S);
         let p = SlideParams::new(3, s(10)).expect("valid");
         let mut log = SlideLog::default();
         let seconds = |log: &mut SlideLog, at, q| request(log, at, &p, q).reply(at, Unit::Seconds);
@@ -488,6 +1250,39 @@ mod tests {
         assert_eq!(seconds(&mut log, s(4), 2), [0, 3, 0, -1, 10]);
         assert_eq!(seconds(&mut log, s(7), 1), [1, 3, 0, 3, 7]);
         assert_eq!(seconds(&mut log, s(12), 2), [1, 3, 1, 2, 2]);
+    }
+
+    /// Units are kept at their instant rounded up to the microsecond: they
+    /// leave at most 1 µs late, never early; those of the clock's
+    /// microsecond leave a window after the clock, exactly.
+    #[test]
+    fn instants_round_up_to_the_microsecond() {
+        let p = params(3, 10 * US);
+        let mut log = SlideLog::default();
+        // Recorded at 1,001 ns, kept at 2 µs, but at the clock (1,001 ns):
+        // it leaves exactly a window later.
+        let d = request(&mut log, Nanos::new(1_001), &p, 1);
+        assert_eq!(d.reset_at, Nanos::new(11_001));
+        assert_eq!(log.units_ns(), [2 * US]);
+        // Another at 1,500 ns: the clock moves, both leave at 11,500 ns.
+        let d = request(&mut log, Nanos::new(1_500), &p, 1);
+        assert_eq!(d.reset_at, Nanos::new(11_500));
+        assert_eq!(log.units_ns(), [2 * US, 2 * US]);
+        let d = request(&mut log, Nanos::new(1_600), &p, 0);
+        assert_eq!(d.reset_at, Nanos::new(11_500));
+        // A third at 3 µs: the clock leaves their microsecond, so they
+        // leave at its end, 12 µs (999 and 500 ns late).
+        request(&mut log, Nanos::new(3 * US), &p, 1);
+        let d = request(&mut log, Nanos::new(11_999), &p, 1);
+        assert_eq!(d.retry, Retry::At(Nanos::new(12 * US)));
+        let d = request(&mut log, Nanos::new(12 * US), &p, 2);
+        assert!(!d.limited);
+        assert_eq!(log.units_ns(), [3 * US, 12 * US, 12 * US]);
+        // The clock goes back to 0: read at the log's clock, 12 µs; two
+        // must leave, the second at 12 µs + 10 µs.
+        let d = request(&mut log, Nanos::ZERO, &p, 2);
+        assert_eq!(d.reply(Nanos::ZERO, Unit::Millis), [1, 3, 0, 1, 1]);
+        assert_eq!(d.retry, Retry::At(Nanos::new(22 * US)));
     }
 
     #[test]
@@ -506,55 +1301,258 @@ mod tests {
         let d = request(&mut log, Nanos::ZERO, &one, 1);
         assert_eq!(d.retry, Retry::At(Nanos::MAX));
         assert_eq!(log.len(), 1);
+        assert_eq!(log.entry_list(), [(MAX_MICROS, 1)]);
+        assert_eq!(SlideLog::decode(&log.encode()), Ok(log));
     }
 
     #[test]
     fn a_new_log_allocates_nothing() {
         let log = SlideLog::default();
-        assert_eq!(log.entries.capacity(), 0);
+        assert_eq!(log.capacity(), 0);
         assert!(log.is_empty());
         assert_eq!(log.mem_usage(), mem::size_of::<SlideLog>());
         assert_eq!(log, SlideLog::default());
+        // Small: the ring (40 bytes with its base), the side table's
+        // pointer, the clock.
+        assert_eq!(mem::size_of::<SlideLog>(), 56);
+        assert!(mem::size_of::<SlideUpdate>() <= 32);
     }
 
+    /// One unit per microsecond, one call each: at most 4.25 bytes a unit
+    /// and the struct, at 1,000 and at 100,000 units.
     #[test]
-    fn a_full_log_costs_eight_bytes_per_unit() {
-        let p = params(1_000, 1_000_000);
-        // Filled one unit at a time, or in one request.
-        let mut one_by_one = SlideLog::default();
-        for t in 0..1_000 {
-            assert!(!request(&mut one_by_one, Nanos::new(t), &p, 1).limited);
+    fn a_log_costs_four_bytes_and_a_quarter_per_unit() {
+        let p = params(1_000_000, 3_600 * S);
+        for n in [1_000u64, 100_000] {
+            let mut log = SlideLog::default();
+            let start = 1_700_000_000 * S;
+            for i in 0..n {
+                assert!(!request(&mut log, Nanos::new(start + i * US + 1), &p, 1).limited);
+            }
+            assert_eq!((log.len() as u64, log.entries() as u64), (n, n));
+            assert!(!log.is_wide());
+            let bytes = log.mem_usage() - mem::size_of::<SlideLog>();
+            assert!(bytes as u64 <= 4 * n + n / 4 + 16, "{n}: {bytes}");
+            assert!(log.capacity() as u64 <= n + n / 16 + 4);
         }
-        let mut at_once = SlideLog::default();
-        assert!(!request(&mut at_once, Nanos::ZERO, &p, 1_000).limited);
-        for log in [&one_by_one, &at_once] {
-            assert_eq!(log.len(), 1_000);
-            assert_eq!(log.entries.capacity(), 1_000);
-            assert!(log.mem_usage() <= 8 * 1_000 + 64, "{}", log.mem_usage());
+    }
+
+    /// Units in one microsecond: two are two entries, three or more one
+    /// counted entry, which later units of that microsecond join.
+    #[test]
+    fn units_of_one_microsecond_share_an_entry_from_three_on() {
+        let p = params(1_000_000, 60 * S);
+        let mut log = SlideLog::default();
+        let t = 5 * S;
+        request(&mut log, Nanos::new(t), &p, 1);
+        request(&mut log, Nanos::new(t), &p, 1);
+        assert_eq!(log.entry_list(), [(t / US, 1), (t / US, 1)]);
+        request(&mut log, Nanos::new(t), &p, 1);
+        assert_eq!(log.entry_list(), [(t / US, 3)]);
+        request(&mut log, Nanos::new(t + 1), &p, 1); // same µs, rounded up
+        assert_eq!(log.entry_list(), [(t / US, 3), (t / US + 1, 1)]);
+        request(&mut log, Nanos::new(t + 1_000), &p, 2);
+        assert_eq!(log.entry_list(), [(t / US, 3), (t / US + 1, 3)]);
+        request(&mut log, Nanos::new(t + 1_000), &p, 5);
+        assert_eq!(log.entry_list(), [(t / US, 3), (t / US + 1, 8)]);
+        // A million units in one request: one entry.
+        request(&mut log, Nanos::new(t + 2_000), &p, 999_000);
+        assert_eq!(log.entries(), 3);
+        assert_eq!(log.len(), 999_011);
+        assert!(log.mem_usage() < 200, "{}", log.mem_usage());
+        assert_eq!(SlideLog::decode(&log.encode()), Ok(log.clone()));
+        // Ranks across counted entries: 999,011 units held, limit 1,000,000.
+        let d = request(&mut log, Nanos::new(t + 3_000), &p, 989);
+        assert!(!d.limited);
+        // Needing 1, 3, 4, 11, 12 units to leave: the entries at t (3
+        // units), t + 1 µs (8 units), t + 2 µs.
+        for (quantity, leaves) in [(1, t), (3, t), (4, t + US), (11, t + US), (12, t + 2 * US)] {
+            let (d, _) = log.decide(Nanos::new(t + 3_000), &p, quantity);
+            assert_eq!(
+                d.retry,
+                Retry::At(Nanos::new(leaves + 60 * S)),
+                "{quantity}"
+            );
         }
+    }
+
+    /// A refund removes the newest units, splitting a counted entry.
+    #[test]
+    fn refunds_take_from_the_newest_entries() {
+        let p = params(100, 60 * S);
+        let mut log = SlideLog::default();
+        let t = 7 * S;
+        request(&mut log, Nanos::new(t), &p, 4);
+        request(&mut log, Nanos::new(t + US), &p, 1);
+        request(&mut log, Nanos::new(t + 2 * US), &p, 5);
+        assert_eq!(
+            log.entry_list(),
+            [(7_000_000, 4), (7_000_001, 1), (7_000_002, 5)]
+        );
+        log.refund(Nanos::new(t + 2 * US), &p, 3);
+        assert_eq!(
+            log.entry_list(),
+            [(7_000_000, 4), (7_000_001, 1), (7_000_002, 2)]
+        );
+        log.refund(Nanos::new(t + 2 * US), &p, 1);
+        assert_eq!(
+            log.entry_list(),
+            [(7_000_000, 4), (7_000_001, 1), (7_000_002, 1)]
+        );
+        assert_eq!(log.counts.as_ref().map(|c| c.records.len()), Some(1));
+        log.refund(Nanos::new(t + 2 * US), &p, 4);
+        assert_eq!(log.entry_list(), [(7_000_000, 2)]);
+        log.refund(Nanos::new(t + 2 * US), &p, 1);
+        assert_eq!(log.entry_list(), [(7_000_000, 1)]);
+        assert!(log.counts.is_none());
+        log.refund(Nanos::new(t + 2 * US), &p, 10);
+        assert_eq!(log, SlideLog::default());
+    }
+
+    /// A window of an hour with steady traffic stays narrow: the log
+    /// rebases on its oldest entry when the newest no longer fits.
+    #[test]
+    fn an_hour_long_window_stays_narrow() {
+        let window = 3_600 * S;
+        let p = params(10_000, window);
+        let mut log = SlideLog::default();
+        let start = 1_700_000_000 * S + 123;
+        let mut rebases = 0;
+        let mut base = None;
+        // One unit every 2 s for five hours: 1,800 units held at most.
+        for i in 0..9_000u64 {
+            let now = Nanos::new(start + i * 2 * S);
+            assert!(!request(&mut log, now, &p, 1).limited, "{i}");
+            assert!(!log.is_wide(), "{i}");
+            let Times::Narrow { base: b, .. } = log.times else {
+                unreachable!()
+            };
+            if base.is_some_and(|old| old != b) {
+                rebases += 1;
+            }
+            base = Some(b);
+            // 1,800 units an hour, and the one recorded an hour ago, which
+            // leaves 877 ns late (kept at 123 ns rounded up).
+            assert!(log.len() <= 1_801);
+        }
+        // After the first 71 minutes, a rebase about every 71 - 60 = 11
+        // minutes.
+        assert!((20..=30).contains(&rebases), "{rebases}");
+    }
+
+    /// A span longer than a narrow log takes makes it wide; it turns
+    /// narrow again once the span is short, and answers stay exact.
+    #[test]
+    fn long_spans_make_the_log_wide_and_back() {
+        let year = 365 * 24 * 3_600 * S;
+        let p = params(10, 10 * year);
+        let mut log = SlideLog::default();
+        let t0 = 1_700_000_000 * S + 1;
+        request(&mut log, Nanos::new(t0), &p, 1);
+        request(&mut log, Nanos::new(t0 + 5 * 60 * S), &p, 1);
+        assert!(!log.is_wide());
+        // Two hours later: span over 62 minutes.
+        request(&mut log, Nanos::new(t0 + 2 * 3_600 * S), &p, 3);
+        assert!(log.is_wide());
+        request(&mut log, Nanos::new(t0 + year), &p, 1);
+        assert!(log.is_wide());
+        let (d, _) = log.decide(Nanos::new(t0 + year), &p, 10);
+        assert_eq!(d.remaining, 4);
+        // 3 must leave: the units at t0 and t0 + 5 min, and the first of
+        // the 3 at 2 h, which leave together.
+        let (d, _) = log.decide(Nanos::new(t0 + year), &p, 7);
+        let leaves = (t0 + 2 * 3_600 * S).div_ceil(US) * US + 10 * year;
+        assert_eq!(d.retry, Retry::At(Nanos::new(leaves)));
+        // Under a window of an hour everything but the newest has left:
+        // the next unit finds a short span and the log turns narrow.
+        let hour = params(10, 3_600 * S);
+        request(&mut log, Nanos::new(t0 + year + S), &hour, 1);
+        assert!(!log.is_wide());
+        let expected: Vec<u64> = [t0 + year, t0 + year + S]
+            .map(|t| t.div_ceil(US) * US)
+            .to_vec();
+        assert_eq!(log.units_ns(), expected);
+        assert_eq!(SlideLog::decode(&log.encode()), Ok(log));
     }
 
     #[test]
     fn the_ring_shrinks_when_traffic_drops() {
-        let p = params(1_000, 10);
+        let p = params(1_000, 10 * US);
         let mut log = SlideLog::default();
-        request(&mut log, Nanos::ZERO, &p, 1_000);
-        assert_eq!(log.entries.capacity(), 1_000);
-        request(&mut log, Nanos::new(10), &p, 1);
+        for i in 0..1_000 {
+            request(&mut log, Nanos::new(1 + i % 999), &p, 1);
+        }
+        // 1,000 units in 1 µs: one counted entry.
+        assert_eq!((log.len(), log.entries()), (1_000, 1));
+        let mut log = SlideLog::default();
+        for i in 0..1_000 {
+            request(&mut log, Nanos::new(i * US), &p, 1);
+        }
+        assert_eq!(log.entries(), 10);
+        let mut log = SlideLog::default();
+        let wide = params(1_000, 10 * S);
+        for i in 0..1_000 {
+            request(&mut log, Nanos::new(i * US), &wide, 1);
+        }
+        assert_eq!(log.capacity(), 1_000);
+        request(&mut log, Nanos::new(20 * S), &wide, 1);
         assert_eq!(log.len(), 1);
-        assert!(log.entries.capacity() <= 2);
+        assert!(log.capacity() <= 4, "{}", log.capacity());
+    }
+
+    /// Encodes entries `(instant µs, count)` and a clock (ns) as `encode`
+    /// does, from the layout in its doc.
+    fn v2_at(entries: &[(u64, u64)], clock: u64) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.varint(entries.len() as u64);
+        let mut previous = 0;
+        for &(t, count) in entries {
+            w.varint(((t - previous) << 1) | u64::from(count > 1));
+            if count > 1 {
+                w.varint(count - 2);
+            }
+            previous = t;
+        }
+        if !entries.is_empty() {
+            w.varint(clock - first_ns_of(previous));
+        }
+        w.into_bytes()
+    }
+
+    /// As `v2_at`, the clock at the first nanosecond of the newest entry.
+    fn v2(entries: &[(u64, u64)]) -> Vec<u8> {
+        let clock = entries.last().map_or(0, |&(t, _)| first_ns_of(t));
+        v2_at(entries, clock)
+    }
+
+    fn v1(words: &[u64]) -> Vec<u8> {
+        let mut w = Writer::default();
+        for &word in words {
+            w.u64(word);
+        }
+        w.into_bytes()
+    }
+
+    #[test]
+    fn the_encoding_is_the_documented_layout() {
+        let p = params(100, 60 * S);
+        let mut log = SlideLog::default();
+        request(&mut log, Nanos::new(1_000_000), &p, 1);
+        request(&mut log, Nanos::new(1_000_001), &p, 3);
+        request(&mut log, Nanos::new(1_300_000), &p, 1);
+        assert_eq!(log.entry_list(), [(1_000, 1), (1_001, 3), (1_300, 1)]);
+        let bytes = log.encode();
+        assert_eq!(bytes, v2_at(&log.entry_list(), 1_300_000));
+        // 3 entries; 1,000 << 1 (2 bytes); 1 << 1 | 1, then 3 - 2; 299 << 1;
+        // the clock, 1,300,000 ns, 999 ns after 1,299,001.
+        assert_eq!(bytes, [3, 0xd0, 0x0f, 0x03, 0x01, 0xd6, 0x04, 0xe7, 0x07]);
+        assert_eq!(SlideLog::decode(&[0]), Ok(SlideLog::default()));
+        assert_eq!(SlideLog::default().encode(), [0]);
     }
 
     #[test]
     fn decode_rejects_malformed_payloads() {
-        let encode = |words: &[u64]| {
-            let mut w = Writer::default();
-            for &word in words {
-                w.u64(word);
-            }
-            w.into_bytes()
-        };
-        let good = encode(&[3, 5, 5, 9]);
+        let good = v2(&[(5, 1), (5, 1), (9, 3)]);
         assert!(SlideLog::decode(&good).is_ok());
         assert_eq!(SlideLog::decode(&[]), Err(DecodeError::Length));
         for cut in 1..good.len() {
@@ -567,53 +1565,145 @@ mod tests {
         let mut trailing = good.clone();
         trailing.push(0);
         assert_eq!(SlideLog::decode(&trailing), Err(DecodeError::Length));
+        let invalid =
+            |bytes: &[u8]| matches!(SlideLog::decode(bytes), Err(DecodeError::Invalid(_)));
+        // More entries, or units, than any limit.
+        assert!(invalid(&v2(&[(1, MAX_LIMIT + 1)])));
+        assert!(invalid(&v2(&[(1, MAX_LIMIT), (2, 1)])));
+        assert!(SlideLog::decode(&v2(&[(1, MAX_LIMIT - 1), (2, 1)])).is_ok());
+        let mut w = Writer::default();
+        w.varint(MAX_LIMIT + 1);
+        assert!(invalid(&w.into_bytes()));
+        // A count the bytes do not back is refused before anything is reserved.
+        let mut w = Writer::default();
+        w.varint(MAX_LIMIT).varint(2).varint(2);
+        assert_eq!(SlideLog::decode(&w.into_bytes()), Err(DecodeError::Length));
+        // Instants past the end of time.
+        assert!(invalid(&v2(&[(MAX_MICROS + 1, 1)])));
+        assert!(SlideLog::decode(&v2(&[(MAX_MICROS, 1)])).is_ok());
+        let mut w = Writer::default();
+        w.varint(2).varint(MAX_MICROS << 1).varint(2);
+        assert!(invalid(&w.into_bytes()));
+        let mut w = Writer::default();
+        w.varint(1).varint(u64::MAX).varint(u64::MAX);
+        assert!(invalid(&w.into_bytes()));
+        // A count varint in a longer form than needed.
+        assert!(invalid(&[1, 0x03, 0x80, 0x00, 0x00]));
+        // A clock past the end of time; the last one.
+        let last = v2_at(&[(MAX_MICROS, 1)], u64::MAX);
+        assert_eq!(SlideLog::decode(&last).map(|l| l.clock), Ok(Nanos::MAX));
+        let mut past = v2(&[(MAX_MICROS, 1)]);
+        past.pop();
+        let mut w = Writer::default();
+        w.varint(u64::MAX - first_ns_of(MAX_MICROS) + 1);
+        past.extend(w.into_bytes());
+        assert!(invalid(&past));
+    }
+
+    #[test]
+    fn the_first_format_still_decodes() {
+        // 3 units: 1,500 ns, twice 2,000 ns; then 7 units at 1 s.
+        let mut words = vec![10, 1_500, 2_000, 2_000];
+        words.extend(iter::repeat_n(S, 7));
+        let log = SlideLog::decode_tagged(V1_TAG, &v1(&words)).expect("decodes");
+        // Rounded up: three units in the 2nd µs, one entry; seven at 1 s.
+        assert_eq!(log.entry_list(), [(2, 3), (1_000_000, 7)]);
         assert_eq!(
-            SlideLog::decode(&encode(&[3, 5, 9, 7])),
+            log.units_ns(),
+            [2_000, 2_000, 2_000]
+                .into_iter()
+                .chain(iter::repeat_n(S, 7))
+                .collect::<Vec<_>>()
+        );
+        // The same as recording them today.
+        let p = params(10, 10 * S);
+        let mut today = SlideLog::default();
+        for (at, q) in [(1_500, 1), (2_000, 2), (S, 7)] {
+            request(&mut today, Nanos::new(at), &p, q);
+        }
+        assert_eq!(log, today);
+        // Two units in one µs stay two entries.
+        let log = SlideLog::decode_legacy(V1_TAG, &v1(&[2, 999, 1_000])).unwrap();
+        assert_eq!(log.entry_list(), [(1, 1), (1, 1)]);
+    }
+
+    #[test]
+    fn the_first_format_is_validated_as_it_always_was() {
+        let decode = |bytes: &[u8]| SlideLog::decode_legacy(V1_TAG, bytes);
+        let good = v1(&[3, 5, 5, 9]);
+        assert!(decode(&good).is_ok());
+        assert_eq!(decode(&[]), Err(DecodeError::Length));
+        for cut in 1..good.len() {
+            assert_eq!(decode(&good[..cut]), Err(DecodeError::Length), "cut {cut}");
+        }
+        let mut trailing = good.clone();
+        trailing.push(0);
+        assert_eq!(decode(&trailing), Err(DecodeError::Length));
+        assert_eq!(
+            decode(&v1(&[3, 5, 9, 7])),
             Err(DecodeError::Invalid("slide log timestamps decrease"))
         );
         assert!(matches!(
-            SlideLog::decode(&encode(&[MAX_LIMIT + 1])),
+            decode(&v1(&[MAX_LIMIT + 1])),
             Err(DecodeError::Invalid(_))
         ));
         assert!(matches!(
-            SlideLog::decode(&encode(&[u64::MAX, 1])),
+            decode(&v1(&[u64::MAX, 1])),
             Err(DecodeError::Invalid(_))
         ));
         // A count the bytes do not back is refused before anything is reserved.
-        assert_eq!(
-            SlideLog::decode(&encode(&[MAX_LIMIT, 1, 2])),
-            Err(DecodeError::Length)
-        );
-        assert_eq!(SlideLog::decode(&encode(&[0])), Ok(SlideLog::default()));
+        assert_eq!(decode(&v1(&[MAX_LIMIT, 1, 2])), Err(DecodeError::Length));
+        assert_eq!(decode(&v1(&[0])), Ok(SlideLog::default()));
+        // The last nanoseconds round up to the last microsecond.
+        let log = decode(&v1(&[2, u64::MAX - 1, u64::MAX])).unwrap();
+        assert_eq!(log.entry_list(), [(MAX_MICROS, 1), (MAX_MICROS, 1)]);
+        // Other tags are not this type's.
+        assert!(SlideLog::decode_tagged(b'G', &good).is_err());
+        assert!(SlideLog::decode_legacy(b'M', &good).is_err());
     }
 
-    /// The naive reference: every admitted unit's timestamp, nothing ever
-    /// dropped, everything computed by brute force from the definitions.
+    /// The reference: every admitted unit's kept instant (ns, rounded up to
+    /// the µs) and the clock, everything computed by brute force from the
+    /// definitions and the module's rules: keep instants rounded up to the
+    /// µs, but those of the clock's µs at the clock; never read before the
+    /// clock; an allowed request forgets the units that left at the instant
+    /// it reads, before it moves the clock (once the clock has moved on, a
+    /// unit of its old µs is at the µs's end, up to 1 µs later).
     #[derive(Default)]
     struct Model {
         stamps: Vec<u64>,
+        clock: u64,
     }
 
     impl Model {
-        fn newest(&self) -> Option<u64> {
-            self.stamps.iter().copied().max()
+        fn read_at(&self, now: u64) -> u64 {
+            if self.stamps.is_empty() {
+                now
+            } else {
+                now.max(self.clock)
+            }
         }
 
-        /// Units recorded in `(t - window, t]`.
-        fn counted(&self, t: u64, window: u64) -> Vec<u64> {
+        fn instant(&self, stamp: u64) -> u64 {
+            stamp.min(self.clock)
+        }
+
+        /// Units counted at `t`: those whose instant is after `t - window`.
+        fn counted(&self, t: u64, window: u64) -> u64 {
             let t = u128::from(t);
             self.stamps
                 .iter()
-                .copied()
-                .filter(|&s| t < u128::from(s) + u128::from(window) && u128::from(s) <= t)
-                .collect()
+                .filter(|&&s| t < u128::from(self.instant(s)) + u128::from(window))
+                .count() as u64
         }
 
         fn decide(&mut self, now: u64, limit: u64, window: u64, quantity: u64) -> Decision {
-            let t = self.newest().map_or(now, |n| n.max(now));
-            let counted = self.counted(t, window);
-            let used = counted.len() as u64;
-            let reset_at = counted.iter().map(|&s| s + window).max().unwrap_or(now);
+            let t = self.read_at(now);
+            let used = self.counted(t, window);
+            let reset_at = match self.stamps.last() {
+                Some(&n) if used > 0 => self.instant(n) + window,
+                _ => now,
+            };
             let remaining = limit.saturating_sub(used);
             if quantity > limit {
                 return Decision {
@@ -627,7 +1717,12 @@ mod tests {
             if used + quantity <= limit {
                 let mut reset_at = reset_at;
                 if quantity > 0 {
-                    self.stamps.extend(iter::repeat_n(t, quantity as usize));
+                    let kept = t.div_ceil(1_000) * 1_000;
+                    let clock = self.clock;
+                    self.stamps
+                        .retain(|&s| u128::from(s.min(clock)) + u128::from(window) > u128::from(t));
+                    self.stamps.extend(iter::repeat_n(kept, quantity as usize));
+                    self.clock = t;
                     reset_at = t + window;
                 }
                 return Decision {
@@ -638,15 +1733,14 @@ mod tests {
                     reset_at: Nanos::new(reset_at),
                 };
             }
-            // The smallest instant among the candidates (an entry leaving)
+            // The smallest instant among the candidates (a unit leaving)
             // at which the same request would fit.
-            let newest = self.newest().unwrap_or(0);
             let retry_at = self
                 .stamps
                 .iter()
-                .map(|&s| s + window)
+                .map(|&s| self.instant(s) + window)
                 .filter(|&c| c > now)
-                .filter(|&c| self.counted(c.max(newest), window).len() as u64 + quantity <= limit)
+                .filter(|&c| self.counted(self.read_at(c), window) + quantity <= limit)
                 .min()
                 .expect("a quantity within the limit fits eventually");
             Decision {
@@ -665,17 +1759,21 @@ mod tests {
     struct Step {
         /// A backwards step of the clock instead of a forward one.
         back: bool,
-        dt: u64,
+        /// Whole µs, then ns.
+        dt: (u64, u64),
         /// A new limit (index in the limit table), or keep the current one.
         limit: Option<usize>,
         /// Taken modulo `limit + 3`: 0 ..= limit + 2.
         quantity: u64,
     }
 
+    /// Steps of whole microseconds (up to `max_dt`) and, half the time, a
+    /// fraction of one, so that units share microseconds and round up.
     fn step(limits: usize, max_dt: u64, max_quantity: u64) -> impl Strategy<Value = Step> {
+        let ns = prop_oneof![Just(0u64), 0u64..1_000];
         (
             prop::bool::weighted(0.1),
-            0..=max_dt,
+            (0..=max_dt, ns),
             prop::option::weighted(0.15, 0..limits),
             0..=max_quantity,
         )
@@ -685,6 +1783,11 @@ mod tests {
                 limit,
                 quantity,
             })
+    }
+
+    /// Windows of up to 40 µs, whole or not.
+    fn window() -> impl Strategy<Value = u64> {
+        (1u64..=40, prop_oneof![Just(0u64), 0u64..1_000]).prop_map(|(us, ns)| us * US + ns)
     }
 
     /// Runs `steps` from `start` with a fixed `window`, calling `check` with
@@ -700,10 +1803,11 @@ mod tests {
         let mut now = start;
         let mut limit = limits[0];
         for s in steps {
+            let dt = s.dt.0 * US + s.dt.1;
             now = if s.back {
-                now.saturating_sub(s.dt * 2)
+                now.saturating_sub(dt * 2)
             } else {
-                now + s.dt
+                now + dt
             };
             if let Some(i) = s.limit {
                 limit = limits[i];
@@ -723,23 +1827,23 @@ mod tests {
     proptest! {
         #[test]
         fn matches_the_reference_model(
-            window in 1u64..=40,
-            start in 0u64..100,
+            window in window(),
+            start in 0u64..100_000,
             steps in prop::collection::vec(step(LIMITS.len(), 20, 15), 1..150),
         ) {
             let mut model = Model::default();
-            run(&LIMITS, window, start, &steps, |_, now, p, quantity, decision, admitted| {
-                let before = model.stamps.len();
+            let log = run(&LIMITS, window, start, &steps, |_, now, p, quantity, decision, admitted| {
                 let expected = model.decide(now, p.limit(), window, quantity);
                 assert_eq!(*decision, expected, "now {now} quantity {quantity}");
-                assert_eq!(admitted, model.stamps.len() > before);
+                assert_eq!(admitted, !expected.limited && quantity > 0);
             });
+            prop_assert_eq!(log.units_ns(), model.stamps);
         }
 
         #[test]
         fn waiting_retry_after_is_enough_and_not_too_much(
-            window in 1u64..=40,
-            start in 0u64..100,
+            window in window(),
+            start in 0u64..100_000,
             steps in prop::collection::vec(step(LIMITS.len(), 20, 15), 1..150),
         ) {
             run(&LIMITS, window, start, &steps, |log, now, p, quantity, decision, _| {
@@ -756,45 +1860,114 @@ mod tests {
 
         #[test]
         fn memory_is_bounded_by_the_largest_limit(
-            window in 1u64..=200,
+            window in 1u64..=200_000,
             steps in prop::collection::vec(step(4, 30, 2_000), 1..200),
         ) {
             let limits = [10, 1_000, 3, 100];
             let mut largest = 0;
             let log = run(&limits, window, 0, &steps, |log, _, p, _, _, _| {
                 assert!(log.len() as u64 <= largest);
-                assert!(log.entries.capacity() as u64 <= largest);
+                assert!(log.capacity() as u64 <= largest);
                 largest = largest.max(p.limit());
             });
             prop_assert!(log.len() as u64 <= largest);
-            prop_assert!(log.entries.capacity() as u64 <= largest);
+            prop_assert!(log.capacity() as u64 <= largest);
         }
 
         #[test]
         fn encoding_round_trips(
-            window in 1u64..=40,
+            window in window(),
             steps in prop::collection::vec(step(LIMITS.len(), 20, 15), 0..100),
         ) {
             let log = run(&LIMITS, window, 0, &steps, |_, _, _, _, _, _| {});
             let bytes = log.encode();
-            prop_assert_eq!(bytes.len(), 8 * (1 + log.len()));
+            // No larger than the ring: at most 5 bytes an entry and the count.
+            prop_assert!(bytes.len() <= 10 + 5 * log.entries());
             let decoded = SlideLog::decode(&bytes);
             prop_assert_eq!(decoded.as_ref(), Ok(&log));
             prop_assert_eq!(decoded.map(|d| d.encode()), Ok(bytes));
         }
 
+        /// Any entries (instants from the whole range, counts up to a
+        /// thousand) round-trip, in either mode, and answer as the units
+        /// they hold.
         #[test]
-        fn any_sorted_log_round_trips(mut entries in prop::collection::vec(any::<u64>(), 0..50)) {
-            entries.sort_unstable();
-            let log = SlideLog { entries: entries.iter().copied().collect() };
-            let decoded = SlideLog::decode(&log.encode());
-            prop_assert_eq!(decoded.as_ref(), Ok(&log));
-            prop_assert_eq!(decoded.map(|d| d.entries.into_iter().collect::<Vec<_>>()), Ok(entries));
+        fn any_entries_round_trip(
+            mut instants in prop::collection::vec(0..=MAX_MICROS, 0..50),
+            counts in prop::collection::vec(prop_oneof![Just(1u64), 1u64..1_000], 50),
+            near in any::<bool>(),
+        ) {
+            instants.sort_unstable();
+            if near {
+                // Within a narrow span.
+                instants.iter_mut().for_each(|t| *t = 1 << 50 | (*t % (1 << 30)));
+                instants.sort_unstable();
+            }
+            let entries: Vec<(u64, u64)> = instants.iter().copied().zip(counts).collect();
+            let bytes = v2(&entries);
+            let log = SlideLog::decode(&bytes).expect("decodes");
+            prop_assert_eq!(log.entry_list(), entries.clone());
+            prop_assert_eq!(log.encode(), bytes);
+            let units: u64 = entries.iter().map(|&(_, c)| c).sum();
+            prop_assert_eq!(log.len() as u64, units);
+            for rank in [0, units / 2, units.saturating_sub(1)] {
+                if units > 0 {
+                    let index = log.entry_of_unit(rank);
+                    let before: u64 = entries[..index].iter().map(|&(_, c)| c).sum();
+                    prop_assert!(before <= rank && rank < before + entries[index].1);
+                }
+            }
+        }
+
+        /// The search of the expired prefix, on a ring that wraps around
+        /// anywhere, against counting.
+        #[test]
+        fn leading_at_most_counts(
+            mut values in prop::collection::vec(0u64..50, 0..40),
+            turn in 0usize..40,
+            cutoffs in prop::collection::vec(0u64..52, 1..10),
+        ) {
+            values.sort_unstable();
+            let mut ring: VecDeque<u64> = VecDeque::with_capacity(values.len());
+            // Start the ring `turn` slots in, so that it wraps.
+            for _ in 0..turn % (values.len() + 1) {
+                ring.push_back(0);
+                ring.pop_front();
+            }
+            ring.extend(values.iter().copied());
+            for cutoff in cutoffs {
+                let expected = values.iter().filter(|&&v| v <= cutoff).count();
+                prop_assert_eq!(leading_at_most(&ring, cutoff), expected);
+            }
         }
 
         #[test]
         fn decode_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..100)) {
             let _ = SlideLog::decode(&bytes);
+            let _ = SlideLog::decode_legacy(V1_TAG, &bytes);
+        }
+
+        /// Payloads near valid ones: a valid encoding with a byte changed,
+        /// cut or added decodes to a log that re-encodes to itself, or is
+        /// refused.
+        #[test]
+        fn decode_of_mutated_payloads_never_panics(
+            steps in prop::collection::vec(step(LIMITS.len(), 20, 15), 0..40),
+            at in any::<prop::sample::Index>(),
+            byte in any::<u8>(),
+            how in 0u8..3,
+        ) {
+            let log = run(&LIMITS, 10 * US, 0, &steps, |_, _, _, _, _, _| {});
+            let mut bytes = log.encode();
+            let i = at.index(bytes.len());
+            match how {
+                0 => bytes[i] = byte,
+                1 => bytes.truncate(i),
+                _ => bytes.insert(i, byte),
+            }
+            if let Ok(decoded) = SlideLog::decode(&bytes) {
+                prop_assert_eq!(decoded.encode(), bytes);
+            }
         }
     }
 }

@@ -7,11 +7,17 @@
 //! and computes each answer by brute force from SPEC's definitions, so it
 //! stays fast whatever the limit: `used(t)` sums the records in
 //! `(t - window, t]`, `retry_after` is the first instant some record leaves
-//! after which the request fits. Two rules are the module's, not SPEC's,
-//! and the model states them: a clock behind the newest record reads and
-//! writes the log at that record's instant, and an allowed request first
-//! forgets the records that left its window (which a later, longer window
+//! after which the request fits. Three rules are the module's, not SPEC's,
+//! and the model states them: the log keeps each instant rounded up to the
+//! microsecond, except in the microsecond of its clock (the instant it was
+//! last written at), where it keeps the clock; a call never reads or
+//! writes before the clock; and an allowed request first forgets the
+//! records that left at the instant it reads (which a later, longer window
 //! then no longer sees).
+//!
+//! A second property holds the rounding to its promise without the first
+//! rule: against the same units at their exact instants, every answer is
+//! the exact one or at most a microsecond later, never earlier.
 
 use proptest::prelude::*;
 
@@ -21,11 +27,9 @@ use crate::core::slide::{SlideLog, SlideParams, MAX_LIMIT};
 use crate::core::{Decision, Limiter, Nanos, Retry, Unit, MAX_DURATION};
 
 const MS: u64 = 1_000_000;
+const US: u64 = 1_000;
 /// The largest limit a client may set by default (`max-slide-limit`).
 const CONFIGURED: u64 = Bounds::DEFAULT.max_slide_limit;
-/// The most units a run lets the log hold (16 MB of entries): under the
-/// hard maximum limit, larger requests are replaced by ones that never fit.
-const HELD: u64 = 2_000_000;
 
 /// One call's parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,10 +148,7 @@ fn replay(run: &Run, mut check: impl FnMut(&Call)) -> SlideLog {
         marks.extend(recorded.iter().rev().take(4).map(|&at| at + p.window));
         now = move_clock(now, step.time, (p.window / 16).max(1), p.window, &marks);
         let remaining = last.map_or(p.limit, |d| d.remaining);
-        let mut quantity = quantity(step.quantity, p.limit, remaining);
-        if quantity <= p.limit && log.len() as u64 + quantity > HELD {
-            quantity = p.limit + 1;
-        }
+        let quantity = quantity(step.quantity, p.limit, remaining);
         let (decision, update) = log.decide(Nanos::new(now), &p.params(), quantity);
         assert!(decision.remaining <= decision.limit);
         assert_eq!(update.is_some(), !decision.limited && quantity > 0);
@@ -171,15 +172,20 @@ fn replay(run: &Run, mut check: impl FnMut(&Call)) -> SlideLog {
 /// The admitted requests, oldest first, and SPEC's answers from them.
 #[derive(Default)]
 struct Log {
+    /// (instant rounded up to the µs, units)
     records: Vec<(u64, u64)>,
+    /// The instant of the last admitted request.
+    clock: u64,
 }
 
 impl Log {
-    /// `used(t)`: the units recorded in `(t - window, t]`.
+    /// `used(t)`: the units recorded in `(t - window, t]`, each at its
+    /// kept instant or the clock, whichever is earlier (never after `t`:
+    /// the log is not read before its clock).
     fn used(&self, t: u64, window: u64) -> u64 {
         self.records
             .iter()
-            .filter(|&&(at, _)| at <= t && t < at + window)
+            .filter(|&&(at, _)| t < at.min(self.clock) + window)
             .map(|&(_, units)| units)
             .sum()
     }
@@ -188,9 +194,9 @@ impl Log {
     /// takes them.
     fn decide(&self, now: u64, p: &Slide, quantity: u64) -> (Decision, Option<u64>) {
         let (limit, window) = (p.limit, p.window);
-        let newest = self.records.last().map(|&(at, _)| at);
-        // The module's rule: never read or write before the newest record.
-        let read = |t: u64| newest.map_or(t, |n| n.max(t));
+        let newest = self.records.last().map(|&(at, _)| at.min(self.clock));
+        // The module's rule: never read or write before the clock.
+        let read = |t: u64| newest.map_or(t, |_| t.max(self.clock));
         let at = read(now);
         let used = self.used(at, window);
         // reset_after = newest entry + window - now, or 0 when nothing is
@@ -227,7 +233,7 @@ impl Log {
         let retry = self
             .records
             .iter()
-            .map(|&(at, _)| at + window)
+            .map(|&(at, _)| at.min(self.clock) + window)
             .filter(|&leave| self.used(read(leave), window) + quantity <= limit)
             .min()
             .expect("a quantity within the limit fits once everything left");
@@ -235,11 +241,14 @@ impl Log {
         (decision, None)
     }
 
-    /// Records `quantity` units at `at`, forgetting first what left the
-    /// window (the module's rule).
+    /// Records `quantity` units at `at` (kept rounded up to the µs, the
+    /// clock moving to `at`), forgetting first what left the window at
+    /// `at` (the module's rule).
     fn record(&mut self, at: u64, window: u64, quantity: u64) {
-        self.records.retain(|&(t, _)| t + window > at);
-        self.records.push((at, quantity));
+        let clock = self.clock;
+        self.records.retain(|&(t, _)| t.min(clock) + window > at);
+        self.records.push((at.div_ceil(US) * US, quantity));
+        self.clock = at;
     }
 }
 
@@ -264,7 +273,6 @@ fn reply(d: &Decision, now: u64, unit: Unit) -> [i64; 5] {
 }
 
 proptest! {
-    // A call can record up to a million units, one word each.
     #![proptest_config(ProptestConfig::with_cases(128))]
 
     /// All five fields equal the model's, in both units, with the limit
@@ -317,8 +325,8 @@ proptest! {
     }
 
     /// Never more than `limit` units in any window `(t - window, t]` of
-    /// the instants the log records them at (the call's, or the newest
-    /// record's when the clock went back): the window fixed per run, the
+    /// the instants they were taken at (the call's, or the log's clock
+    /// when the clock went back), exactly: the window fixed per run, the
     /// limit changing (the limit in force at the window's last admission
     /// bounds it).
     #[test]
@@ -330,7 +338,7 @@ proptest! {
             if call.quantity > 0 && !call.decision.limited {
                 let at = call.decision.reset_at.get() - window;
                 let newest = admitted.last().map_or(0, |&(t, _, _)| t);
-                assert_eq!(at, call.now.max(newest), "recorded at the call, or the newest record");
+                assert_eq!(at, call.now.max(newest), "taken at the call, or the log's clock");
                 admitted.push((at, call.quantity, call.p.limit));
             }
         });
@@ -341,6 +349,93 @@ proptest! {
                 .map(|&(_, units, _)| units)
                 .sum();
             prop_assert!(units <= limit, "{} units in the window ending at {}", units, t);
+        }
+    }
+}
+
+/// A run for `exact_to_the_microsecond`: one limit and one window, the
+/// clock only moving forward.
+fn forward_runs() -> impl Strategy<Value = (Run, Choice, Choice)> {
+    (runs(false), choice(), choice())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// The promise of rounding to the microsecond, against SPEC's exact
+    /// log: the same units (those the code admitted) at the exact instants
+    /// they were taken at. With the clock moving forward and fixed
+    /// parameters, `used` is at least the exact one and at most what the
+    /// exact log counts when every unit leaves 1 µs later; `retry_after`
+    /// and `reset_after` name the exact instant or one less than 1 µs
+    /// later, never an earlier one; and units taken now leave a window
+    /// later, rounded up to the µs.
+    #[test]
+    fn exact_to_the_microsecond((run, limit, window) in forward_runs()) {
+        let p = Slide::new(limit, window);
+        let params = p.params();
+        let w = u128::from(p.window);
+        let mut log = SlideLog::default();
+        // The units taken: (exact instant, units).
+        let mut taken: Vec<(u64, u64)> = Vec::new();
+        let mut now = run.start;
+        let mut last: Option<Decision> = None;
+        for step in &run.steps {
+            let mut marks = marks_of(last.as_ref());
+            for &(at, _) in taken.iter().rev().take(4) {
+                marks.push(at.saturating_add(p.window));
+                marks.push(at.saturating_add(p.window).div_ceil(US) * US);
+            }
+            now = move_clock(now, step.time, (p.window / 16).max(1), p.window, &marks).max(now);
+            let remaining = last.map_or(p.limit, |d| d.remaining);
+            let quantity = quantity(step.quantity, p.limit, remaining);
+
+            // Units counted at `t` if each leaves `late` ns after its
+            // exact moment.
+            let counted = |t: u64, late: u128| -> u64 {
+                taken
+                    .iter()
+                    .filter(|&&(at, _)| u128::from(t) < u128::from(at) + w + late)
+                    .map(|&(_, units)| units)
+                    .sum()
+            };
+            let (peek, _) = log.decide(Nanos::new(now), &params, 0);
+            let used = p.limit - peek.remaining;
+            prop_assert!(counted(now, 0) <= used && used <= counted(now, 999), "used {} at {}", used, now);
+            // reset_after: the newest unit's exact leave time, or up to
+            // 999 ns later.
+            let exact_reset = taken
+                .last()
+                .map_or(u128::from(now), |&(at, _)| u128::from(now).max(u128::from(at) + w));
+            let reset = u128::from(peek.reset_at.get());
+            prop_assert!(exact_reset <= reset && reset < exact_reset + 1_000, "reset {} vs exact {}", reset, exact_reset);
+
+            let (decision, update) = log.decide(Nanos::new(now), &params, quantity);
+            if let Retry::At(at) = decision.retry {
+                // The exact log fits the request now, or when a unit
+                // leaves; the code at that instant or up to 999 ns later.
+                let fits = |t: u64| counted(t, 0) + quantity <= p.limit;
+                let exact = if fits(now) {
+                    u128::from(now)
+                } else {
+                    taken
+                        .iter()
+                        .map(|&(at, _)| u128::from(at) + w)
+                        .filter(|&leave| leave > u128::from(now))
+                        .filter(|&leave| u64::try_from(leave).is_ok_and(fits))
+                        .min()
+                        .expect("the exact log fits eventually")
+                };
+                let at = u128::from(at.get());
+                prop_assert!(exact <= at && at < exact + 1_000, "retry at {} vs exact {}", at, exact);
+            }
+            if let Some(update) = update {
+                log.apply(update);
+                let kept = u128::from(decision.reset_at.get()) - w;
+                prop_assert!(u128::from(now) <= kept && kept < u128::from(now) + 1_000);
+                taken.push((now, quantity));
+            }
+            last = Some(decision);
         }
     }
 }
