@@ -23,6 +23,9 @@ the floor: FLOOR.THROTTLE from examples/floor.rs, a module command with
 RL.THROTTLE's arguments and five-integer reply that opens its key and
 decides nothing, the least any module limiter with this interface can cost.
 Every row is reported as a ratio to both, measured in the same repetition.
+A third row, FLOOR.KEEP, also keeps state the way a limiter must (a value
+per key, its expiry read and moved out on every call, WATCH told): what a
+command costs beyond it is its own parsing, deciding and replying.
 
 Throughput. Every limiter row gets the same limit, 1,000,000 units per
 1 s, quantity 1 (RL.THROTTLE capacity 1,000,000 = max_burst 999,999 and
@@ -259,6 +262,13 @@ def make_rows(shas: dict, with_cell: bool):
             "FLOOR.THROTTLE",
             "floor: no-op module command",
             lambda k, l, w, s: ["FLOOR.THROTTLE", k, l - 1, l, w],
+            limiter=False,
+            keys_per_call=0,
+        ),
+        Row(
+            "FLOOR.KEEP",
+            "floor keeping state with an expiry",
+            lambda k, l, w, s: ["FLOOR.KEEP", k, l - 1, l, w],
             limiter=False,
             keys_per_call=0,
         ),

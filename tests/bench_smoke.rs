@@ -18,6 +18,7 @@ use serde_json::Value;
 
 const ROWS: &[&str] = &[
     "FLOOR.THROTTLE",
+    "FLOOR.KEEP",
     "RL.ALLOW",
     "PING",
     "INCR",
@@ -176,7 +177,7 @@ fn quick_benchmark_reports_every_row() {
                 "{name} {regime}: x floor {floor:?}"
             );
         }
-        if name != "INCR" && name != "PING" && name != "FLOOR.THROTTLE" {
+        if !["INCR", "PING", "FLOOR.THROTTLE", "FLOOR.KEEP"].contains(&name) {
             assert_eq!(
                 row["limit_check"].as_str(),
                 Some("ok"),
@@ -184,7 +185,7 @@ fn quick_benchmark_reports_every_row() {
             );
         }
         let bytes = row["bytes_per_key"].as_f64();
-        if ["PING", "FLOOR.THROTTLE", "RL.ALLOW"].contains(&name) {
+        if ["PING", "FLOOR.THROTTLE", "FLOOR.KEEP", "RL.ALLOW"].contains(&name) {
             // No key, or three keys per call: no figure per key.
             assert_eq!(bytes, None, "{name}: bytes per key");
             continue;
