@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Instructions per command, counted by callgrind inside redis-server: the
-# floor module, INCR and every RL command, each on one hot key at -P 16.
+# floor module (FLOOR.THROTTLE: RL.THROTTLE's interface, deciding nothing;
+# FLOOR.KEEP: the same, keeping state with an expiry; FLOOR.ALLOW: RL.ALLOW's
+# interface keeping state on three keys), INCR and every RL command, each on
+# one hot key at -P 16. "x keep" compares a command with the FLOOR row of
+# its interface that keeps state: what remains is the module's own work.
 # Counts are repeatable (they do not depend on the machine's load), so they
 # show where the cost of a command goes and whether a change moved it.
 #
@@ -48,14 +52,21 @@ done
 PID=$(ls "$OUT" | sed -n 's/^cg\.\([0-9]*\)$/\1/p' | head -1)
 floor=0
 keep=0
+keep3=0
 printf '%-10s %12s %10s %10s\n' command instr/cmd "x floor" "x keep"
 for name in $ORDER; do
   f=$(grep -l "Trigger: dump $name\$" "$OUT"/cg."$PID".* | head -1)
   per=$(awk '/^summary:/ {printf "%d", $2 / '"$N"'}' "$f")
   [ "$name" = floor ] && floor=$per
   [ "$name" = keep ] && keep=$per
-  printf '%-10s %12s %10s %10s\n' "$name" "$per" "$(awk "BEGIN {printf \"%.2f\", $floor / $per}")" \
-    "$(awk "BEGIN {printf \"%.2f\", $keep / $per}")"
+  [ "$name" = keep3 ] && keep3=$per
+  # A single command against FLOOR.KEEP; RL.ALLOW and RL.PEEK (three
+  # keys) against FLOOR.ALLOW.
+  ref=$keep
+  case $name in allow|peek) ref=$keep3;; esac
+  vs_keep=-
+  [ "$ref" -gt 0 ] && case $name in floor|keep|keep3) ;; *) vs_keep=$(awk "BEGIN {printf \"%.2f\", $ref / $per}");; esac
+  printf '%-10s %12s %10s %10s\n' "$name" "$per" "$(awk "BEGIN {printf \"%.2f\", $floor / $per}")" "$vs_keep"
   if [ "$TOP" -gt 0 ]; then
     callgrind_annotate --threshold=100 "$f" 2>/dev/null | sed -n '/file:function/,$p' \
       | sed -n "7,$((6 + TOP))p" | N=$N python3 -c '
