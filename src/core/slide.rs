@@ -144,19 +144,38 @@ pub const NARROW_SPAN: u64 = (1 << 32) / 8 * 7;
 /// (below it, one entry each: cheaper than an entry and its record).
 pub const COUNT_FROM: u64 = 3;
 
-/// Validated parameters: at most `limit` units in any `window`.
+/// Validated parameters: at most `limit` units in any `window`, units
+/// grouped into entries spanning less than `precision` (0: exact).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlideParams {
     limit: u64,
     window: Nanos,
+    precision: Nanos,
 }
+
+/// The rule PRECISION's value breaks above the window.
+pub const PRECISION_RULE: &str = "PRECISION must be at most the window";
 
 impl SlideParams {
     /// `None` unless `1 <= limit <= MAX_LIMIT` and `1 ns <= window <= MAX_DURATION`.
     pub fn new(limit: u64, window: Nanos) -> Option<SlideParams> {
         let limit_ok = (1..=MAX_LIMIT).contains(&limit);
         let window_ok = Nanos::new(1) <= window && window <= MAX_DURATION;
-        (limit_ok && window_ok).then_some(SlideParams { limit, window })
+        (limit_ok && window_ok).then_some(SlideParams {
+            limit,
+            window,
+            precision: Nanos::ZERO,
+        })
+    }
+
+    /// The same with PRECISION `d`: `None` unless `d <= window` and `d` is
+    /// whole microseconds (the log's resolution; the command's units, s
+    /// and ms, always are).
+    pub fn with_precision(self, d: Nanos) -> Option<SlideParams> {
+        (d <= self.window && d.get() % NS_PER_US == 0).then_some(SlideParams {
+            precision: d,
+            ..self
+        })
     }
 }
 
@@ -168,6 +187,10 @@ impl SlideParams {
 
     pub fn window(&self) -> Nanos {
         self.window
+    }
+
+    pub fn precision(&self) -> Nanos {
+        self.precision
     }
 }
 
@@ -209,11 +232,24 @@ enum Times {
 /// number and the sum of `count - 1` over the counted entries before it
 /// (since an arbitrary origin); `origin` is that sum at the front of the
 /// log, `end` the sum after the newest counted entry.
+///
+/// With PRECISION, the newest entry may have **joined** later units: its
+/// instant is then its last unit's, and `first` keeps its first unit's
+/// (µs), which decides whether the next unit joins it too. Only a counted
+/// entry can have joined (it holds at least two units), so `first` lives
+/// here: it is the newest entry's first unit whenever the newest entry is
+/// counted (an entry of one unit is its own first). `joined` says that
+/// some counted entry may have joined units; while it is false (a key that
+/// never used PRECISION) every counted entry holds units of one
+/// microsecond and `first` is the newest entry's own instant.
 #[derive(Clone, Debug, Default)]
 struct Counts {
     front: u32,
     origin: u32,
     end: u32,
+    joined: bool,
+    /// The newest entry's first unit (µs), when the newest entry is counted.
+    first: u64,
     /// `(sequence number, sum before it)`, oldest first; never empty.
     records: VecDeque<(u32, u32)>,
 }
@@ -230,6 +266,9 @@ pub struct SlideUpdate {
     quantity: u64,
     /// The limit in force: the ring's capacity never grows past it.
     limit: u64,
+    /// PRECISION (0: exact): the units join the newest entry when they
+    /// arrive less than this after its first unit.
+    precision: Nanos,
 }
 
 impl Limiter for SlideLog {
@@ -254,15 +293,25 @@ impl Limiter for SlideLog {
             kind: ArgKind::Duration,
         },
     ];
+    const OPTIONS: &'static [Arg] = &[Arg {
+        name: "PRECISION",
+        kind: ArgKind::DurationOrZero,
+    }];
 
     fn params(values: &[u64]) -> Result<SlideParams, ParamError> {
-        let &[limit, window] = values else {
-            return Err(ParamError::Arg(values.len().min(1)));
+        let &[limit, window, precision] = values else {
+            return Err(ParamError::Arg(values.len().min(2)));
         };
         if !(1..=MAX_LIMIT).contains(&limit) {
             return Err(ParamError::Arg(0));
         }
-        SlideParams::new(limit, Nanos::new(window)).ok_or(ParamError::Arg(1))
+        let params = SlideParams::new(limit, Nanos::new(window)).ok_or(ParamError::Arg(1))?;
+        if precision > window {
+            return Err(ParamError::Joint(PRECISION_RULE));
+        }
+        params
+            .with_precision(Nanos::new(precision))
+            .ok_or(ParamError::Arg(2))
     }
 
     /// Decides a request for `quantity` units at `now`. Pure: returns the
@@ -323,6 +372,7 @@ impl Limiter for SlideLog {
                 at,
                 quantity,
                 limit,
+                precision: params.precision,
             };
             return (allowed, Some(update));
         }
@@ -354,8 +404,16 @@ impl Limiter for SlideLog {
         self.drop_front(expired);
         // Defensive: never before the clock, even if misused.
         let at = self.read_at(update.at);
-        let limit = usize::try_from(update.limit).unwrap_or(usize::MAX);
-        self.record(micros_up(at), update.quantity.min(update.limit), limit);
+        let room = Room {
+            limit: usize::try_from(update.limit).unwrap_or(usize::MAX),
+            tight: update.precision > Nanos::ZERO,
+        };
+        let (t, quantity) = (micros_up(at), update.quantity.min(update.limit));
+        if update.precision == Nanos::ZERO {
+            self.record(t, quantity, room);
+        } else {
+            self.record_within(t, quantity, update.precision, room);
+        }
         self.clock = at;
         // Only dropping makes the log shorter.
         if expired > 0 {
@@ -374,14 +432,22 @@ impl Limiter for SlideLog {
     }
 
     /// `units`: the units held (some may have left already: the window is
-    /// a parameter of the call, not of the key); `oldest_age_ms` and
-    /// `newest_age_ms`: how long ago the oldest and newest were recorded.
+    /// a parameter of the call, not of the key); `entries`: the entries
+    /// holding them (what the memory grows with); `oldest_age_ms` and
+    /// `newest_age_ms`: how long ago the oldest and newest entry were
+    /// recorded (an entry that joined units with PRECISION: its last).
     fn inspect(&self, now: Nanos) -> Vec<(&'static str, Detail)> {
         let age = |us: u64| Detail::Integer(millis(now.saturating_sub(self.instant(us))));
-        let mut out = vec![(
-            "units",
-            Detail::Integer(i64::try_from(self.units()).unwrap_or(i64::MAX)),
-        )];
+        let mut out = vec![
+            (
+                "units",
+                Detail::Integer(i64::try_from(self.units()).unwrap_or(i64::MAX)),
+            ),
+            (
+                "entries",
+                Detail::Integer(i64::try_from(self.times.len()).unwrap_or(i64::MAX)),
+            ),
+        ];
         if let (Some(oldest), Some(newest)) = (self.times.front(), self.times.back()) {
             out.push(("oldest_age_ms", age(oldest)));
             out.push(("newest_age_ms", age(newest)));
@@ -410,13 +476,17 @@ impl Limiter for SlideLog {
     /// if n > 0:
     ///   clock - first           ns; first: the first nanosecond of the
     ///                           newest entry's µs, (µs - 1) * 1000 + 1
+    /// only if entries may have joined units (PRECISION):
+    ///   newest - first          µs: how long before the newest entry's
+    ///                           instant its first unit came (0 when it
+    ///                           is an entry of one unit)
     /// ```
     ///
     /// Dense traffic takes one or two bytes an entry, and no entry more
     /// than it takes in memory; the clock usually one or two bytes. The
-    /// mode, base and capacity are not part of it. A later field
-    /// (PRECISION's instant of the newest entry's first unit, when it
-    /// differs from the entry's) can follow.
+    /// mode, base and capacity are not part of it. The last field is
+    /// written only once a counted entry may have joined units, so a key
+    /// that never used PRECISION encodes as it did before the option.
     fn encode(&self) -> Vec<u8> {
         let n = self.times.len();
         let mut w = Writer::with_capacity(10 + 2 * n);
@@ -446,6 +516,10 @@ impl Limiter for SlideLog {
         }
         if n > 0 {
             w.varint(self.clock.get().saturating_sub(first_ns_of(previous)));
+        }
+        if self.counts.as_ref().is_some_and(|c| c.joined) {
+            let first = self.first_of_newest().unwrap_or(previous);
+            w.varint(previous.saturating_sub(first));
         }
         w.into_bytes()
     }
@@ -487,7 +561,7 @@ impl Limiter for SlideLog {
                     "slide log holds more units than any limit",
                 ));
             }
-            log.push_entry(t, count, usize::MAX);
+            log.push_entry(t, count, Room::UNBOUNDED);
             previous = t;
         }
         if n > 0 {
@@ -495,6 +569,9 @@ impl Limiter for SlideLog {
                 .checked_add(r.varint()?)
                 .ok_or(DecodeError::Invalid("slide log clock out of range"))?;
             log.clock = Nanos::new(clock);
+        }
+        if r.remaining() > 0 {
+            log.decode_first(r.varint()?)?;
         }
         r.finish()?;
         log.shrink_to_fit();
@@ -531,7 +608,7 @@ impl Limiter for SlideLog {
             if entry < previous {
                 return Err(DecodeError::Invalid("slide log timestamps decrease"));
             }
-            log.record(micros_up(Nanos::new(entry)), 1, usize::MAX);
+            log.record(micros_up(Nanos::new(entry)), 1, Room::UNBOUNDED);
             previous = entry;
         }
         log.clock = Nanos::new(previous);
@@ -543,10 +620,13 @@ impl Limiter for SlideLog {
 
 impl PartialEq for SlideLog {
     fn eq(&self, other: &SlideLog) -> bool {
+        let joined = |log: &SlideLog| log.counts.as_ref().is_some_and(|c| c.joined);
         self.times.len() == other.times.len()
             && self.times.iter().eq(other.times.iter())
             && (0..self.times.len()).all(|i| self.count_at(i) == other.count_at(i))
             && (self.times.len() == 0 || self.clock == other.clock)
+            && self.first_of_newest() == other.first_of_newest()
+            && joined(self) == joined(other)
     }
 }
 
@@ -689,22 +769,127 @@ impl SlideLog {
 
     /// Appends an entry at `t` (µs, not before the newest) holding `count`
     /// units (at least 1).
-    fn push_entry(&mut self, t: u64, count: u64, limit: usize) {
-        self.times.push(t, limit);
+    fn push_entry(&mut self, t: u64, count: u64, room: Room) {
+        self.times.push(t, room);
         if count > 1 {
             let index = (self.times.len() - 1) as u32;
             let c = self.counts.get_or_insert_with(Box::default);
-            reserve(&mut c.records, 1, limit);
+            reserve(&mut c.records, 1, room);
             c.records.push_back((c.front.wrapping_add(index), c.end));
             c.end = c.end.wrapping_add((count - 1) as u32);
+            c.first = t;
         }
+    }
+
+    /// The instant (µs) of the newest entry's first unit: its own instant
+    /// unless it joined later units (PRECISION). `None` when empty.
+    fn first_of_newest(&self) -> Option<u64> {
+        let newest = self.times.back()?;
+        let len = self.times.len();
+        match &self.counts {
+            Some(c) if self.is_counted_near_back(len - 1) => Some(c.first.min(newest)),
+            _ => Some(newest),
+        }
+    }
+
+    /// Records `quantity` units at `t` (µs, not before the newest entry)
+    /// with PRECISION `d` (> 0): they join the newest entry when `t` is
+    /// less than `d` after its first unit, else they start an entry of
+    /// their own (one entry, whatever the quantity).
+    fn record_within(&mut self, t: u64, quantity: u64, d: Nanos, room: Room) {
+        if quantity == 0 {
+            return;
+        }
+        match self.first_of_newest() {
+            Some(first) if t.saturating_sub(first).saturating_mul(NS_PER_US) < d.get() => {
+                self.join(t, quantity, room);
+            }
+            _ => self.push_entry(t, quantity, room),
+        }
+    }
+
+    /// Adds `quantity` units to the newest entry (there is one) and moves
+    /// its instant to `t` (µs, not before it); its first unit stays.
+    fn join(&mut self, t: u64, quantity: u64, room: Room) {
+        let len = self.times.len();
+        let Some(first) = self.first_of_newest() else {
+            return;
+        };
+        if self.is_counted_near_back(len - 1) {
+            // The usual case: a counted newest entry, moved in place.
+            if self.times.set_back(t) {
+                if let Some(c) = self.counts.as_mut() {
+                    c.end = c.end.wrapping_add(quantity as u32);
+                    c.joined = true;
+                }
+                return;
+            }
+        }
+        // Take the newest entry out and push it back at `t` with its units
+        // and the new ones (the push may rebase or change the mode).
+        let count = self.count_at(len - 1);
+        if self.is_counted_near_back(len - 1) {
+            if let Some(c) = self.counts.as_mut() {
+                if let Some((_, before)) = c.records.pop_back() {
+                    c.end = before;
+                }
+            }
+        }
+        self.times.truncate(len - 1);
+        self.push_entry(t, count.saturating_add(quantity), room);
+        if let Some(c) = self.counts.as_mut() {
+            c.first = first;
+            c.joined = true;
+        }
+    }
+
+    /// After a refund took whole entries from the back: the new newest
+    /// entry's first unit is not known if it may have joined units, so it
+    /// is taken at the previous entry's instant (or 0), which is never
+    /// after it. Earlier than the truth only means fewer units join it:
+    /// a unit is still never counted more than PRECISION late.
+    fn forget_first_of_newest(&mut self) {
+        let len = self.times.len();
+        if len == 0 || !self.is_counted_near_back(len - 1) {
+            return;
+        }
+        let previous = len.checked_sub(2).and_then(|i| self.times.get(i));
+        let own = self.times.back().unwrap_or(0);
+        if let Some(c) = self.counts.as_mut() {
+            c.first = if c.joined { previous.unwrap_or(0) } else { own };
+        }
+    }
+
+    /// Sets the newest entry's first unit from the last field of the
+    /// encoding (`newest - first`, µs), refusing what no log holds: a
+    /// first unit before the previous entry, or apart from an entry of
+    /// one unit.
+    fn decode_first(&mut self, back: u64) -> Result<(), DecodeError> {
+        let bad = DecodeError::Invalid("slide log first unit out of range");
+        let len = self.times.len();
+        let newest = self.times.back().ok_or(bad)?;
+        let first = newest.checked_sub(back).ok_or(bad)?;
+        let previous = len.checked_sub(2).and_then(|i| self.times.get(i));
+        if previous.is_some_and(|p| first < p) {
+            return Err(bad);
+        }
+        let counted = self.is_counted_near_back(len - 1);
+        let c = self.counts.as_mut().ok_or(bad)?;
+        if !counted && back != 0 {
+            return Err(bad);
+        }
+        c.joined = true;
+        if counted {
+            c.first = first;
+        }
+        Ok(())
     }
 
     /// Records `quantity` units at `t` (µs, not before the newest entry):
     /// into the newest entry if it is counted and at `t`, into one counted
     /// entry if that makes [`COUNT_FROM`] units at `t` or more (taking in
     /// the single-unit entries at `t`), else one entry per unit.
-    fn record(&mut self, t: u64, quantity: u64, limit: usize) {
+    fn record(&mut self, t: u64, quantity: u64, room: Room) {
         if quantity == 0 {
             return;
         }
@@ -734,15 +919,15 @@ impl SlideLog {
             let singles: usize = if twin { 2 } else { 1 };
             if singles as u64 + quantity >= COUNT_FROM {
                 self.times.truncate(len - singles);
-                self.push_entry(t, singles as u64 + quantity, limit);
+                self.push_entry(t, singles as u64 + quantity, room);
                 return;
             }
         } else if quantity >= COUNT_FROM {
-            self.push_entry(t, quantity, limit);
+            self.push_entry(t, quantity, room);
             return;
         }
         for _ in 0..quantity {
-            self.push_entry(t, 1, limit);
+            self.push_entry(t, 1, room);
         }
     }
 
@@ -777,6 +962,7 @@ impl SlideLog {
         }
         let last = self.entry_of_unit(keep - 1);
         let in_last = keep - self.units_before(last);
+        let newest_kept = last + 1 == self.times.len();
         self.times.truncate(last + 1);
         if let Some(c) = self.counts.as_mut() {
             let k = c
@@ -798,6 +984,9 @@ impl SlideLog {
             if c.records.is_empty() {
                 self.counts = None;
             }
+        }
+        if !newest_kept {
+            self.forget_first_of_newest();
         }
     }
 
@@ -889,6 +1078,27 @@ impl Times {
         }
     }
 
+    /// Moves the newest entry to `t` (µs, not before it) if the ring holds
+    /// it as it is; answers whether it did.
+    fn set_back(&mut self, t: u64) -> bool {
+        match self {
+            Times::Narrow { base, offsets } => match (offset_of(*base, t), offsets.back_mut()) {
+                (Some(offset), Some(back)) => {
+                    *back = offset;
+                    true
+                }
+                _ => false,
+            },
+            Times::Wide(times) => match times.back_mut() {
+                Some(back) => {
+                    *back = t;
+                    true
+                }
+                None => false,
+            },
+        }
+    }
+
     fn truncate(&mut self, len: usize) {
         match self {
             Times::Narrow { offsets, .. } => offsets.truncate(len),
@@ -899,30 +1109,30 @@ impl Times {
     /// Appends `t` (µs, not before the newest entry), changing the base or
     /// the mode when a narrow ring cannot hold it or a wide one could be
     /// narrow (see the module doc).
-    fn push(&mut self, t: u64, limit: usize) {
+    fn push(&mut self, t: u64, room: Room) {
         if let Times::Narrow { base, offsets } = self {
             if offsets.is_empty() {
                 *base = t;
             }
             if let Some(offset) = offset_of(*base, t) {
-                reserve(offsets, 1, limit);
+                reserve(offsets, 1, room);
                 offsets.push_back(offset);
                 return;
             }
         }
         let oldest = self.front().unwrap_or(t);
         if t.saturating_sub(oldest) <= NARROW_SPAN {
-            self.narrow_on(oldest, limit);
+            self.narrow_on(oldest, room);
         } else {
-            self.widen(limit);
+            self.widen(room);
         }
         match self {
             Times::Narrow { base, offsets } => {
-                reserve(offsets, 1, limit);
+                reserve(offsets, 1, room);
                 offsets.push_back(offset_of(*base, t).unwrap_or(u32::MAX));
             }
             Times::Wide(times) => {
-                reserve(times, 1, limit);
+                reserve(times, 1, room);
                 times.push_back(t);
             }
         }
@@ -930,7 +1140,7 @@ impl Times {
 
     /// Makes the ring narrow with base `base`, the oldest entry: rebases a
     /// narrow ring in place, rewrites a wide one.
-    fn narrow_on(&mut self, base: u64, limit: usize) {
+    fn narrow_on(&mut self, base: u64, room: Room) {
         match self {
             Times::Narrow {
                 base: current,
@@ -945,7 +1155,7 @@ impl Times {
             }
             Times::Wide(times) => {
                 let mut offsets = VecDeque::new();
-                reserve(&mut offsets, times.len() + 1, limit);
+                reserve(&mut offsets, times.len() + 1, room);
                 offsets.extend(
                     times
                         .iter()
@@ -957,10 +1167,10 @@ impl Times {
     }
 
     /// Makes the ring wide.
-    fn widen(&mut self, limit: usize) {
+    fn widen(&mut self, room: Room) {
         if let Times::Narrow { base, offsets } = self {
             let mut times = VecDeque::new();
-            reserve(&mut times, offsets.len() + 1, limit);
+            reserve(&mut times, offsets.len() + 1, room);
             times.extend(offsets.iter().map(|&o| base.saturating_add(u64::from(o))));
             *self = Times::Wide(times);
         }
@@ -1068,21 +1278,46 @@ fn planned(needed: usize) -> usize {
     more.checked_next_multiple_of(4).unwrap_or(more)
 }
 
-/// Makes room for `additional` more entries: the planned capacity, but
-/// never past `limit` unless the entries themselves need it.
+/// How a ring grows: never past `limit` entries unless the entries
+/// themselves need it, and either to the planned capacity (a log of one
+/// entry per unit, which fills in steps of a unit) or **tightly**, a
+/// quarter more than needed, no rounding (a log with PRECISION, whose few
+/// entries each hold many units: two entries take two slots, not four).
+#[derive(Clone, Copy, Debug)]
+struct Room {
+    limit: usize,
+    tight: bool,
+}
+
+impl Room {
+    /// No bound but the entries' (decoding).
+    const UNBOUNDED: Room = Room {
+        limit: usize::MAX,
+        tight: false,
+    };
+}
+
+/// Makes room for `additional` more entries: the planned capacity (or the
+/// tight one), but never past `room.limit` unless the entries themselves
+/// need it.
 #[inline]
-fn reserve<T>(ring: &mut VecDeque<T>, additional: usize, limit: usize) {
+fn reserve<T>(ring: &mut VecDeque<T>, additional: usize, room: Room) {
     if ring.len().saturating_add(additional) > ring.capacity() {
-        grow(ring, additional, limit);
+        grow(ring, additional, room);
     }
 }
 
 #[cold]
 #[inline(never)]
-fn grow<T>(ring: &mut VecDeque<T>, additional: usize, limit: usize) {
+fn grow<T>(ring: &mut VecDeque<T>, additional: usize, room: Room) {
     let len = ring.len();
     let needed = len.saturating_add(additional);
-    let target = planned(needed).min(limit).max(needed);
+    let target = if room.tight {
+        needed.saturating_add(needed / 4)
+    } else {
+        planned(needed)
+    };
+    let target = target.min(room.limit).max(needed);
     ring.reserve_exact(target - len);
 }
 
@@ -1315,7 +1550,7 @@ mod tests {
         // Small: the ring (40 bytes with its base), the side table's
         // pointer, the clock.
         assert_eq!(mem::size_of::<SlideLog>(), 56);
-        assert!(mem::size_of::<SlideUpdate>() <= 32);
+        assert!(mem::size_of::<SlideUpdate>() <= 40);
     }
 
     /// One unit per microsecond, one call each: at most 4.25 bytes a unit
@@ -1562,8 +1797,9 @@ mod tests {
                 "cut {cut}"
             );
         }
+        // One more varint is PRECISION's first unit; two are too many.
         let mut trailing = good.clone();
-        trailing.push(0);
+        trailing.extend([0, 0]);
         assert_eq!(SlideLog::decode(&trailing), Err(DecodeError::Length));
         let invalid =
             |bytes: &[u8]| matches!(SlideLog::decode(bytes), Err(DecodeError::Invalid(_)));
