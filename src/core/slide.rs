@@ -89,6 +89,39 @@
 //!   `need` = 2 + 2 - 3 = 1: the first counted unit (4 s) must leave; it
 //!   leaves at 14 s, with its twin: retry after 2 s.
 //!
+//! ## PRECISION: entries drawn by the traffic
+//!
+//! With PRECISION `d > 0` (whole microseconds; the command gives seconds
+//! or milliseconds, at most the window) an entry is a group of units
+//! whose first and last arrived less than `d` apart. A unit recorded at
+//! `t` (its µs) **joins** the newest entry when `t - first < d`, `first`
+//! being the µs of that entry's first unit: the entry's count grows and
+//! its instant moves to `t`, so it leaves at its last unit's instant plus
+//! the window. Otherwise the units start an entry of their own (one entry
+//! whatever the quantity). So:
+//!
+//! - a unit is counted at most `d` longer than exact (less than `d` past
+//!   its own µs), never shorter: never more than `limit` units in any
+//!   window, as without the option;
+//! - requests at least `d` apart never join: the exact log's replies;
+//! - the first units of two entries are at least `d` apart, and an entry
+//!   still held was counted after `now - window`, so its first unit came
+//!   after `now - window - d`: at most `ceil(window / d) + 1` entries,
+//!   whatever the limit and the traffic.
+//!
+//! Joining is O(1): the newest entry is counted (it holds two units or
+//! more), its instant is rewritten in place and its count grows; only the
+//! newest entry's first unit is kept, in the side table of counts. A log
+//! with PRECISION grows its ring and its table tightly (a quarter more
+//! than needed, no rounding to 4), as its few entries hold many units.
+//!
+//! `d` is a parameter of the call: it may change between calls, and what
+//! is recorded keeps its leave time. A refund takes the newest units; a
+//! joined entry keeps its instant (its units leave no earlier). When it
+//! removes the newest entry whole, the new newest entry's first unit, if
+//! it may have joined units, is taken at the previous entry's instant:
+//! earlier than the truth, so later units join it less, never more.
+//!
 //! ## Clock going backwards
 //!
 //! If `now` is earlier than the log's clock, the log is read and written
@@ -105,7 +138,9 @@
 //!
 //! [`Limiter::encode`] writes the entries and the clock as varints (see
 //! `encode`), about one to four bytes an entry, tagged `M` in `RL.STATE`
-//! and saved under RDB encoding version 2. The first format (tag `L`,
+//! and saved under RDB encoding version 2; a log whose entries may have
+//! joined units (PRECISION) adds its newest entry's first unit at the end,
+//! so the logs of keys that never used it encode as they did before. The first format (tag `L`,
 //! version 1: one `u64` of nanoseconds per unit) is still read by
 //! `decode_legacy`, rounding each instant up to the microsecond (the
 //! newest instant becomes the clock, exactly).
@@ -172,7 +207,7 @@ impl SlideParams {
     /// whole microseconds (the log's resolution; the command's units, s
     /// and ms, always are).
     pub fn with_precision(self, d: Nanos) -> Option<SlideParams> {
-        (d <= self.window && d.get() % NS_PER_US == 0).then_some(SlideParams {
+        (d <= self.window && d.get().is_multiple_of(NS_PER_US)).then_some(SlideParams {
             precision: d,
             ..self
         })
@@ -1785,6 +1820,121 @@ mod tests {
         assert_eq!(SlideLog::default().encode(), [0]);
     }
 
+    /// With PRECISION, units join the newest entry while they arrive less
+    /// than `d` after its first unit; the entry moves to its last unit and
+    /// leaves a window after it.
+    #[test]
+    fn precision_joins_units_into_the_newest_entry() {
+        // limit 5, window 10 s, PRECISION 3 s; times in ms.
+        let p = params(5, 10 * S)
+            .with_precision(Nanos::new(3 * S))
+            .expect("valid");
+        let mut log = SlideLog::default();
+        let at = |log: &mut SlideLog, t: u64, q: u64| {
+            request(log, ms(t), &p, q).reply(ms(t), Unit::Millis)
+        };
+        assert_eq!(at(&mut log, 0, 1), [0, 5, 4, -1, 10_000]);
+        // 2,999 ms after the first unit: joins, the entry moves to 2,999.
+        assert_eq!(at(&mut log, 2_999, 2), [0, 5, 2, -1, 10_000]);
+        assert_eq!(log.entry_list(), [(2_999_000, 3)]);
+        // 3,000 ms after it: a new entry.
+        assert_eq!(at(&mut log, 3_000, 1), [0, 5, 1, -1, 10_000]);
+        assert_eq!(log.entry_list(), [(2_999_000, 3), (3_000_000, 1)]);
+        // Full at 5,000: the first three leave at 12,999 (exactly: 10,000).
+        assert_eq!(at(&mut log, 5_000, 2), [1, 5, 1, 7_999, 8_000]);
+        // A unit a window after the first entry's last: it has left.
+        assert_eq!(at(&mut log, 12_999, 3), [0, 5, 1, -1, 10_000]);
+        assert_eq!(log.entry_list(), [(3_000_000, 1), (12_999_000, 3)]);
+        // The newest entry's first unit survives a round trip.
+        let bytes = log.encode();
+        assert_eq!(SlideLog::decode(&bytes), Ok(log.clone()));
+        // 2,999 ms after 12,999 (the new entry's first unit): joins; the
+        // entry at 3,000 has left.
+        assert_eq!(at(&mut log, 15_998, 1), [0, 5, 1, -1, 10_000]);
+        assert_eq!(log.entry_list(), [(15_998_000, 4)]);
+    }
+
+    /// The figure: limit 1,000,000, window an hour, PRECISION 36 s;
+    /// 100,000 units over a minute, in calls of 10 units every 6 ms: two
+    /// entries (at most 3), and a few hundred bytes at most.
+    #[test]
+    fn a_dense_key_with_precision_holds_few_entries() {
+        let p = params(1_000_000, 3_600 * S)
+            .with_precision(Nanos::new(36 * S))
+            .expect("valid");
+        let mut log = SlideLog::default();
+        let start = 1_700_000_000 * S;
+        for i in 0..10_000 {
+            assert!(!request(&mut log, Nanos::new(start + i * 6 * MS), &p, 10).limited);
+        }
+        assert_eq!(log.len(), 100_000);
+        assert_eq!(log.entries(), 2);
+        // The struct, a ring of 2 entries, the side table and 2 records.
+        assert_eq!(log.mem_usage(), 56 + 2 * 4 + 56 + 2 * 8);
+        // The exact log: an entry per call.
+        let exact = params(1_000_000, 3_600 * S);
+        let mut log = SlideLog::default();
+        for i in 0..10_000 {
+            request(&mut log, Nanos::new(start + i * 6 * MS), &exact, 10);
+        }
+        assert_eq!(log.entries(), 10_000);
+    }
+
+    /// PRECISION's rule and range, from the command's values (ns).
+    #[test]
+    fn precision_is_at_most_the_window() {
+        let p = SlideLog::params(&[5, 10 * S, 10 * S]).expect("d = window");
+        assert_eq!(p.precision(), Nanos::new(10 * S));
+        assert_eq!(
+            SlideLog::params(&[5, 10 * S, 0]).map(|p| p.precision()),
+            Ok(Nanos::ZERO)
+        );
+        assert_eq!(
+            SlideLog::params(&[5, 10 * S, 10 * S + MS]),
+            Err(ParamError::Joint(PRECISION_RULE))
+        );
+        assert!(params(5, 10 * S)
+            .with_precision(Nanos::new(1_500))
+            .is_none());
+    }
+
+    /// The encoding of a log whose entries joined units: the layout of
+    /// entries and clock, then the newest entry's first unit.
+    #[test]
+    fn the_encoding_with_precision_is_the_documented_layout() {
+        let p = params(100, 60 * S)
+            .with_precision(Nanos::new(MS))
+            .expect("valid");
+        let mut log = SlideLog::default();
+        request(&mut log, Nanos::new(1_000_000), &p, 1);
+        request(&mut log, Nanos::new(1_300_000), &p, 1);
+        request(&mut log, Nanos::new(1_900_000), &p, 1);
+        assert_eq!(log.entry_list(), [(1_900, 3)]);
+        let bytes = log.encode();
+        let mut expected = v2_at(&[(1_900, 3)], 1_900_000);
+        // The first unit, 900 µs before the entry's instant (1,000 µs).
+        expected.extend([0x84, 0x07]);
+        assert_eq!(bytes, expected);
+        // 1 entry; 1,900 << 1 | 1 (2 bytes), then 3 - 2; the clock, 999 ns
+        // after 1,899,001; 900.
+        assert_eq!(bytes, [1, 0xd9, 0x1d, 0x01, 0xe7, 0x07, 0x84, 0x07]);
+        // Refused: a first unit after the entry, or where it cannot be.
+        let mut after = v2_at(&[(1_900, 3)], 1_900_000);
+        after.extend([0xed, 0x0e]);
+        assert!(SlideLog::decode(&after).is_err());
+        let mut single = v2_at(&[(5, 1), (1_900, 1)], 1_900_000);
+        single.push(3);
+        assert!(SlideLog::decode(&single).is_err());
+        let mut before_previous = v2_at(&[(5, 2), (1_900, 3)], 1_900_000);
+        before_previous.extend([0xed, 0x0e]);
+        assert!(SlideLog::decode(&before_previous).is_err());
+        // Without joined units the field may be 0 only, and needs a
+        // counted entry.
+        let mut no_counts = v2_at(&[(5, 1), (1_900, 1)], 1_900_000);
+        no_counts.push(0);
+        assert!(SlideLog::decode(&no_counts).is_err());
+    }
+
     #[test]
     fn decode_rejects_malformed_payloads() {
         let good = v2(&[(5, 1), (5, 1), (9, 3)]);
@@ -1905,10 +2055,18 @@ mod tests {
     /// clock; an allowed request forgets the units that left at the instant
     /// it reads, before it moves the clock (once the clock has moved on, a
     /// unit of its old µs is at the µs's end, up to 1 µs later).
+    ///
+    /// With PRECISION `d` (`decide_within`), the model keeps the units of
+    /// the newest entry together: a unit joins them when its µs is less
+    /// than `d` after the first of them, and then all of them take its
+    /// stamp (an entry leaves at its last unit's instant plus the window).
     #[derive(Default)]
     struct Model {
         stamps: Vec<u64>,
         clock: u64,
+        /// The newest entry's first unit (µs) and how many units it holds
+        /// (the last ones of `stamps`).
+        newest: Option<(u64, usize)>,
     }
 
     impl Model {
@@ -1934,6 +2092,17 @@ mod tests {
         }
 
         fn decide(&mut self, now: u64, limit: u64, window: u64, quantity: u64) -> Decision {
+            self.decide_within(now, limit, window, 0, quantity)
+        }
+
+        fn decide_within(
+            &mut self,
+            now: u64,
+            limit: u64,
+            window: u64,
+            d: u64,
+            quantity: u64,
+        ) -> Decision {
             let t = self.read_at(now);
             let used = self.counted(t, window);
             let reset_at = match self.stamps.last() {
@@ -1955,9 +2124,25 @@ mod tests {
                 if quantity > 0 {
                     let kept = t.div_ceil(1_000) * 1_000;
                     let clock = self.clock;
+                    let before = self.stamps.len();
                     self.stamps
                         .retain(|&s| u128::from(s.min(clock)) + u128::from(window) > u128::from(t));
-                    self.stamps.extend(iter::repeat_n(kept, quantity as usize));
+                    let dropped = before - self.stamps.len();
+                    let q = quantity as usize;
+                    self.newest = match self.newest {
+                        // Its units are all dropped or none (one stamp).
+                        Some((first, n))
+                            if dropped + n <= before
+                                && d > 0
+                                && (kept / 1_000 - first) * 1_000 < d =>
+                        {
+                            let len = self.stamps.len();
+                            self.stamps[len - n..].iter_mut().for_each(|s| *s = kept);
+                            Some((first, n + q))
+                        }
+                        _ => Some((kept / 1_000, q)),
+                    };
+                    self.stamps.extend(iter::repeat_n(kept, q));
                     self.clock = t;
                     reset_at = t + window;
                 }
@@ -2021,6 +2206,11 @@ mod tests {
             })
     }
 
+    /// A window as below and a PRECISION within it, whole µs (0 or more).
+    fn window_and_precision() -> impl Strategy<Value = (u64, u64)> {
+        window().prop_flat_map(|w| (Just(w), 0..=w / US))
+    }
+
     /// Windows of up to 40 µs, whole or not.
     fn window() -> impl Strategy<Value = u64> {
         (1u64..=40, prop_oneof![Just(0u64), 0u64..1_000]).prop_map(|(us, ns)| us * US + ns)
@@ -2033,12 +2223,24 @@ mod tests {
         window: u64,
         start: u64,
         steps: &[Step],
+        check: impl FnMut(&SlideLog, u64, &SlideParams, u64, &Decision, bool),
+    ) -> SlideLog {
+        run_within(limits, window, &[0], start, steps, check)
+    }
+
+    /// As `run`, with PRECISION: `ds[i % ds.len()]` (µs) at step `i`.
+    fn run_within(
+        limits: &[u64],
+        window: u64,
+        ds: &[u64],
+        start: u64,
+        steps: &[Step],
         mut check: impl FnMut(&SlideLog, u64, &SlideParams, u64, &Decision, bool),
     ) -> SlideLog {
         let mut log = SlideLog::default();
         let mut now = start;
         let mut limit = limits[0];
-        for s in steps {
+        for (i, s) in steps.iter().enumerate() {
             let dt = s.dt.0 * US + s.dt.1;
             now = if s.back {
                 now.saturating_sub(dt * 2)
@@ -2049,7 +2251,10 @@ mod tests {
                 limit = limits[i];
             }
             let quantity = s.quantity % (limit + 3);
-            let p = params(limit, window);
+            let d = Nanos::new(ds[i % ds.len()] * US);
+            let p = params(limit, window)
+                .with_precision(d)
+                .expect("d <= window");
             let (decision, update) = log.decide(Nanos::new(now), &p, quantity);
             check(&log, now, &p, quantity, &decision, update.is_some());
             assert_eq!(update.is_some(), !decision.limited && quantity > 0);
@@ -2177,6 +2382,118 @@ mod tests {
             }
         }
 
+        /// PRECISION against the model that stamps every unit with its
+        /// entry's leave time: the same replies, always, and the same units.
+        #[test]
+        fn precision_matches_the_grouping_model(
+            (window, d) in window_and_precision(),
+            start in 0u64..100_000,
+            steps in prop::collection::vec(step(LIMITS.len(), 20, 15), 1..150),
+        ) {
+            let mut model = Model::default();
+            let log = run_within(&LIMITS, window, &[d], start, &steps, |_, now, p, quantity, decision, admitted| {
+                let expected = model.decide_within(now, p.limit(), window, d * US, quantity);
+                assert_eq!(*decision, expected, "now {now} quantity {quantity}");
+                assert_eq!(admitted, !expected.limited && quantity > 0);
+            });
+            prop_assert_eq!(log.units_ns(), model.stamps);
+        }
+
+        /// Requests at least `d` apart: exactly the exact log's replies.
+        #[test]
+        fn sparse_requests_answer_as_the_exact_log(
+            (window, d) in window_and_precision(),
+            start in 0u64..100_000,
+            mut steps in prop::collection::vec(step(LIMITS.len(), 20, 15), 1..150),
+        ) {
+            for s in &mut steps {
+                s.back = false;
+                s.dt.0 += d;
+            }
+            let mut model = Model::default();
+            let log = run_within(&LIMITS, window, &[d], start, &steps, |_, now, p, quantity, decision, _| {
+                let expected = model.decide(now, p.limit(), window, quantity);
+                assert_eq!(*decision, expected, "now {now} quantity {quantity}");
+            });
+            prop_assert_eq!(log.units_ns(), model.stamps);
+        }
+
+        /// The promises of PRECISION, `d` changing between calls among
+        /// `ds`: never more than the limit admitted in any window (at the
+        /// instants the log read); no unit kept before its own µs nor
+        /// `d` or more after it (the `d` it was recorded with, or a larger
+        /// one of a later call that it joined... at most the largest);
+        /// with one `d`, at most `ceil(window / d) + 1` entries.
+        #[test]
+        fn precision_keeps_its_promises(
+            (window, d) in window_and_precision(),
+            other in 0u64..=3,
+            limit in prop::sample::select(&LIMITS[..]),
+            start in 0u64..100_000,
+            steps in prop::collection::vec(step(1, 20, 15), 1..150),
+        ) {
+            let ds = if other == 0 { vec![d] } else { vec![d, d.min(other), 0] };
+            let largest = ds.iter().copied().max().unwrap_or(0);
+            let mut admitted: Vec<(u64, u64)> = Vec::new();
+            let mut arrivals: Vec<u64> = Vec::new();
+            let mut clock = 0;
+            let mut log = SlideLog::default();
+            let mut now = start;
+            for (i, s) in steps.iter().enumerate() {
+                let dt = s.dt.0 * US + s.dt.1;
+                now = if s.back { now.saturating_sub(dt * 2) } else { now + dt };
+                let quantity = s.quantity % (limit + 3);
+                let di = ds[i % ds.len()];
+                let p = params(limit, window).with_precision(Nanos::new(di * US)).expect("valid");
+                let (decision, update) = log.decide(Nanos::new(now), &p, quantity);
+                let Some(update) = update else { continue };
+                prop_assert!(!decision.limited);
+                let at = if log.is_empty() { now } else { now.max(clock) };
+                log.apply(update);
+                clock = at;
+                admitted.push((at, quantity));
+                arrivals.extend(iter::repeat_n(at.div_ceil(US), quantity as usize));
+                // Strict: the units admitted in (at - window, at].
+                let recent: u64 = admitted
+                    .iter()
+                    .filter(|&&(a, _)| a + window > at)
+                    .map(|&(_, q)| q)
+                    .sum();
+                prop_assert!(recent <= limit, "{recent} admitted within a window at {at}");
+                // Delay: the log holds the newest arrivals, each kept at
+                // its µs or less than the largest d after it.
+                let kept = log.units_ns();
+                let mine = &arrivals[arrivals.len() - kept.len()..];
+                for (&k, &a) in kept.iter().zip(mine) {
+                    prop_assert!(k >= a * US, "kept at {k}, arrived in µs {a}");
+                    prop_assert!(k == a * US || k < a * US + largest * US, "kept at {k}, arrived in µs {a}, d {largest} µs");
+                }
+                if other == 0 && d > 0 {
+                    let bound = (window.div_ceil(d * US) + 1) as usize;
+                    prop_assert!(log.entries() <= bound, "{} entries, bound {bound}", log.entries());
+                }
+            }
+        }
+
+        /// Logs with PRECISION round-trip through the encoding, the first
+        /// unit of the newest entry included.
+        #[test]
+        fn precision_encoding_round_trips(
+            (window, d) in window_and_precision(),
+            steps in prop::collection::vec(step(LIMITS.len(), 20, 15), 0..100),
+            refund in 0u64..4,
+        ) {
+            let mut log = run_within(&LIMITS, window, &[d, 0, d], 0, &steps, |_, _, _, _, _, _| {});
+            if refund > 0 {
+                let p = params(LIMITS[0], window).with_precision(Nanos::new(d * US)).expect("valid");
+                log.refund(Nanos::new(1 << 40), &p, refund);
+            }
+            let bytes = log.encode();
+            let decoded = SlideLog::decode(&bytes);
+            prop_assert_eq!(decoded.as_ref(), Ok(&log));
+            prop_assert_eq!(decoded.map(|d| d.encode()), Ok(bytes));
+        }
+
         #[test]
         fn decode_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..100)) {
             let _ = SlideLog::decode(&bytes);
@@ -2193,7 +2510,7 @@ mod tests {
             byte in any::<u8>(),
             how in 0u8..3,
         ) {
-            let log = run(&LIMITS, 10 * US, 0, &steps, |_, _, _, _, _, _| {});
+            let log = run_within(&LIMITS, 10 * US, &[0, 4, 10], 0, &steps, |_, _, _, _, _, _| {});
             let mut bytes = log.encode();
             let i = at.index(bytes.len());
             match how {
