@@ -503,6 +503,7 @@ fn command_metadata() {
             ("window", "integer", false, None),
             ("quantity", "integer", true, None),
             ("ms", "pure-token", true, Some("MS")),
+            ("PRECISION", "integer", true, Some("PRECISION")),
         ],
     );
 }
