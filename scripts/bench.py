@@ -60,6 +60,14 @@ unit (N = 1,000 and 100,000); MEMORY USAGE key SAMPLES 0, divided by N. The
 marginal cost, (usage at 100,000 - usage at 1,000) / 99,000, leaves out the
 fixed per-key overhead; both raw figures are printed too.
 
+Memory with PRECISION (RL.SLIDE's adaptive entries): limit 1,000,000 per
+3,600 s with PRECISION 36 (1% of the window). (a) 100,000 single-unit calls,
+pipelined (a second or two of real time, within 36 s: one entry), next to
+the same calls without the option; (b) the issue's "100,000 units over a
+minute", scaled down 100 times so that it takes under a second: window
+36,000 ms, PRECISION 360 ms, 100 calls of 1,000 units every 6 ms (about the
+window's sixtieth). Entries (RL.INSPECT) and MEMORY USAGE key SAMPLES 0.
+
 Memory at 60 slices: one RL.SLICE key and one hash-script key, limit
 1,000,000 per 1,200 ms in 60 slices of 20 ms, both called every ~4 ms for
 1.3 s of real time, so that all slices of the window hold units (HLEN of the
@@ -567,6 +575,47 @@ def memory_per_unit(b: Bench, rows: dict, sizes) -> dict:
     return out
 
 
+def inspect_field(con: Client, key: str, name: str):
+    fields = con.call("RL.INSPECT", key)
+    for i in range(0, len(fields) - 1, 2):
+        if fields[i] in (name, name.encode()):
+            return fields[i + 1]
+    return None
+
+
+def memory_precision(b: Bench, units: int) -> dict:
+    """RL.SLIDE with and without PRECISION on a high-limit key (see the
+    module doc of this script)."""
+    con = b.con
+    con.call("FLUSHALL", "SYNC")
+    out = {"limit": UNIT_LIMIT, "window_s": 3600, "precision_s": 36, "units": units}
+    for key, option in (("p:prec", ["PRECISION", 36]), ("p:exact", [])):
+        replies = fill_keys(b.server.port, [["RL.SLIDE", key, UNIT_LIMIT, 3600] + option for _ in range(units)])
+        out[key] = {
+            "admitted": allowed_count(replies),
+            "entries": inspect_field(con, key, "entries"),
+            "memory_usage": con.call("MEMORY", "USAGE", key, "SAMPLES", "0"),
+        }
+    start = time.monotonic()
+    calls = 100
+    for _ in range(calls):
+        r = con.call("RL.SLIDE", "p:minute", UNIT_LIMIT, 36000, 1000, "MS", "PRECISION", 360)
+        if isinstance(r, ReplyError) or r[0] != 0:
+            raise BenchError("precision minute: %s" % r)
+        time.sleep(0.006)
+    out["scaled_minute"] = {
+        "window_ms": 36000,
+        "precision_ms": 360,
+        "calls": calls,
+        "units_per_call": 1000,
+        "span_ms": (time.monotonic() - start) * 1000,
+        "units": inspect_field(con, "p:minute", "units"),
+        "entries": inspect_field(con, "p:minute", "entries"),
+        "memory_usage": con.call("MEMORY", "USAGE", "p:minute", "SAMPLES", "0"),
+    }
+    return out
+
+
 def memory_slices(b: Bench, rows: dict) -> dict:
     """Fills every slice of a 60-slice window of 1,200 ms (20 ms slices) by
     calling both limiters every ~4 ms for 1.3 s, then reads MEMORY USAGE."""
@@ -770,6 +819,8 @@ def main(argv=None) -> int:
                 mem[row.name] = memory_per_key(b, row, keys)
             progress("memory: per recorded unit at %s units" % unit_sizes)
             per_unit = memory_per_unit(b, by_name, unit_sizes)
+            progress("memory: RL.SLIDE with PRECISION")
+            precision = memory_precision(b, max(unit_sizes))
             progress("memory: 60 slices")
             slices60 = memory_slices(b, by_name)
             b.con.close()
@@ -873,6 +924,7 @@ def main(argv=None) -> int:
         "rows": out_rows,
         "memory_per_unit": per_unit,
         "memory_slices60": slices60,
+        "memory_precision": precision,
         "scaling": scale_out,
         "same_job": same_job,
         "allow_vs_singles": allow_out,
@@ -976,6 +1028,27 @@ def main(argv=None) -> int:
         cells.append(fmt_num(per_unit.get("marginal_bytes_per_unit", {}).get(name), 2))
         body.append(cells)
     p(markdown_table(header, body))
+    p()
+    p(
+        "## Memory with PRECISION: entries drawn by the traffic\n\n"
+        "RL.SLIDE, limit %s per 3,600 s. With PRECISION 36 s (1%%), units arriving less than 36 s after an "
+        "entry's first unit join it; without the option a call is an entry (calls in one microsecond share one). MEMORY USAGE key SAMPLES 0; "
+        "entries from RL.INSPECT. The last row is the issue's \"100,000 units over a minute\" scaled down 100 "
+        "times (window 36,000 ms, PRECISION 360 ms, %d calls of 1,000 units every 6 ms, %.0f ms in all)."
+        % ("{:,}".format(precision["limit"]), precision["scaled_minute"]["calls"], precision["scaled_minute"]["span_ms"])
+    )
+    p()
+    minute = precision["scaled_minute"]
+    p(
+        markdown_table(
+            ["key", "units", "entries", "MEMORY USAGE (bytes)"],
+            [
+                ["PRECISION 36, %s calls pipelined" % "{:,}".format(precision["units"]), precision["p:prec"]["admitted"], precision["p:prec"]["entries"], "{:,}".format(precision["p:prec"]["memory_usage"] or 0)],
+                ["no PRECISION, the same calls", precision["p:exact"]["admitted"], precision["p:exact"]["entries"], "{:,}".format(precision["p:exact"]["memory_usage"] or 0)],
+                ["PRECISION 1%, traffic over the window's sixtieth (scaled)", minute["units"], minute["entries"], "{:,}".format(minute["memory_usage"] or 0)],
+            ],
+        )
+    )
     p()
     p(
         "## Memory per key at 60 slices\n\n"

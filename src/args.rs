@@ -841,6 +841,47 @@ mod tests {
         }
     }
 
+    /// RL.SLIDE's PRECISION option: its value in the call's unit, from 0
+    /// to the window, anywhere after the numbers; the reply to each bad
+    /// value.
+    #[test]
+    fn slide_precision() {
+        let run = |args: &[&str]| {
+            let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+            slide(&args, || false, Bounds::DEFAULT).map_err(msg)
+        };
+        let d = |args: &[&str]| run(args).map(|r| r.params.precision());
+        assert_eq!(d(&["5", "60"]), Ok(Nanos::ZERO));
+        assert_eq!(
+            d(&["5", "60", "PRECISION", "6"]),
+            Ok(Nanos::new(6_000_000_000))
+        );
+        assert_eq!(
+            d(&["5", "60", "2", "precision", "60"]),
+            Ok(Nanos::new(60_000_000_000))
+        );
+        assert_eq!(
+            d(&["5", "60000", "PRECISION", "600", "MS"]),
+            Ok(Nanos::new(600_000_000))
+        );
+        assert_eq!(d(&["5", "60000", "MS", "Precision", "0"]), Ok(Nanos::ZERO));
+        // arguments => reply
+        #[rustfmt::skip]
+        let cases: &[(&[&str], &str)] = &[
+            (&["5", "60", "PRECISION", "61"], "ERR PRECISION must be at most the window"),
+            (&["5", "60", "MS", "PRECISION", "61"], "ERR PRECISION must be at most the window"),
+            (&["5", "60", "PRECISION", "-1"], "ERR PRECISION must be an integer from 0 to 315360000 (seconds)"),
+            (&["5", "60", "PRECISION", "1.5"], "ERR PRECISION must be an integer from 0 to 315360000 (seconds)"),
+            (&["5", "60", "PRECISION", "x"], "ERR PRECISION must be an integer from 0 to 315360000 (seconds)"),
+            (&["5", "60", "MS", "PRECISION", "x"], "ERR PRECISION must be an integer from 0 to 315360000000 (milliseconds, with MS)"),
+            (&["5", "60", "PRECISION"], "ERR PRECISION must be an integer from 0 to 315360000 (seconds)"),
+            (&["5", "60", "PRECISION", "1", "PRECISION", "1"], "ERR PRECISION is given more than once"),
+        ];
+        for (args, expected) in cases {
+            assert_eq!(run(args).map(|_| ()), Err(expected.to_string()), "{args:?}");
+        }
+    }
+
     #[test]
     fn at_is_accepted_from_the_master() {
         let args: Vec<&[u8]> = vec![b"1", b"2", b"3", b"4", b"MS", b"AT", b"123"];

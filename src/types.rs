@@ -17,7 +17,7 @@
 //! | type | version | `RL.STATE` tag | format |
 //! |---|---|---|---|
 //! | `rl-gcra--` | 1 | `G` | TAT: u64 ns, u32 fraction, u32 denominator |
-//! | `rl-slide-` | 2 | `M` | entries (µs) and the clock (ns), varints (`SlideLog::encode`) |
+//! | `rl-slide-` | 2 | `M` | entries (µs) and the clock (ns), varints; with PRECISION, the newest entry's first unit after them (`SlideLog::encode`) |
 //! | `rl-slide-` | 1 (read only) | `L` | u64 count, one u64 ns per unit |
 //! | `rl-slice-` | 1 | `S` | window, slices, head, counters |
 

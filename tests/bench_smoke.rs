@@ -218,6 +218,16 @@ fn quick_benchmark_reports_every_row() {
         let v = num(&report, &["memory_slices60", name, "memory_usage"]);
         assert!(v.is_some_and(|x| x > 0.0), "{name}: memory usage {v:?}");
     }
+    for path in [
+        &["memory_precision", "p:prec", "memory_usage"][..],
+        &["memory_precision", "p:prec", "entries"],
+        &["memory_precision", "p:exact", "memory_usage"],
+        &["memory_precision", "scaled_minute", "memory_usage"],
+        &["memory_precision", "scaled_minute", "entries"],
+    ] {
+        let v = num(&report, path);
+        assert!(v.is_some_and(|x| x > 0.0), "{path:?}: {v:?}");
+    }
     for family in ["RL.SLIDE", "RL.SLICE"] {
         let v = num(
             &report,

@@ -63,6 +63,7 @@ fn inspect_says_what_each_key_holds() {
             "ttl",
             "memory",
             "units",
+            "entries",
             "oldest_age_ms",
             "newest_age_ms"
         ]
@@ -119,7 +120,7 @@ fn inspect_says_what_each_key_holds() {
     let Value::Map(pairs) = &v else {
         panic!("RESP3 reply: {v:?}")
     };
-    assert_eq!(pairs.len(), 6);
+    assert_eq!(pairs.len(), 7);
     assert_eq!(text(field(&v, "type").unwrap()), "slide");
 }
 

@@ -428,7 +428,7 @@ fn the_window_slides_exactly_in_real_time() {
 
 /// MEMORY USAGE is computed: the log's struct (56 bytes) and its ring, 4
 /// bytes per entry of capacity; units that share a microsecond, from
-/// three on, share a counted entry, whose count takes a side table (48
+/// three on, share a counted entry, whose count takes a side table (56
 /// bytes) with records of 8 bytes. Taken one by one, the ring grows to
 /// 1/16 more than it needs, rounded up to 4 entries, but never past the
 /// limit.
@@ -445,7 +445,7 @@ fn memory_is_four_bytes_per_unit() {
             five(&mut con, &["RL.SLIDE", key, &n, "600", &n]),
             [0, units as i64, 0, -1, 600]
         );
-        expected.push((key, 56 + 4 * 4 + 48 + 4 * 8));
+        expected.push((key, 56 + 4 * 4 + 56 + 4 * 8));
     }
     // 1,000 units taken one by one (each call in its own microsecond):
     // capacity 4, 8, 12, ..., 916, 976, then the limit, 1,000.
@@ -503,6 +503,7 @@ fn command_metadata() {
             ("window", "integer", false, None),
             ("quantity", "integer", true, None),
             ("ms", "pure-token", true, Some("MS")),
+            ("PRECISION", "integer", true, Some("PRECISION")),
         ],
     );
 }

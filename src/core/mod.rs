@@ -155,7 +155,6 @@ pub enum ArgKind {
     /// from 1 to [`MAX_DURATION`].
     Duration,
     /// A duration as above that may also be 0.
-    #[allow(dead_code)] // first used by RL.SLIDE's PRECISION option
     DurationOrZero,
 }
 

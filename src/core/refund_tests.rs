@@ -74,6 +74,42 @@ proptest! {
         check_take_refund::<SlideLog>(&params, &history, 1_060 * S, a, b)?;
     }
 
+    /// With PRECISION the units taken may join an older entry and move it
+    /// later, which a refund does not undo: a refund gives back exactly
+    /// the units (remaining as if `a - b` were taken), while the entry
+    /// keeps its new leave time (never earlier: nothing leaves early).
+    #[test]
+    fn slide_with_precision_take_then_refund(
+        limit in 1u64..50,
+        window in 1u64..1_000,
+        d in 0u64..=100,
+        history in proptest::collection::vec((0u64..500, 0u64..5), 0..6),
+        a in 0u64..60,
+        b in 0u64..80,
+    ) {
+        let window = Nanos::new(window * S / 10);
+        let d = Nanos::new((window.get() / 1_000_000 * d / 100) * 1_000_000);
+        let params = SlideParams::new(limit, window).unwrap().with_precision(d).unwrap();
+        let mut history = history;
+        history.sort();
+        let mut one = SlideLog::default();
+        for (t, q) in history {
+            take(&mut one, Nanos::new(1_000 * S + t * S / 10), &params, q);
+        }
+        let mut two = one.clone();
+        let now = Nanos::new(1_060 * S);
+        let room = peek(&one, now, &params).remaining;
+        take(&mut one, now, &params, a);
+        one.refund(now, &params, b);
+        take(&mut two, now, &params, a.saturating_sub(b));
+        let (d1, d2) = (peek(&one, now, &params), peek(&two, now, &params));
+        prop_assert!(d1.remaining >= d2.remaining, "{d1:?} vs {d2:?}");
+        prop_assert!(d1.remaining <= d1.limit);
+        if a <= room && b <= a {
+            prop_assert_eq!(d1.remaining, d2.remaining);
+        }
+    }
+
     #[test]
     fn slice_take_then_refund(
         limit in 1u64..50,

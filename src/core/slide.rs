@@ -89,6 +89,39 @@
 //!   `need` = 2 + 2 - 3 = 1: the first counted unit (4 s) must leave; it
 //!   leaves at 14 s, with its twin: retry after 2 s.
 //!
+//! ## PRECISION: entries drawn by the traffic
+//!
+//! With PRECISION `d > 0` (whole microseconds; the command gives seconds
+//! or milliseconds, at most the window) an entry is a group of units
+//! whose first and last arrived less than `d` apart. A unit recorded at
+//! `t` (its µs) **joins** the newest entry when `t - first < d`, `first`
+//! being the µs of that entry's first unit: the entry's count grows and
+//! its instant moves to `t`, so it leaves at its last unit's instant plus
+//! the window. Otherwise the units start an entry of their own (one entry
+//! whatever the quantity). So:
+//!
+//! - a unit is counted at most `d` longer than exact (less than `d` past
+//!   its own µs), never shorter: never more than `limit` units in any
+//!   window, as without the option;
+//! - requests at least `d` apart never join: the exact log's replies;
+//! - the first units of two entries are at least `d` apart, and an entry
+//!   still held was counted after `now - window`, so its first unit came
+//!   after `now - window - d`: at most `ceil(window / d) + 1` entries,
+//!   whatever the limit and the traffic.
+//!
+//! Joining is O(1): the newest entry is counted (it holds two units or
+//! more), its instant is rewritten in place and its count grows; only the
+//! newest entry's first unit is kept, in the side table of counts. A log
+//! with PRECISION grows its ring and its table tightly (a quarter more
+//! than needed, no rounding to 4), as its few entries hold many units.
+//!
+//! `d` is a parameter of the call: it may change between calls, and what
+//! is recorded keeps its leave time. A refund takes the newest units; a
+//! joined entry keeps its instant (its units leave no earlier). When it
+//! removes the newest entry whole, the new newest entry's first unit, if
+//! it may have joined units, is taken at the previous entry's instant:
+//! earlier than the truth, so later units join it less, never more.
+//!
 //! ## Clock going backwards
 //!
 //! If `now` is earlier than the log's clock, the log is read and written
@@ -105,7 +138,9 @@
 //!
 //! [`Limiter::encode`] writes the entries and the clock as varints (see
 //! `encode`), about one to four bytes an entry, tagged `M` in `RL.STATE`
-//! and saved under RDB encoding version 2. The first format (tag `L`,
+//! and saved under RDB encoding version 2; a log whose entries may have
+//! joined units (PRECISION) adds its newest entry's first unit at the end,
+//! so the logs of keys that never used it encode as they did before. The first format (tag `L`,
 //! version 1: one `u64` of nanoseconds per unit) is still read by
 //! `decode_legacy`, rounding each instant up to the microsecond (the
 //! newest instant becomes the clock, exactly).
@@ -144,19 +179,38 @@ pub const NARROW_SPAN: u64 = (1 << 32) / 8 * 7;
 /// (below it, one entry each: cheaper than an entry and its record).
 pub const COUNT_FROM: u64 = 3;
 
-/// Validated parameters: at most `limit` units in any `window`.
+/// Validated parameters: at most `limit` units in any `window`, units
+/// grouped into entries spanning less than `precision` (0: exact).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlideParams {
     limit: u64,
     window: Nanos,
+    precision: Nanos,
 }
+
+/// The rule PRECISION's value breaks above the window.
+pub const PRECISION_RULE: &str = "PRECISION must be at most the window";
 
 impl SlideParams {
     /// `None` unless `1 <= limit <= MAX_LIMIT` and `1 ns <= window <= MAX_DURATION`.
     pub fn new(limit: u64, window: Nanos) -> Option<SlideParams> {
         let limit_ok = (1..=MAX_LIMIT).contains(&limit);
         let window_ok = Nanos::new(1) <= window && window <= MAX_DURATION;
-        (limit_ok && window_ok).then_some(SlideParams { limit, window })
+        (limit_ok && window_ok).then_some(SlideParams {
+            limit,
+            window,
+            precision: Nanos::ZERO,
+        })
+    }
+
+    /// The same with PRECISION `d`: `None` unless `d <= window` and `d` is
+    /// whole microseconds (the log's resolution; the command's units, s
+    /// and ms, always are).
+    pub fn with_precision(self, d: Nanos) -> Option<SlideParams> {
+        (d <= self.window && d.get().is_multiple_of(NS_PER_US)).then_some(SlideParams {
+            precision: d,
+            ..self
+        })
     }
 }
 
@@ -168,6 +222,10 @@ impl SlideParams {
 
     pub fn window(&self) -> Nanos {
         self.window
+    }
+
+    pub fn precision(&self) -> Nanos {
+        self.precision
     }
 }
 
@@ -209,11 +267,24 @@ enum Times {
 /// number and the sum of `count - 1` over the counted entries before it
 /// (since an arbitrary origin); `origin` is that sum at the front of the
 /// log, `end` the sum after the newest counted entry.
+///
+/// With PRECISION, the newest entry may have **joined** later units: its
+/// instant is then its last unit's, and `first` keeps its first unit's
+/// (µs), which decides whether the next unit joins it too. Only a counted
+/// entry can have joined (it holds at least two units), so `first` lives
+/// here: it is the newest entry's first unit whenever the newest entry is
+/// counted (an entry of one unit is its own first). `joined` says that
+/// some counted entry may have joined units; while it is false (a key that
+/// never used PRECISION) every counted entry holds units of one
+/// microsecond and `first` is the newest entry's own instant.
 #[derive(Clone, Debug, Default)]
 struct Counts {
     front: u32,
     origin: u32,
     end: u32,
+    joined: bool,
+    /// The newest entry's first unit (µs), when the newest entry is counted.
+    first: u64,
     /// `(sequence number, sum before it)`, oldest first; never empty.
     records: VecDeque<(u32, u32)>,
 }
@@ -230,6 +301,9 @@ pub struct SlideUpdate {
     quantity: u64,
     /// The limit in force: the ring's capacity never grows past it.
     limit: u64,
+    /// PRECISION (0: exact): the units join the newest entry when they
+    /// arrive less than this after its first unit.
+    precision: Nanos,
 }
 
 impl Limiter for SlideLog {
@@ -254,15 +328,25 @@ impl Limiter for SlideLog {
             kind: ArgKind::Duration,
         },
     ];
+    const OPTIONS: &'static [Arg] = &[Arg {
+        name: "PRECISION",
+        kind: ArgKind::DurationOrZero,
+    }];
 
     fn params(values: &[u64]) -> Result<SlideParams, ParamError> {
-        let &[limit, window] = values else {
-            return Err(ParamError::Arg(values.len().min(1)));
+        let &[limit, window, precision] = values else {
+            return Err(ParamError::Arg(values.len().min(2)));
         };
         if !(1..=MAX_LIMIT).contains(&limit) {
             return Err(ParamError::Arg(0));
         }
-        SlideParams::new(limit, Nanos::new(window)).ok_or(ParamError::Arg(1))
+        let params = SlideParams::new(limit, Nanos::new(window)).ok_or(ParamError::Arg(1))?;
+        if precision > window {
+            return Err(ParamError::Joint(PRECISION_RULE));
+        }
+        params
+            .with_precision(Nanos::new(precision))
+            .ok_or(ParamError::Arg(2))
     }
 
     /// Decides a request for `quantity` units at `now`. Pure: returns the
@@ -323,6 +407,7 @@ impl Limiter for SlideLog {
                 at,
                 quantity,
                 limit,
+                precision: params.precision,
             };
             return (allowed, Some(update));
         }
@@ -354,8 +439,16 @@ impl Limiter for SlideLog {
         self.drop_front(expired);
         // Defensive: never before the clock, even if misused.
         let at = self.read_at(update.at);
-        let limit = usize::try_from(update.limit).unwrap_or(usize::MAX);
-        self.record(micros_up(at), update.quantity.min(update.limit), limit);
+        let room = Room {
+            limit: usize::try_from(update.limit).unwrap_or(usize::MAX),
+            tight: update.precision > Nanos::ZERO,
+        };
+        let (t, quantity) = (micros_up(at), update.quantity.min(update.limit));
+        if update.precision == Nanos::ZERO {
+            self.record(t, quantity, room);
+        } else {
+            self.record_within(t, quantity, update.precision, room);
+        }
         self.clock = at;
         // Only dropping makes the log shorter.
         if expired > 0 {
@@ -374,14 +467,22 @@ impl Limiter for SlideLog {
     }
 
     /// `units`: the units held (some may have left already: the window is
-    /// a parameter of the call, not of the key); `oldest_age_ms` and
-    /// `newest_age_ms`: how long ago the oldest and newest were recorded.
+    /// a parameter of the call, not of the key); `entries`: the entries
+    /// holding them (what the memory grows with); `oldest_age_ms` and
+    /// `newest_age_ms`: how long ago the oldest and newest entry were
+    /// recorded (an entry that joined units with PRECISION: its last).
     fn inspect(&self, now: Nanos) -> Vec<(&'static str, Detail)> {
         let age = |us: u64| Detail::Integer(millis(now.saturating_sub(self.instant(us))));
-        let mut out = vec![(
-            "units",
-            Detail::Integer(i64::try_from(self.units()).unwrap_or(i64::MAX)),
-        )];
+        let mut out = vec![
+            (
+                "units",
+                Detail::Integer(i64::try_from(self.units()).unwrap_or(i64::MAX)),
+            ),
+            (
+                "entries",
+                Detail::Integer(i64::try_from(self.times.len()).unwrap_or(i64::MAX)),
+            ),
+        ];
         if let (Some(oldest), Some(newest)) = (self.times.front(), self.times.back()) {
             out.push(("oldest_age_ms", age(oldest)));
             out.push(("newest_age_ms", age(newest)));
@@ -410,13 +511,17 @@ impl Limiter for SlideLog {
     /// if n > 0:
     ///   clock - first           ns; first: the first nanosecond of the
     ///                           newest entry's µs, (µs - 1) * 1000 + 1
+    /// only if entries may have joined units (PRECISION):
+    ///   newest - first          µs: how long before the newest entry's
+    ///                           instant its first unit came (0 when it
+    ///                           is an entry of one unit)
     /// ```
     ///
     /// Dense traffic takes one or two bytes an entry, and no entry more
     /// than it takes in memory; the clock usually one or two bytes. The
-    /// mode, base and capacity are not part of it. A later field
-    /// (PRECISION's instant of the newest entry's first unit, when it
-    /// differs from the entry's) can follow.
+    /// mode, base and capacity are not part of it. The last field is
+    /// written only once a counted entry may have joined units, so a key
+    /// that never used PRECISION encodes as it did before the option.
     fn encode(&self) -> Vec<u8> {
         let n = self.times.len();
         let mut w = Writer::with_capacity(10 + 2 * n);
@@ -446,6 +551,10 @@ impl Limiter for SlideLog {
         }
         if n > 0 {
             w.varint(self.clock.get().saturating_sub(first_ns_of(previous)));
+        }
+        if self.counts.as_ref().is_some_and(|c| c.joined) {
+            let first = self.first_of_newest().unwrap_or(previous);
+            w.varint(previous.saturating_sub(first));
         }
         w.into_bytes()
     }
@@ -487,7 +596,7 @@ impl Limiter for SlideLog {
                     "slide log holds more units than any limit",
                 ));
             }
-            log.push_entry(t, count, usize::MAX);
+            log.push_entry(t, count, Room::UNBOUNDED);
             previous = t;
         }
         if n > 0 {
@@ -495,6 +604,9 @@ impl Limiter for SlideLog {
                 .checked_add(r.varint()?)
                 .ok_or(DecodeError::Invalid("slide log clock out of range"))?;
             log.clock = Nanos::new(clock);
+        }
+        if r.remaining() > 0 {
+            log.decode_first(r.varint()?)?;
         }
         r.finish()?;
         log.shrink_to_fit();
@@ -531,7 +643,7 @@ impl Limiter for SlideLog {
             if entry < previous {
                 return Err(DecodeError::Invalid("slide log timestamps decrease"));
             }
-            log.record(micros_up(Nanos::new(entry)), 1, usize::MAX);
+            log.record(micros_up(Nanos::new(entry)), 1, Room::UNBOUNDED);
             previous = entry;
         }
         log.clock = Nanos::new(previous);
@@ -543,10 +655,13 @@ impl Limiter for SlideLog {
 
 impl PartialEq for SlideLog {
     fn eq(&self, other: &SlideLog) -> bool {
+        let joined = |log: &SlideLog| log.counts.as_ref().is_some_and(|c| c.joined);
         self.times.len() == other.times.len()
             && self.times.iter().eq(other.times.iter())
             && (0..self.times.len()).all(|i| self.count_at(i) == other.count_at(i))
             && (self.times.len() == 0 || self.clock == other.clock)
+            && self.first_of_newest() == other.first_of_newest()
+            && joined(self) == joined(other)
     }
 }
 
@@ -689,22 +804,127 @@ impl SlideLog {
 
     /// Appends an entry at `t` (µs, not before the newest) holding `count`
     /// units (at least 1).
-    fn push_entry(&mut self, t: u64, count: u64, limit: usize) {
-        self.times.push(t, limit);
+    fn push_entry(&mut self, t: u64, count: u64, room: Room) {
+        self.times.push(t, room);
         if count > 1 {
             let index = (self.times.len() - 1) as u32;
             let c = self.counts.get_or_insert_with(Box::default);
-            reserve(&mut c.records, 1, limit);
+            reserve(&mut c.records, 1, room);
             c.records.push_back((c.front.wrapping_add(index), c.end));
             c.end = c.end.wrapping_add((count - 1) as u32);
+            c.first = t;
         }
+    }
+
+    /// The instant (µs) of the newest entry's first unit: its own instant
+    /// unless it joined later units (PRECISION). `None` when empty.
+    fn first_of_newest(&self) -> Option<u64> {
+        let newest = self.times.back()?;
+        let len = self.times.len();
+        match &self.counts {
+            Some(c) if self.is_counted_near_back(len - 1) => Some(c.first.min(newest)),
+            _ => Some(newest),
+        }
+    }
+
+    /// Records `quantity` units at `t` (µs, not before the newest entry)
+    /// with PRECISION `d` (> 0): they join the newest entry when `t` is
+    /// less than `d` after its first unit, else they start an entry of
+    /// their own (one entry, whatever the quantity).
+    fn record_within(&mut self, t: u64, quantity: u64, d: Nanos, room: Room) {
+        if quantity == 0 {
+            return;
+        }
+        match self.first_of_newest() {
+            Some(first) if t.saturating_sub(first).saturating_mul(NS_PER_US) < d.get() => {
+                self.join(t, quantity, room);
+            }
+            _ => self.push_entry(t, quantity, room),
+        }
+    }
+
+    /// Adds `quantity` units to the newest entry (there is one) and moves
+    /// its instant to `t` (µs, not before it); its first unit stays.
+    fn join(&mut self, t: u64, quantity: u64, room: Room) {
+        let len = self.times.len();
+        let Some(first) = self.first_of_newest() else {
+            return;
+        };
+        if self.is_counted_near_back(len - 1) {
+            // The usual case: a counted newest entry, moved in place.
+            if self.times.set_back(t) {
+                if let Some(c) = self.counts.as_mut() {
+                    c.end = c.end.wrapping_add(quantity as u32);
+                    c.joined = true;
+                }
+                return;
+            }
+        }
+        // Take the newest entry out and push it back at `t` with its units
+        // and the new ones (the push may rebase or change the mode).
+        let count = self.count_at(len - 1);
+        if self.is_counted_near_back(len - 1) {
+            if let Some(c) = self.counts.as_mut() {
+                if let Some((_, before)) = c.records.pop_back() {
+                    c.end = before;
+                }
+            }
+        }
+        self.times.truncate(len - 1);
+        self.push_entry(t, count.saturating_add(quantity), room);
+        if let Some(c) = self.counts.as_mut() {
+            c.first = first;
+            c.joined = true;
+        }
+    }
+
+    /// After a refund took whole entries from the back: the new newest
+    /// entry's first unit is not known if it may have joined units, so it
+    /// is taken at the previous entry's instant (or 0), which is never
+    /// after it. Earlier than the truth only means fewer units join it:
+    /// a unit is still never counted more than PRECISION late.
+    fn forget_first_of_newest(&mut self) {
+        let len = self.times.len();
+        if len == 0 || !self.is_counted_near_back(len - 1) {
+            return;
+        }
+        let previous = len.checked_sub(2).and_then(|i| self.times.get(i));
+        let own = self.times.back().unwrap_or(0);
+        if let Some(c) = self.counts.as_mut() {
+            c.first = if c.joined { previous.unwrap_or(0) } else { own };
+        }
+    }
+
+    /// Sets the newest entry's first unit from the last field of the
+    /// encoding (`newest - first`, µs), refusing what no log holds: a
+    /// first unit before the previous entry, or apart from an entry of
+    /// one unit.
+    fn decode_first(&mut self, back: u64) -> Result<(), DecodeError> {
+        let bad = DecodeError::Invalid("slide log first unit out of range");
+        let len = self.times.len();
+        let newest = self.times.back().ok_or(bad)?;
+        let first = newest.checked_sub(back).ok_or(bad)?;
+        let previous = len.checked_sub(2).and_then(|i| self.times.get(i));
+        if previous.is_some_and(|p| first < p) {
+            return Err(bad);
+        }
+        let counted = self.is_counted_near_back(len - 1);
+        let c = self.counts.as_mut().ok_or(bad)?;
+        if !counted && back != 0 {
+            return Err(bad);
+        }
+        c.joined = true;
+        if counted {
+            c.first = first;
+        }
+        Ok(())
     }
 
     /// Records `quantity` units at `t` (µs, not before the newest entry):
     /// into the newest entry if it is counted and at `t`, into one counted
     /// entry if that makes [`COUNT_FROM`] units at `t` or more (taking in
     /// the single-unit entries at `t`), else one entry per unit.
-    fn record(&mut self, t: u64, quantity: u64, limit: usize) {
+    fn record(&mut self, t: u64, quantity: u64, room: Room) {
         if quantity == 0 {
             return;
         }
@@ -734,15 +954,15 @@ impl SlideLog {
             let singles: usize = if twin { 2 } else { 1 };
             if singles as u64 + quantity >= COUNT_FROM {
                 self.times.truncate(len - singles);
-                self.push_entry(t, singles as u64 + quantity, limit);
+                self.push_entry(t, singles as u64 + quantity, room);
                 return;
             }
         } else if quantity >= COUNT_FROM {
-            self.push_entry(t, quantity, limit);
+            self.push_entry(t, quantity, room);
             return;
         }
         for _ in 0..quantity {
-            self.push_entry(t, 1, limit);
+            self.push_entry(t, 1, room);
         }
     }
 
@@ -777,6 +997,7 @@ impl SlideLog {
         }
         let last = self.entry_of_unit(keep - 1);
         let in_last = keep - self.units_before(last);
+        let newest_kept = last + 1 == self.times.len();
         self.times.truncate(last + 1);
         if let Some(c) = self.counts.as_mut() {
             let k = c
@@ -798,6 +1019,9 @@ impl SlideLog {
             if c.records.is_empty() {
                 self.counts = None;
             }
+        }
+        if !newest_kept {
+            self.forget_first_of_newest();
         }
     }
 
@@ -889,6 +1113,27 @@ impl Times {
         }
     }
 
+    /// Moves the newest entry to `t` (µs, not before it) if the ring holds
+    /// it as it is; answers whether it did.
+    fn set_back(&mut self, t: u64) -> bool {
+        match self {
+            Times::Narrow { base, offsets } => match (offset_of(*base, t), offsets.back_mut()) {
+                (Some(offset), Some(back)) => {
+                    *back = offset;
+                    true
+                }
+                _ => false,
+            },
+            Times::Wide(times) => match times.back_mut() {
+                Some(back) => {
+                    *back = t;
+                    true
+                }
+                None => false,
+            },
+        }
+    }
+
     fn truncate(&mut self, len: usize) {
         match self {
             Times::Narrow { offsets, .. } => offsets.truncate(len),
@@ -899,30 +1144,30 @@ impl Times {
     /// Appends `t` (µs, not before the newest entry), changing the base or
     /// the mode when a narrow ring cannot hold it or a wide one could be
     /// narrow (see the module doc).
-    fn push(&mut self, t: u64, limit: usize) {
+    fn push(&mut self, t: u64, room: Room) {
         if let Times::Narrow { base, offsets } = self {
             if offsets.is_empty() {
                 *base = t;
             }
             if let Some(offset) = offset_of(*base, t) {
-                reserve(offsets, 1, limit);
+                reserve(offsets, 1, room);
                 offsets.push_back(offset);
                 return;
             }
         }
         let oldest = self.front().unwrap_or(t);
         if t.saturating_sub(oldest) <= NARROW_SPAN {
-            self.narrow_on(oldest, limit);
+            self.narrow_on(oldest, room);
         } else {
-            self.widen(limit);
+            self.widen(room);
         }
         match self {
             Times::Narrow { base, offsets } => {
-                reserve(offsets, 1, limit);
+                reserve(offsets, 1, room);
                 offsets.push_back(offset_of(*base, t).unwrap_or(u32::MAX));
             }
             Times::Wide(times) => {
-                reserve(times, 1, limit);
+                reserve(times, 1, room);
                 times.push_back(t);
             }
         }
@@ -930,7 +1175,7 @@ impl Times {
 
     /// Makes the ring narrow with base `base`, the oldest entry: rebases a
     /// narrow ring in place, rewrites a wide one.
-    fn narrow_on(&mut self, base: u64, limit: usize) {
+    fn narrow_on(&mut self, base: u64, room: Room) {
         match self {
             Times::Narrow {
                 base: current,
@@ -945,7 +1190,7 @@ impl Times {
             }
             Times::Wide(times) => {
                 let mut offsets = VecDeque::new();
-                reserve(&mut offsets, times.len() + 1, limit);
+                reserve(&mut offsets, times.len() + 1, room);
                 offsets.extend(
                     times
                         .iter()
@@ -957,10 +1202,10 @@ impl Times {
     }
 
     /// Makes the ring wide.
-    fn widen(&mut self, limit: usize) {
+    fn widen(&mut self, room: Room) {
         if let Times::Narrow { base, offsets } = self {
             let mut times = VecDeque::new();
-            reserve(&mut times, offsets.len() + 1, limit);
+            reserve(&mut times, offsets.len() + 1, room);
             times.extend(offsets.iter().map(|&o| base.saturating_add(u64::from(o))));
             *self = Times::Wide(times);
         }
@@ -1068,21 +1313,46 @@ fn planned(needed: usize) -> usize {
     more.checked_next_multiple_of(4).unwrap_or(more)
 }
 
-/// Makes room for `additional` more entries: the planned capacity, but
-/// never past `limit` unless the entries themselves need it.
+/// How a ring grows: never past `limit` entries unless the entries
+/// themselves need it, and either to the planned capacity (a log of one
+/// entry per unit, which fills in steps of a unit) or **tightly**, a
+/// quarter more than needed, no rounding (a log with PRECISION, whose few
+/// entries each hold many units: two entries take two slots, not four).
+#[derive(Clone, Copy, Debug)]
+struct Room {
+    limit: usize,
+    tight: bool,
+}
+
+impl Room {
+    /// No bound but the entries' (decoding).
+    const UNBOUNDED: Room = Room {
+        limit: usize::MAX,
+        tight: false,
+    };
+}
+
+/// Makes room for `additional` more entries: the planned capacity (or the
+/// tight one), but never past `room.limit` unless the entries themselves
+/// need it.
 #[inline]
-fn reserve<T>(ring: &mut VecDeque<T>, additional: usize, limit: usize) {
+fn reserve<T>(ring: &mut VecDeque<T>, additional: usize, room: Room) {
     if ring.len().saturating_add(additional) > ring.capacity() {
-        grow(ring, additional, limit);
+        grow(ring, additional, room);
     }
 }
 
 #[cold]
 #[inline(never)]
-fn grow<T>(ring: &mut VecDeque<T>, additional: usize, limit: usize) {
+fn grow<T>(ring: &mut VecDeque<T>, additional: usize, room: Room) {
     let len = ring.len();
     let needed = len.saturating_add(additional);
-    let target = planned(needed).min(limit).max(needed);
+    let target = if room.tight {
+        needed.saturating_add(needed / 4)
+    } else {
+        planned(needed)
+    };
+    let target = target.min(room.limit).max(needed);
     ring.reserve_exact(target - len);
 }
 
@@ -1315,7 +1585,7 @@ mod tests {
         // Small: the ring (40 bytes with its base), the side table's
         // pointer, the clock.
         assert_eq!(mem::size_of::<SlideLog>(), 56);
-        assert!(mem::size_of::<SlideUpdate>() <= 32);
+        assert!(mem::size_of::<SlideUpdate>() <= 40);
     }
 
     /// One unit per microsecond, one call each: at most 4.25 bytes a unit
@@ -1550,6 +1820,121 @@ mod tests {
         assert_eq!(SlideLog::default().encode(), [0]);
     }
 
+    /// With PRECISION, units join the newest entry while they arrive less
+    /// than `d` after its first unit; the entry moves to its last unit and
+    /// leaves a window after it.
+    #[test]
+    fn precision_joins_units_into_the_newest_entry() {
+        // limit 5, window 10 s, PRECISION 3 s; times in ms.
+        let p = params(5, 10 * S)
+            .with_precision(Nanos::new(3 * S))
+            .expect("valid");
+        let mut log = SlideLog::default();
+        let at = |log: &mut SlideLog, t: u64, q: u64| {
+            request(log, ms(t), &p, q).reply(ms(t), Unit::Millis)
+        };
+        assert_eq!(at(&mut log, 0, 1), [0, 5, 4, -1, 10_000]);
+        // 2,999 ms after the first unit: joins, the entry moves to 2,999.
+        assert_eq!(at(&mut log, 2_999, 2), [0, 5, 2, -1, 10_000]);
+        assert_eq!(log.entry_list(), [(2_999_000, 3)]);
+        // 3,000 ms after it: a new entry.
+        assert_eq!(at(&mut log, 3_000, 1), [0, 5, 1, -1, 10_000]);
+        assert_eq!(log.entry_list(), [(2_999_000, 3), (3_000_000, 1)]);
+        // Full at 5,000: the first three leave at 12,999 (exactly: 10,000).
+        assert_eq!(at(&mut log, 5_000, 2), [1, 5, 1, 7_999, 8_000]);
+        // A unit a window after the first entry's last: it has left.
+        assert_eq!(at(&mut log, 12_999, 3), [0, 5, 1, -1, 10_000]);
+        assert_eq!(log.entry_list(), [(3_000_000, 1), (12_999_000, 3)]);
+        // The newest entry's first unit survives a round trip.
+        let bytes = log.encode();
+        assert_eq!(SlideLog::decode(&bytes), Ok(log.clone()));
+        // 2,999 ms after 12,999 (the new entry's first unit): joins; the
+        // entry at 3,000 has left.
+        assert_eq!(at(&mut log, 15_998, 1), [0, 5, 1, -1, 10_000]);
+        assert_eq!(log.entry_list(), [(15_998_000, 4)]);
+    }
+
+    /// The issue's figure: limit 1,000,000, window an hour, PRECISION 36 s;
+    /// 100,000 units over a minute, in calls of 10 units every 6 ms: two
+    /// entries (at most 3), and a few hundred bytes at most.
+    #[test]
+    fn a_dense_key_with_precision_holds_few_entries() {
+        let p = params(1_000_000, 3_600 * S)
+            .with_precision(Nanos::new(36 * S))
+            .expect("valid");
+        let mut log = SlideLog::default();
+        let start = 1_700_000_000 * S;
+        for i in 0..10_000 {
+            assert!(!request(&mut log, Nanos::new(start + i * 6 * MS), &p, 10).limited);
+        }
+        assert_eq!(log.len(), 100_000);
+        assert_eq!(log.entries(), 2);
+        // The struct, a ring of 2 entries, the side table and 2 records.
+        assert_eq!(log.mem_usage(), 56 + 2 * 4 + 56 + 2 * 8);
+        // The exact log: an entry per call.
+        let exact = params(1_000_000, 3_600 * S);
+        let mut log = SlideLog::default();
+        for i in 0..10_000 {
+            request(&mut log, Nanos::new(start + i * 6 * MS), &exact, 10);
+        }
+        assert_eq!(log.entries(), 10_000);
+    }
+
+    /// PRECISION's rule and range, from the command's values (ns).
+    #[test]
+    fn precision_is_at_most_the_window() {
+        let p = SlideLog::params(&[5, 10 * S, 10 * S]).expect("d = window");
+        assert_eq!(p.precision(), Nanos::new(10 * S));
+        assert_eq!(
+            SlideLog::params(&[5, 10 * S, 0]).map(|p| p.precision()),
+            Ok(Nanos::ZERO)
+        );
+        assert_eq!(
+            SlideLog::params(&[5, 10 * S, 10 * S + MS]),
+            Err(ParamError::Joint(PRECISION_RULE))
+        );
+        assert!(params(5, 10 * S)
+            .with_precision(Nanos::new(1_500))
+            .is_none());
+    }
+
+    /// The encoding of a log whose entries joined units: the layout of
+    /// entries and clock, then the newest entry's first unit.
+    #[test]
+    fn the_encoding_with_precision_is_the_documented_layout() {
+        let p = params(100, 60 * S)
+            .with_precision(Nanos::new(MS))
+            .expect("valid");
+        let mut log = SlideLog::default();
+        request(&mut log, Nanos::new(1_000_000), &p, 1);
+        request(&mut log, Nanos::new(1_300_000), &p, 1);
+        request(&mut log, Nanos::new(1_900_000), &p, 1);
+        assert_eq!(log.entry_list(), [(1_900, 3)]);
+        let bytes = log.encode();
+        let mut expected = v2_at(&[(1_900, 3)], 1_900_000);
+        // The first unit, 900 µs before the entry's instant (1,000 µs).
+        expected.extend([0x84, 0x07]);
+        assert_eq!(bytes, expected);
+        // 1 entry; 1,900 << 1 | 1 (2 bytes), then 3 - 2; the clock, 999 ns
+        // after 1,899,001; 900.
+        assert_eq!(bytes, [1, 0xd9, 0x1d, 0x01, 0xe7, 0x07, 0x84, 0x07]);
+        // Refused: a first unit after the entry, or where it cannot be.
+        let mut after = v2_at(&[(1_900, 3)], 1_900_000);
+        after.extend([0xed, 0x0e]);
+        assert!(SlideLog::decode(&after).is_err());
+        let mut single = v2_at(&[(5, 1), (1_900, 1)], 1_900_000);
+        single.push(3);
+        assert!(SlideLog::decode(&single).is_err());
+        let mut before_previous = v2_at(&[(5, 2), (1_900, 3)], 1_900_000);
+        before_previous.extend([0xed, 0x0e]);
+        assert!(SlideLog::decode(&before_previous).is_err());
+        // Without joined units the field may be 0 only, and needs a
+        // counted entry.
+        let mut no_counts = v2_at(&[(5, 1), (1_900, 1)], 1_900_000);
+        no_counts.push(0);
+        assert!(SlideLog::decode(&no_counts).is_err());
+    }
+
     #[test]
     fn decode_rejects_malformed_payloads() {
         let good = v2(&[(5, 1), (5, 1), (9, 3)]);
@@ -1562,8 +1947,9 @@ mod tests {
                 "cut {cut}"
             );
         }
+        // One more varint is PRECISION's first unit; two are too many.
         let mut trailing = good.clone();
-        trailing.push(0);
+        trailing.extend([0, 0]);
         assert_eq!(SlideLog::decode(&trailing), Err(DecodeError::Length));
         let invalid =
             |bytes: &[u8]| matches!(SlideLog::decode(bytes), Err(DecodeError::Invalid(_)));
@@ -1669,10 +2055,18 @@ mod tests {
     /// clock; an allowed request forgets the units that left at the instant
     /// it reads, before it moves the clock (once the clock has moved on, a
     /// unit of its old µs is at the µs's end, up to 1 µs later).
+    ///
+    /// With PRECISION `d` (`decide_within`), the model keeps the units of
+    /// the newest entry together: a unit joins them when its µs is less
+    /// than `d` after the first of them, and then all of them take its
+    /// stamp (an entry leaves at its last unit's instant plus the window).
     #[derive(Default)]
     struct Model {
         stamps: Vec<u64>,
         clock: u64,
+        /// The newest entry's first unit (µs) and how many units it holds
+        /// (the last ones of `stamps`).
+        newest: Option<(u64, usize)>,
     }
 
     impl Model {
@@ -1698,6 +2092,17 @@ mod tests {
         }
 
         fn decide(&mut self, now: u64, limit: u64, window: u64, quantity: u64) -> Decision {
+            self.decide_within(now, limit, window, 0, quantity)
+        }
+
+        fn decide_within(
+            &mut self,
+            now: u64,
+            limit: u64,
+            window: u64,
+            d: u64,
+            quantity: u64,
+        ) -> Decision {
             let t = self.read_at(now);
             let used = self.counted(t, window);
             let reset_at = match self.stamps.last() {
@@ -1719,9 +2124,25 @@ mod tests {
                 if quantity > 0 {
                     let kept = t.div_ceil(1_000) * 1_000;
                     let clock = self.clock;
+                    let before = self.stamps.len();
                     self.stamps
                         .retain(|&s| u128::from(s.min(clock)) + u128::from(window) > u128::from(t));
-                    self.stamps.extend(iter::repeat_n(kept, quantity as usize));
+                    let dropped = before - self.stamps.len();
+                    let q = quantity as usize;
+                    self.newest = match self.newest {
+                        // Its units are all dropped or none (one stamp).
+                        Some((first, n))
+                            if dropped + n <= before
+                                && d > 0
+                                && (kept / 1_000 - first) * 1_000 < d =>
+                        {
+                            let len = self.stamps.len();
+                            self.stamps[len - n..].iter_mut().for_each(|s| *s = kept);
+                            Some((first, n + q))
+                        }
+                        _ => Some((kept / 1_000, q)),
+                    };
+                    self.stamps.extend(iter::repeat_n(kept, q));
                     self.clock = t;
                     reset_at = t + window;
                 }
@@ -1785,6 +2206,11 @@ mod tests {
             })
     }
 
+    /// A window as below and a PRECISION within it, whole µs (0 or more).
+    fn window_and_precision() -> impl Strategy<Value = (u64, u64)> {
+        window().prop_flat_map(|w| (Just(w), 0..=w / US))
+    }
+
     /// Windows of up to 40 µs, whole or not.
     fn window() -> impl Strategy<Value = u64> {
         (1u64..=40, prop_oneof![Just(0u64), 0u64..1_000]).prop_map(|(us, ns)| us * US + ns)
@@ -1797,12 +2223,24 @@ mod tests {
         window: u64,
         start: u64,
         steps: &[Step],
+        check: impl FnMut(&SlideLog, u64, &SlideParams, u64, &Decision, bool),
+    ) -> SlideLog {
+        run_within(limits, window, &[0], start, steps, check)
+    }
+
+    /// As `run`, with PRECISION: `ds[i % ds.len()]` (µs) at step `i`.
+    fn run_within(
+        limits: &[u64],
+        window: u64,
+        ds: &[u64],
+        start: u64,
+        steps: &[Step],
         mut check: impl FnMut(&SlideLog, u64, &SlideParams, u64, &Decision, bool),
     ) -> SlideLog {
         let mut log = SlideLog::default();
         let mut now = start;
         let mut limit = limits[0];
-        for s in steps {
+        for (i, s) in steps.iter().enumerate() {
             let dt = s.dt.0 * US + s.dt.1;
             now = if s.back {
                 now.saturating_sub(dt * 2)
@@ -1813,7 +2251,10 @@ mod tests {
                 limit = limits[i];
             }
             let quantity = s.quantity % (limit + 3);
-            let p = params(limit, window);
+            let d = Nanos::new(ds[i % ds.len()] * US);
+            let p = params(limit, window)
+                .with_precision(d)
+                .expect("d <= window");
             let (decision, update) = log.decide(Nanos::new(now), &p, quantity);
             check(&log, now, &p, quantity, &decision, update.is_some());
             assert_eq!(update.is_some(), !decision.limited && quantity > 0);
@@ -1941,6 +2382,118 @@ mod tests {
             }
         }
 
+        /// PRECISION against the model that stamps every unit with its
+        /// entry's leave time: the same replies, always, and the same units.
+        #[test]
+        fn precision_matches_the_grouping_model(
+            (window, d) in window_and_precision(),
+            start in 0u64..100_000,
+            steps in prop::collection::vec(step(LIMITS.len(), 20, 15), 1..150),
+        ) {
+            let mut model = Model::default();
+            let log = run_within(&LIMITS, window, &[d], start, &steps, |_, now, p, quantity, decision, admitted| {
+                let expected = model.decide_within(now, p.limit(), window, d * US, quantity);
+                assert_eq!(*decision, expected, "now {now} quantity {quantity}");
+                assert_eq!(admitted, !expected.limited && quantity > 0);
+            });
+            prop_assert_eq!(log.units_ns(), model.stamps);
+        }
+
+        /// Requests at least `d` apart: exactly the exact log's replies.
+        #[test]
+        fn sparse_requests_answer_as_the_exact_log(
+            (window, d) in window_and_precision(),
+            start in 0u64..100_000,
+            mut steps in prop::collection::vec(step(LIMITS.len(), 20, 15), 1..150),
+        ) {
+            for s in &mut steps {
+                s.back = false;
+                s.dt.0 += d;
+            }
+            let mut model = Model::default();
+            let log = run_within(&LIMITS, window, &[d], start, &steps, |_, now, p, quantity, decision, _| {
+                let expected = model.decide(now, p.limit(), window, quantity);
+                assert_eq!(*decision, expected, "now {now} quantity {quantity}");
+            });
+            prop_assert_eq!(log.units_ns(), model.stamps);
+        }
+
+        /// The promises of PRECISION, `d` changing between calls among
+        /// `ds`: never more than the limit admitted in any window (at the
+        /// instants the log read); no unit kept before its own µs nor
+        /// `d` or more after it (the `d` it was recorded with, or a larger
+        /// one of a later call that it joined... at most the largest);
+        /// with one `d`, at most `ceil(window / d) + 1` entries.
+        #[test]
+        fn precision_keeps_its_promises(
+            (window, d) in window_and_precision(),
+            other in 0u64..=3,
+            limit in prop::sample::select(&LIMITS[..]),
+            start in 0u64..100_000,
+            steps in prop::collection::vec(step(1, 20, 15), 1..150),
+        ) {
+            let ds = if other == 0 { vec![d] } else { vec![d, d.min(other), 0] };
+            let largest = ds.iter().copied().max().unwrap_or(0);
+            let mut admitted: Vec<(u64, u64)> = Vec::new();
+            let mut arrivals: Vec<u64> = Vec::new();
+            let mut clock = 0;
+            let mut log = SlideLog::default();
+            let mut now = start;
+            for (i, s) in steps.iter().enumerate() {
+                let dt = s.dt.0 * US + s.dt.1;
+                now = if s.back { now.saturating_sub(dt * 2) } else { now + dt };
+                let quantity = s.quantity % (limit + 3);
+                let di = ds[i % ds.len()];
+                let p = params(limit, window).with_precision(Nanos::new(di * US)).expect("valid");
+                let (decision, update) = log.decide(Nanos::new(now), &p, quantity);
+                let Some(update) = update else { continue };
+                prop_assert!(!decision.limited);
+                let at = if log.is_empty() { now } else { now.max(clock) };
+                log.apply(update);
+                clock = at;
+                admitted.push((at, quantity));
+                arrivals.extend(iter::repeat_n(at.div_ceil(US), quantity as usize));
+                // Strict: the units admitted in (at - window, at].
+                let recent: u64 = admitted
+                    .iter()
+                    .filter(|&&(a, _)| a + window > at)
+                    .map(|&(_, q)| q)
+                    .sum();
+                prop_assert!(recent <= limit, "{recent} admitted within a window at {at}");
+                // Delay: the log holds the newest arrivals, each kept at
+                // its µs or less than the largest d after it.
+                let kept = log.units_ns();
+                let mine = &arrivals[arrivals.len() - kept.len()..];
+                for (&k, &a) in kept.iter().zip(mine) {
+                    prop_assert!(k >= a * US, "kept at {k}, arrived in µs {a}");
+                    prop_assert!(k == a * US || k < a * US + largest * US, "kept at {k}, arrived in µs {a}, d {largest} µs");
+                }
+                if other == 0 && d > 0 {
+                    let bound = (window.div_ceil(d * US) + 1) as usize;
+                    prop_assert!(log.entries() <= bound, "{} entries, bound {bound}", log.entries());
+                }
+            }
+        }
+
+        /// Logs with PRECISION round-trip through the encoding, the first
+        /// unit of the newest entry included.
+        #[test]
+        fn precision_encoding_round_trips(
+            (window, d) in window_and_precision(),
+            steps in prop::collection::vec(step(LIMITS.len(), 20, 15), 0..100),
+            refund in 0u64..4,
+        ) {
+            let mut log = run_within(&LIMITS, window, &[d, 0, d], 0, &steps, |_, _, _, _, _, _| {});
+            if refund > 0 {
+                let p = params(LIMITS[0], window).with_precision(Nanos::new(d * US)).expect("valid");
+                log.refund(Nanos::new(1 << 40), &p, refund);
+            }
+            let bytes = log.encode();
+            let decoded = SlideLog::decode(&bytes);
+            prop_assert_eq!(decoded.as_ref(), Ok(&log));
+            prop_assert_eq!(decoded.map(|d| d.encode()), Ok(bytes));
+        }
+
         #[test]
         fn decode_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..100)) {
             let _ = SlideLog::decode(&bytes);
@@ -1957,7 +2510,7 @@ mod tests {
             byte in any::<u8>(),
             how in 0u8..3,
         ) {
-            let log = run(&LIMITS, 10 * US, 0, &steps, |_, _, _, _, _, _| {});
+            let log = run_within(&LIMITS, 10 * US, &[0, 4, 10], 0, &steps, |_, _, _, _, _, _| {});
             let mut bytes = log.encode();
             let i = at.index(bytes.len());
             match how {
