@@ -152,6 +152,25 @@ fn limiter_command<L: Stored>(summary: &'static str, complexity: &'static str) -
     }
 }
 
+/// A `spec` argument as COMMAND DOCS shows it: one of the algorithms,
+/// each a block of its word, numbers and options.
+fn spec_doc() -> ArgSpec {
+    ArgSpec::new(
+        "spec",
+        ArgType::OneOf(
+            ALGORITHMS
+                .iter()
+                .map(|a| {
+                    let mut block = vec![ArgSpec::flag("algorithm", a.syntax.name)];
+                    block.extend(a.syntax.args.iter().map(|arg| ArgSpec::integer(arg.name)));
+                    block.extend(options_doc(a.syntax.options));
+                    ArgSpec::new(a.syntax.name, ArgType::Block(block))
+                })
+                .collect(),
+        ),
+    )
+}
+
 /// An algorithm's options as COMMAND DOCS shows them: an optional integer
 /// introduced by its keyword.
 fn options_doc(options: &'static [crate::core::Arg]) -> impl Iterator<Item = ArgSpec> {
@@ -371,21 +390,7 @@ fn several_command(
     access: Access,
     summary: &'static str,
 ) -> CommandSpec {
-    let spec = ArgSpec::new(
-        "spec",
-        ArgType::OneOf(
-            ALGORITHMS
-                .iter()
-                .map(|a| {
-                    let mut block = vec![ArgSpec::flag("algorithm", a.syntax.name)];
-                    block.extend(a.syntax.args.iter().map(|arg| ArgSpec::integer(arg.name)));
-                    block.extend(options_doc(a.syntax.options));
-                    ArgSpec::new(a.syntax.name, ArgType::Block(block))
-                })
-                .collect(),
-        ),
-    )
-    .multiple();
+    let spec = spec_doc().multiple();
     CommandSpec {
         name: name.to_string(),
         handler,
@@ -691,20 +696,7 @@ fn inspect_command() -> CommandSpec {
 
 /// `RL.REFUND key spec quantity [MS]`
 fn refund_command() -> CommandSpec {
-    let spec = ArgSpec::new(
-        "spec",
-        ArgType::OneOf(
-            ALGORITHMS
-                .iter()
-                .map(|a| {
-                    let mut block = vec![ArgSpec::flag("algorithm", a.syntax.name)];
-                    block.extend(a.syntax.args.iter().map(|arg| ArgSpec::integer(arg.name)));
-                    block.extend(options_doc(a.syntax.options));
-                    ArgSpec::new(a.syntax.name, ArgType::Block(block))
-                })
-                .collect(),
-        ),
-    );
+    let spec = spec_doc();
     CommandSpec {
         name: "RL.REFUND".to_string(),
         handler: rl_refund,

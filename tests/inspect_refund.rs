@@ -196,39 +196,10 @@ fn refund_bad_input() {
     assert_eq!(inspect(&mut con, "l").map(|f| int(&f, "units")), Some(1));
 }
 
-/// Every key with its PEXPIRETIME, sorted.
-fn expiries(con: &mut Connection) -> Vec<(String, i64)> {
-    let mut keys: Vec<String> = cmd(&["KEYS", "*"]).query(con).unwrap();
-    keys.sort();
-    keys.into_iter()
-        .map(|k| {
-            let t = pexpiretime(con, &k);
-            (k, t)
-        })
-        .collect()
-}
-
 #[test]
 fn refunds_replicate_and_persist_with_the_masters_clock() {
-    let mut master = Server::start_with(&[
-        "--save",
-        "",
-        "--appendonly",
-        "yes",
-        "--aof-use-rdb-preamble",
-        "no",
-    ]);
-    let replica = Server::start_with(&[
-        "--save",
-        "",
-        "--replicaof",
-        "127.0.0.1",
-        &master.port.to_string(),
-    ]);
-    let mut rcon = replica.conn();
-    wait_until(20, "the replica to sync", || {
-        info_field(&mut rcon, "replication", "master_link_status") == "up"
-    });
+    let mut master = start_aof_server();
+    let (_replica, mut rcon) = start_replica(&master);
     let mut con = master.conn();
     for round in 0..4u64 {
         let q = (round + 2).to_string();

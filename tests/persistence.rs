@@ -186,21 +186,6 @@ fn aof_restart_with_preamble() {
 
 /// A replica of `master`, without persistence, and a connection to it once
 /// its link to the master is up.
-fn start_replica(master: &Server) -> (Server, Connection) {
-    let replica = Server::start_with(&[
-        "--save",
-        "",
-        "--replicaof",
-        "127.0.0.1",
-        &master.port.to_string(),
-    ]);
-    let mut rcon = replica.conn();
-    wait_until(20, "the replica to sync", || {
-        info_field(&mut rcon, "replication", "master_link_status") == "up"
-    });
-    (replica, rcon)
-}
-
 #[test]
 fn replica_reaches_the_masters_exact_state() {
     let master = Server::start();

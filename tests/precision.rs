@@ -294,25 +294,8 @@ fn workload(con: &mut Connection) {
 
 #[test]
 fn replicas_the_aof_and_the_rdb_reach_the_masters_state() {
-    let mut master = Server::start_with(&[
-        "--save",
-        "",
-        "--appendonly",
-        "yes",
-        "--aof-use-rdb-preamble",
-        "no",
-    ]);
-    let replica = Server::start_with(&[
-        "--save",
-        "",
-        "--replicaof",
-        "127.0.0.1",
-        &master.port.to_string(),
-    ]);
-    let mut rcon = replica.conn();
-    wait_until(20, "the replica to sync", || {
-        info_field(&mut rcon, "replication", "master_link_status") == "up"
-    });
+    let mut master = start_aof_server();
+    let (_replica, mut rcon) = start_replica(&master);
     let mut con = master.conn();
     workload(&mut con);
     assert_eq!(wait_replicas(&mut con, 1, 10_000), 1);

@@ -256,6 +256,36 @@ impl Drop for Server {
     }
 }
 
+/// A replica of `master` (no RDB saves), once its link is up, and a
+/// connection to it.
+pub fn start_replica(master: &Server) -> (Server, Connection) {
+    let replica = Server::start_with(&[
+        "--save",
+        "",
+        "--replicaof",
+        "127.0.0.1",
+        &master.port.to_string(),
+    ]);
+    let mut rcon = replica.conn();
+    wait_until(20, "the replica to sync", || {
+        info_field(&mut rcon, "replication", "master_link_status") == "up"
+    });
+    (replica, rcon)
+}
+
+/// A server that writes every change to the AOF, without the RDB preamble
+/// (so a restart replays the commands as replicated).
+pub fn start_aof_server() -> Server {
+    Server::start_with(&[
+        "--save",
+        "",
+        "--appendonly",
+        "yes",
+        "--aof-use-rdb-preamble",
+        "no",
+    ])
+}
+
 /// A connection to the server on loopback `port`: 2 s to connect, then
 /// `read_timeout` for each reply.
 pub fn connect(port: u16, read_timeout: Duration) -> redis::RedisResult<Connection> {
