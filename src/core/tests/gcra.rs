@@ -13,7 +13,9 @@
 
 use proptest::prelude::*;
 
-use super::{choice, marks_of, move_clock, pick, quantity, Choice, YEAR};
+use super::{
+    assert_retry_promise, choice, marks_of, move_clock, pick, quantity, start_instant, Choice,
+};
 use crate::core::gcra::{GcraParamError, GcraParams, Tat, MAX_BURST, MAX_COUNT, MAX_TOLERANCE};
 use crate::core::{Decision, Limiter, Nanos, Retry, Unit, MAX_DURATION};
 
@@ -137,12 +139,7 @@ struct Run {
 /// Runs of up to 63 calls; with `changes`, a quarter of the calls bring
 /// new parameters.
 fn runs(changes: bool) -> impl Strategy<Value = Run> {
-    let start = prop_oneof![
-        Just(0u64),
-        0u64..1_000_000,
-        1_700_000_000_000_000_000u64..1_800_000_000_000_000_000,
-        super::LATEST - 200 * YEAR..=super::LATEST,
-    ];
+    let start = start_instant();
     let step = (
         choice(),
         choice(),
@@ -451,22 +448,7 @@ proptest! {
     fn waiting_retry_after_is_enough(run in runs(true)) {
         replay(&run, Counts::Any, |call| {
             let p = call.p.params();
-            let decide = |at: u64| call.key.decide(Nanos::new(at), &p, call.quantity).0;
-            match call.decision.retry {
-                Retry::At(at) => {
-                    let at = at.get();
-                    assert!(at > call.now);
-                    assert!(!decide(at).limited, "still limited at the promised {at}");
-                    assert!(decide(at - 1).limited, "already allowed at {}", at - 1);
-                    for unit in [Unit::Millis, Unit::Seconds] {
-                        let wait = call.decision.reply(Nanos::new(call.now), unit)[3];
-                        let then = call.now + u64::try_from(wait).unwrap() * unit.nanos();
-                        assert!(!decide(then).limited, "limited after waiting {wait} {unit:?}");
-                    }
-                }
-                Retry::Never => assert!(call.quantity > call.p.capacity()),
-                Retry::NotLimited => assert!(!call.decision.limited),
-            }
+            assert_retry_promise(call.key, &p, call.now, call.quantity, call.p.capacity(), &call.decision);
         });
     }
 

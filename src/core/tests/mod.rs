@@ -21,7 +21,7 @@ mod slide;
 use proptest::prelude::*;
 
 use crate::args::MAX_QUANTITY;
-use crate::core::{Decision, Retry};
+use crate::core::{Decision, Limiter, Nanos, Retry, Unit};
 
 /// One random choice: a kind (which edge, which distribution) and a seed.
 pub type Choice = (u8, u64);
@@ -119,4 +119,48 @@ pub fn marks_of(decision: Option<&Decision>) -> Vec<u64> {
         marks.push(at.get());
     }
     marks
+}
+
+/// Where a run's clock starts: the epoch, just after it, today, or within
+/// 200 years of `LATEST`.
+pub fn start_instant() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        Just(0u64),
+        0u64..1_000_000,
+        1_700_000_000_000_000_000u64..1_800_000_000_000_000_000,
+        LATEST - 200 * YEAR..=LATEST,
+    ]
+}
+
+/// SPEC's promise of one call's `retry_after`: the same request is
+/// allowed at the instant `Retry::At` names and limited a nanosecond
+/// earlier, and waiting the rounded-up reply, in milliseconds or seconds,
+/// is enough; `Retry::Never` only when the quantity exceeds `capacity`.
+pub fn assert_retry_promise<L: Limiter>(
+    state: &L,
+    params: &L::Params,
+    now: u64,
+    quantity: u64,
+    capacity: u64,
+    decision: &Decision,
+) {
+    let decide = |at: u64| state.decide(Nanos::new(at), params, quantity).0;
+    match decision.retry {
+        Retry::At(at) => {
+            let at = at.get();
+            assert!(at > now);
+            assert!(!decide(at).limited, "still limited at the promised {at}");
+            assert!(decide(at - 1).limited, "already allowed at {}", at - 1);
+            for unit in [Unit::Millis, Unit::Seconds] {
+                let wait = decision.reply(Nanos::new(now), unit)[3];
+                let then = now + u64::try_from(wait).unwrap() * unit.nanos();
+                assert!(
+                    !decide(then).limited,
+                    "limited after waiting {wait} {unit:?}"
+                );
+            }
+        }
+        Retry::Never => assert!(quantity > capacity),
+        Retry::NotLimited => assert!(!decision.limited),
+    }
 }

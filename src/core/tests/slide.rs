@@ -21,7 +21,9 @@
 
 use proptest::prelude::*;
 
-use super::{choice, marks_of, move_clock, pick, quantity, Choice, YEAR};
+use super::{
+    assert_retry_promise, choice, marks_of, move_clock, pick, quantity, start_instant, Choice,
+};
 use crate::args::Bounds;
 use crate::core::slide::{SlideLog, SlideParams, MAX_LIMIT};
 use crate::core::{Decision, Limiter, Nanos, Retry, Unit, MAX_DURATION};
@@ -83,12 +85,7 @@ struct Run {
 /// Runs of up to 47 calls; a fifth of the calls bring a new limit and,
 /// with `window_changes`, a fifth a new window.
 fn runs(window_changes: bool) -> impl Strategy<Value = Run> {
-    let start = prop_oneof![
-        Just(0u64),
-        0u64..1_000_000,
-        1_700_000_000_000_000_000u64..1_800_000_000_000_000_000,
-        super::LATEST - 200 * YEAR..=super::LATEST,
-    ];
+    let start = start_instant();
     let step = (
         choice(),
         choice(),
@@ -305,22 +302,7 @@ proptest! {
     fn waiting_retry_after_is_enough(run in runs(true)) {
         replay(&run, |call| {
             let p = call.p.params();
-            let decide = |at: u64| call.log.decide(Nanos::new(at), &p, call.quantity).0;
-            match call.decision.retry {
-                Retry::At(at) => {
-                    let at = at.get();
-                    assert!(at > call.now);
-                    assert!(!decide(at).limited, "still limited at the promised {at}");
-                    assert!(decide(at - 1).limited, "already allowed at {}", at - 1);
-                    for unit in [Unit::Millis, Unit::Seconds] {
-                        let wait = call.decision.reply(Nanos::new(call.now), unit)[3];
-                        let then = call.now + u64::try_from(wait).unwrap() * unit.nanos();
-                        assert!(!decide(then).limited, "limited after waiting {wait} {unit:?}");
-                    }
-                }
-                Retry::Never => assert!(call.quantity > call.p.limit),
-                Retry::NotLimited => assert!(!call.decision.limited),
-            }
+            assert_retry_promise(call.log, &p, call.now, call.quantity, call.p.limit, &call.decision);
         });
     }
 
