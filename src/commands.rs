@@ -269,6 +269,18 @@ enum Outcome {
     Answered,
 }
 
+impl Outcome {
+    /// A decision's outcome: a client's call allowed or limited, or a
+    /// command that carried the master's clock (`at`).
+    fn of(at: Option<Nanos>, limited: bool) -> Outcome {
+        match (at, limited) {
+            (Some(_), _) => Outcome::FromMasterOrAof,
+            (None, false) => Outcome::Allowed,
+            (None, true) => Outcome::Limited,
+        }
+    }
+}
+
 /// `RL.<NAME> key <numbers> [quantity] [MS]`: the handler of every limiter.
 extern "C" fn rl_limiter<L: Stored>(
     ctx: *mut raw::RedisModuleCtx,
@@ -310,19 +322,9 @@ fn limit<'a, L: Stored>(
             }
             decision
         }
-        Held::Nothing => {
-            let mut state = L::default();
-            let (decision, update) = state.decide(now, &request.params, request.quantity);
-            if let Some(update) = update {
-                state.apply(update);
-                store(&mut key, state)?;
-                recorded(&key, decision.reset_at);
-                propagate(ctx, L::NAME, args, request.at, now);
-            }
-            decision
-        }
-        Held::Other => {
-            let mut state = L::adopt(&key).ok_or(Error::WrongType)?;
+        held => {
+            let other = matches!(held, Held::Other);
+            let mut state = new_state::<L>(&key, other)?;
             let (decision, update) = state.decide(now, &request.params, request.quantity);
             if let Some(update) = update {
                 state.apply(update);
@@ -337,11 +339,17 @@ fn limit<'a, L: Stored>(
         key.notify(c"rl.limited");
     }
     ctx.reply_integers(&decision.reply(now, request.unit));
-    Ok(match (request.at, decision.limited) {
-        (Some(_), _) => Outcome::FromMasterOrAof,
-        (None, false) => Outcome::Allowed,
-        (None, true) => Outcome::Limited,
-    })
+    Ok(Outcome::of(request.at, decision.limited))
+}
+
+/// The state for a key that holds no `L`: the empty one, or, when it holds
+/// another type (`other`), one adopted from it (`Stored::adopt`).
+fn new_state<L: Stored>(key: &Key, other: bool) -> Result<L, Error> {
+    if other {
+        L::adopt(key).ok_or(Error::WrongType)
+    } else {
+        Ok(L::default())
+    }
 }
 
 fn store<L: Stored>(key: &mut Key, state: L) -> Result<(), Error> {
@@ -359,10 +367,7 @@ fn store<L: Stored>(key: &mut Key, state: L) -> Result<(), Error> {
 /// still counted by that window, so the key must outlive them. A key
 /// without an expiry (a new one) gets one.
 fn recorded(key: &Key, reset_at: Nanos) {
-    let reset_ms = unix_ms_ceil(reset_at);
-    if key.expire_ms().is_none_or(|expire| expire < reset_ms) {
-        key.expire_at_ms(reset_ms);
-    }
+    expire_later(key, reset_at, true);
     key.signal_modified();
 }
 
@@ -372,11 +377,21 @@ fn recorded(key: &Key, reset_at: Nanos) {
 /// key adopted from another type's state is never in this case: it records
 /// nothing when limited.
 fn extend_expiry(key: &Key, reset_at: Nanos) -> bool {
+    let moved = expire_later(key, reset_at, false);
+    if moved {
+        key.signal_modified();
+    }
+    moved
+}
+
+/// Moves the key's expiry out to `reset_at` when that is later than the
+/// one it has; a key without one gets it only when `or_none`. True when it
+/// moved.
+fn expire_later(key: &Key, reset_at: Nanos, or_none: bool) -> bool {
     let reset_ms = unix_ms_ceil(reset_at);
-    let later = key.expire_ms().is_some_and(|expire| expire < reset_ms);
+    let later = key.expire_ms().map_or(or_none, |expire| expire < reset_ms);
     if later {
         key.expire_at_ms(reset_ms);
-        key.signal_modified();
     }
     later
 }
@@ -511,11 +526,7 @@ fn several<'a>(ctx: Ctx<'a>, args: Args<'a>, write: bool) -> Result<Outcome, Err
     for decision in decisions {
         ctx.reply_integers(&decision.reply(now, options.unit));
     }
-    Ok(match (options.at, allowed) {
-        (Some(_), _) => Outcome::FromMasterOrAof,
-        (None, true) => Outcome::Allowed,
-        (None, false) => Outcome::Limited,
-    })
+    Ok(Outcome::of(options.at, !allowed))
 }
 
 /// The most arguments a several-limit call can have: the name, numkeys,
@@ -552,9 +563,9 @@ fn decide_key<L: Stored>(
     let params = L::params(values).map_err(|_| Error::Store)?;
     let (decision, update) = match key.value(L::module_type()) {
         Held::Ours(state) => state.decide(now, &params, quantity),
-        Held::Nothing => L::default().decide(now, &params, quantity),
-        Held::Other => {
-            let state = L::adopt(key).ok_or(Error::WrongType)?;
+        held => {
+            let other = matches!(held, Held::Other);
+            let state = new_state::<L>(key, other)?;
             state.decide(now, &params, quantity)
         }
     };
@@ -644,13 +655,9 @@ unsafe fn commit_staged<L: Stored>(key: &mut Key, slot: *mut u8) -> Result<(), E
             state.apply(update);
             Ok(())
         }
-        Held::Nothing => {
-            let mut state = L::default();
-            state.apply(update);
-            store(key, state)
-        }
-        Held::Other => {
-            let mut state = L::adopt(key).ok_or(Error::WrongType)?;
+        held => {
+            let other = matches!(held, Held::Other);
+            let mut state = new_state::<L>(key, other)?;
             state.apply(update);
             store(key, state)
         }
@@ -789,11 +796,7 @@ extern "C" fn rl_refund(
             propagate(ctx, "REFUND", args, tail.at, now);
         }
         ctx.reply_integers(&decision.reply(now, tail.unit));
-        Ok(match (tail.at, decision.limited) {
-            (Some(_), _) => Outcome::FromMasterOrAof,
-            (None, false) => Outcome::Allowed,
-            (None, true) => Outcome::Limited,
-        })
+        Ok(Outcome::of(tail.at, decision.limited))
     })
 }
 
@@ -910,37 +913,15 @@ const MAX_NUMBERS: usize = 8;
 
 /// The arguments after the key, as bytes, without allocating. `required`
 /// is the number of the algorithm's numbers.
-fn numbers<'a>(args: Args<'a>, required: usize) -> Result<ArgsBuf<'a>, Error> {
+fn numbers<'a>(args: Args<'a>, required: usize) -> Result<ArrayVec<&'a [u8], MAX_NUMBERS>, Error> {
     if args.len() < 2 + required {
         return Err(Error::Arity);
     }
-    let rest = args.skip(2);
-    if rest.len() > MAX_NUMBERS {
-        return Err(Error::Arg(ArgError::Unknown(args::printable(
-            rest.bytes(MAX_NUMBERS),
-        ))));
+    if args.len() > 2 + MAX_NUMBERS {
+        let extra = args::printable(args.bytes(2 + MAX_NUMBERS));
+        return Err(Error::Arg(ArgError::Unknown(extra)));
     }
-    let mut buf = ArgsBuf {
-        items: [&[]; MAX_NUMBERS],
-        len: rest.len(),
-    };
-    for (i, slot) in buf.items.iter_mut().take(rest.len()).enumerate() {
-        *slot = rest.bytes(i);
-    }
-    Ok(buf)
-}
-
-/// Borrowed argument bytes, valid while the command runs.
-struct ArgsBuf<'a> {
-    items: [&'a [u8]; MAX_NUMBERS],
-    len: usize,
-}
-
-impl<'a> std::ops::Deref for ArgsBuf<'a> {
-    type Target = [&'a [u8]];
-    fn deref(&self) -> &Self::Target {
-        &self.items[..self.len]
-    }
+    Ok((2..args.len()).map(|i| args.bytes(i)).collect())
 }
 
 /// The entry of every command: makes the typed context and arguments,
