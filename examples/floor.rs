@@ -35,37 +35,22 @@ type Handler = unsafe extern "C" fn(
     c_int,
 ) -> c_int;
 
+/// The five integers RL.THROTTLE replies in the benchmark.
+const FIVE: [i64; 5] = [0, 1_000_000, 999_999, -1, 1];
+
 extern "C" fn floor_throttle(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    // SAFETY: the server's arguments to a command handler; every function
-    // used here was checked at load.
-    unsafe {
+    // SAFETY: the server's arguments to a command handler.
+    let done = unsafe {
         if argc < 5 {
-            return raw::RedisModule_WrongArity.map_or(raw::REDISMODULE_ERR as c_int, |f| f(ctx));
+            return wrong_arity(ctx);
         }
-        let (Some(open), Some(close), Some(array), Some(int)) = (
-            raw::RedisModule_OpenKey,
-            raw::RedisModule_CloseKey,
-            raw::RedisModule_ReplyWithArray,
-            raw::RedisModule_ReplyWithLongLong,
-        ) else {
-            return raw::REDISMODULE_ERR as c_int;
-        };
-        let key = open(
-            ctx,
-            *argv.add(1),
-            (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int,
-        );
-        close(key);
-        array(ctx, 5);
-        for field in [0, 1_000_000, 999_999, -1, 1] {
-            int(ctx, field);
-        }
-    }
-    raw::REDISMODULE_OK as c_int
+        open_and_close(ctx, *argv.add(1)).and_then(|()| reply_five(ctx))
+    };
+    status(done)
 }
 
 extern "C" fn floor_keep(
@@ -74,143 +59,142 @@ extern "C" fn floor_keep(
     argc: c_int,
 ) -> c_int {
     // SAFETY: as above.
-    unsafe {
+    let done = unsafe {
         if argc < 5 {
-            return raw::RedisModule_WrongArity.map_or(raw::REDISMODULE_ERR as c_int, |f| f(ctx));
+            return wrong_arity(ctx);
         }
-        let (
-            Some(open),
-            Some(close),
-            Some(key_type),
-            Some(string_set),
-            Some(get_expire),
-            Some(set_expire),
-            Some(signal),
-            Some(array),
-            Some(int),
-        ) = (
-            raw::RedisModule_OpenKey,
-            raw::RedisModule_CloseKey,
-            raw::RedisModule_KeyType,
-            raw::RedisModule_StringSet,
-            raw::RedisModule_GetAbsExpire,
-            raw::RedisModule_SetAbsExpire,
-            raw::RedisModule_SignalModifiedKey,
-            raw::RedisModule_ReplyWithArray,
-            raw::RedisModule_ReplyWithLongLong,
-        )
-        else {
-            return raw::REDISMODULE_ERR as c_int;
-        };
-        let name = *argv.add(1);
-        let key = open(
-            ctx,
-            name,
-            (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int,
-        );
-        if key_type(key) == raw::REDISMODULE_KEYTYPE_EMPTY as c_int {
-            string_set(key, *argv.add(2));
-        }
-        let mut ts = libc_now_ms();
-        ts += 60_000;
-        if get_expire(key) < ts {
-            set_expire(key, ts);
-        }
-        signal(ctx, name);
-        close(key);
-        array(ctx, 5);
-        for field in [0, 1_000_000, 999_999, -1, 1] {
-            int(ctx, field);
-        }
-    }
-    raw::REDISMODULE_OK as c_int
+        keep(ctx, *argv.add(1), libc_now_ms() + 60_000).and_then(|()| reply_five(ctx))
+    };
+    status(done)
 }
 
 /// `FLOOR.ALLOW numkeys key [key ...] <anything>`: FLOOR.KEEP on each of
-/// the `numkeys` keys, then RL.ALLOW's seven-element reply (the binding
-/// limit's five fields, its index, one five-field array per key): the
-/// least RL.ALLOW's interface costs with state kept on every key.
+/// the `numkeys` keys (1 to 9), then RL.ALLOW's seven-element reply (the
+/// binding limit's five fields, its index, one five-field array per key):
+/// the least RL.ALLOW's interface costs with state kept on every key.
 extern "C" fn floor_allow(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
     // SAFETY: as above.
-    unsafe {
-        let (
-            Some(open),
-            Some(close),
-            Some(key_type),
-            Some(string_set),
-            Some(get_expire),
-            Some(set_expire),
-            Some(signal),
-            Some(ptr_len),
-            Some(array),
-            Some(int),
-        ) = (
-            raw::RedisModule_OpenKey,
-            raw::RedisModule_CloseKey,
-            raw::RedisModule_KeyType,
-            raw::RedisModule_StringSet,
-            raw::RedisModule_GetAbsExpire,
-            raw::RedisModule_SetAbsExpire,
-            raw::RedisModule_SignalModifiedKey,
-            raw::RedisModule_StringPtrLen,
-            raw::RedisModule_ReplyWithArray,
-            raw::RedisModule_ReplyWithLongLong,
-        )
-        else {
-            return raw::REDISMODULE_ERR as c_int;
-        };
-        let mut len = 0usize;
-        let numkeys = if argc > 1 {
-            let p = ptr_len(*argv.add(1), &mut len);
-            if len == 1 {
-                i64::from(*p as u8) - i64::from(b'0')
-            } else {
-                0
-            }
-        } else {
-            0
-        };
-        let count = usize::try_from(numkeys).unwrap_or(0);
+    let done = unsafe {
+        let count = if argc > 1 { numkeys(*argv.add(1)) } else { 0 };
         if count == 0 || argc < 2 + count as c_int {
-            return raw::RedisModule_WrongArity.map_or(raw::REDISMODULE_ERR as c_int, |f| f(ctx));
+            return wrong_arity(ctx);
         }
         let at = libc_now_ms() + 60_000;
-        for i in 0..count {
-            let name = *argv.add(2 + i);
-            let key = open(
-                ctx,
-                name,
-                (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int,
+        (|| {
+            for i in 0..count {
+                keep(ctx, *argv.add(2 + i), at)?;
+            }
+            let (array, int) = (
+                raw::RedisModule_ReplyWithArray?,
+                raw::RedisModule_ReplyWithLongLong?,
             );
-            if key_type(key) == raw::REDISMODULE_KEYTYPE_EMPTY as c_int {
-                string_set(key, name);
+            array(ctx, 7);
+            FIVE.iter().for_each(|&f| {
+                int(ctx, f);
+            });
+            int(ctx, 1);
+            array(ctx, count as std::ffi::c_long);
+            for _ in 0..count {
+                reply_five(ctx)?;
             }
-            if get_expire(key) < at {
-                set_expire(key, at);
-            }
-            signal(ctx, name);
-            close(key);
+            Some(())
+        })()
+    };
+    status(done)
+}
+
+/// Opens the key for writing and closes it again.
+///
+/// # Safety
+/// `ctx` and `name` belong to the running command.
+unsafe fn open_and_close(
+    ctx: *mut raw::RedisModuleCtx,
+    name: *mut raw::RedisModuleString,
+) -> Option<()> {
+    unsafe {
+        let key = raw::RedisModule_OpenKey?(ctx, name, WRITE);
+        raw::RedisModule_CloseKey?(key);
+    }
+    Some(())
+}
+
+/// What any limiter does to keep its state: the key holds a value
+/// (created once), its expiry moves out to `at_ms` when that is later, and
+/// WATCH hears of the change.
+///
+/// # Safety
+/// `ctx` and `name` belong to the running command.
+unsafe fn keep(
+    ctx: *mut raw::RedisModuleCtx,
+    name: *mut raw::RedisModuleString,
+    at_ms: i64,
+) -> Option<()> {
+    unsafe {
+        let key = raw::RedisModule_OpenKey?(ctx, name, WRITE);
+        if raw::RedisModule_KeyType?(key) == raw::REDISMODULE_KEYTYPE_EMPTY as c_int {
+            raw::RedisModule_StringSet?(key, name);
         }
-        let five = [0, 1_000_000, 999_999, -1, 1];
-        array(ctx, 7);
-        for field in five {
-            int(ctx, field);
+        if raw::RedisModule_GetAbsExpire?(key) < at_ms {
+            raw::RedisModule_SetAbsExpire?(key, at_ms);
         }
-        int(ctx, 1);
-        array(ctx, count as std::ffi::c_long);
-        for _ in 0..count {
-            array(ctx, 5);
-            for field in five {
-                int(ctx, field);
-            }
+        raw::RedisModule_SignalModifiedKey?(ctx, name);
+        raw::RedisModule_CloseKey?(key);
+    }
+    Some(())
+}
+
+/// Replies RL.THROTTLE's five integers.
+///
+/// # Safety
+/// `ctx` is the running command's context.
+unsafe fn reply_five(ctx: *mut raw::RedisModuleCtx) -> Option<()> {
+    unsafe {
+        raw::RedisModule_ReplyWithArray?(ctx, 5);
+        let int = raw::RedisModule_ReplyWithLongLong?;
+        FIVE.iter().for_each(|&f| {
+            int(ctx, f);
+        });
+    }
+    Some(())
+}
+
+/// `numkeys` as one digit, 1 to 9 (0 for anything else).
+///
+/// # Safety
+/// `arg` is an argument of the running command.
+unsafe fn numkeys(arg: *mut raw::RedisModuleString) -> usize {
+    let mut len = 0usize;
+    unsafe {
+        let Some(ptr_len) = raw::RedisModule_StringPtrLen else {
+            return 0;
+        };
+        let p = ptr_len(arg, &mut len);
+        if len == 1 && !p.is_null() {
+            usize::from((*p as u8).wrapping_sub(b'0')).min(10) % 10
+        } else {
+            0
         }
     }
-    raw::REDISMODULE_OK as c_int
 }
+
+/// # Safety
+/// `ctx` is the running command's context.
+unsafe fn wrong_arity(ctx: *mut raw::RedisModuleCtx) -> c_int {
+    unsafe { raw::RedisModule_WrongArity.map_or(raw::REDISMODULE_ERR as c_int, |f| f(ctx)) }
+}
+
+fn status(done: Option<()>) -> c_int {
+    match done {
+        Some(()) => raw::REDISMODULE_OK as c_int,
+        None => raw::REDISMODULE_ERR as c_int,
+    }
+}
+
+const WRITE: c_int = (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int;
 
 /// Wall-clock milliseconds, read the way the module reads its clock.
 fn libc_now_ms() -> i64 {

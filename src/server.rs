@@ -581,14 +581,16 @@ impl Drop for Key<'_> {
     }
 }
 
-/// The bytes of a command filter's argument, for the filter's duration.
-pub fn filter_arg<'a>(
+/// Whether a command filter's argument at `pos` is `word`, in any case.
+/// The argument's bytes are only borrowed for the comparison.
+pub fn filter_arg_is(
     api: &Api,
     fctx: *mut RedisModuleCommandFilterCtx,
     pos: c_int,
-) -> Option<&'a [u8]> {
+    word: &[u8],
+) -> bool {
     // SAFETY: `fctx` is the server's filter context, valid while the filter
-    // runs; `pos` is checked against the count by the caller.
+    // runs; the server answers null past the last argument.
     let s = unsafe { (api.command_filter_arg_get)(fctx, pos) };
-    (!s.is_null()).then(|| string_bytes(api, s))
+    !s.is_null() && string_bytes(api, s).eq_ignore_ascii_case(word)
 }

@@ -143,10 +143,9 @@ pub extern "C" fn watch_resetstat(fctx: *mut raw::RedisModuleCommandFilterCtx) {
         if unsafe { (api.command_filter_args_count)(fctx) } != 2 {
             return;
         }
-        let is = |pos, word: &[u8]| {
-            server::filter_arg(api, fctx, pos).is_some_and(|arg| arg.eq_ignore_ascii_case(word))
-        };
-        if is(0, b"CONFIG") && is(1, b"RESETSTAT") {
+        if server::filter_arg_is(api, fctx, 0, b"CONFIG")
+            && server::filter_arg_is(api, fctx, 1, b"RESETSTAT")
+        {
             reset();
         }
     });

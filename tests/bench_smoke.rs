@@ -9,10 +9,12 @@
 //! redis-benchmark (`$REDIS_BENCHMARK`) are required: a missing one fails
 //! the test with the command that installs it.
 
+mod common;
+use common::module_path;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::time::SystemTime;
 
 use serde_json::Value;
 
@@ -47,50 +49,6 @@ fn require(program: &str) {
              repository root, or set REDIS_SERVER / REDIS_BENCHMARK"
         ),
     }
-}
-
-/// The module that this `cargo test` built, next to the test binary (as in
-/// tests/common), refused when older than the sources.
-fn module_path() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let so = exe
-        .parent()
-        .expect("deps dir")
-        .join("libredis_ratelimit.so");
-    assert!(
-        so.exists(),
-        "module not found at {}: run the tests through cargo test, which builds it",
-        so.display()
-    );
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    assert!(
-        modified(&so) >= newest(&src),
-        "{} is older than the sources: rebuild before testing",
-        so.display()
-    );
-    so
-}
-
-fn modified(path: &Path) -> SystemTime {
-    std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .expect("mtime")
-}
-
-fn newest(dir: &Path) -> SystemTime {
-    std::fs::read_dir(dir)
-        .expect("src dir")
-        .flatten()
-        .map(|entry| {
-            let path = entry.path();
-            if path.is_dir() {
-                newest(&path)
-            } else {
-                modified(&path)
-            }
-        })
-        .max()
-        .unwrap_or(SystemTime::UNIX_EPOCH)
 }
 
 /// The number at `path` (object keys) in `v`, if there is one.

@@ -1011,40 +1011,41 @@ fn several(cmd: &mut Command, store: &Store, prefix: &str, grouped: bool) {
     }
 }
 
+/// A middleware with the several-limit policy on one server, in one
+/// RL.ALLOW call and grouped by slot (two key prefixes).
+fn several_limits_on_one_server(
+    mut command: impl FnMut() -> Command,
+    script: &str,
+    prefixes: [&str; 2],
+) {
+    let server = Server::start();
+    for (prefix, grouped) in [(prefixes[0], false), (prefixes[1], true)] {
+        let mut cmd = command();
+        several(&mut cmd, &Store::Server(&server), prefix, grouped);
+        let mw = Middleware::start(cmd, script);
+        let what = script.rsplit('/').next().unwrap_or(script);
+        check_several(&mw, &Store::Server(&server), prefix, grouped, what);
+    }
+}
+
 #[test]
 fn python_middleware_several_limits() {
     let libs = python_libs();
-    let server = Server::start();
-    for (prefix, grouped) in [("py1:", false), ("py2:", true)] {
-        let mut cmd = python_middleware_command(&libs);
-        several(&mut cmd, &Store::Server(&server), prefix, grouped);
-        let mw = Middleware::start(cmd, "examples/python/middleware.py");
-        check_several(
-            &mw,
-            &Store::Server(&server),
-            prefix,
-            grouped,
-            "middleware.py",
-        );
-    }
+    several_limits_on_one_server(
+        || python_middleware_command(&libs),
+        "examples/python/middleware.py",
+        ["py1:", "py2:"],
+    );
 }
 
 #[test]
 fn node_middleware_several_limits() {
     let libs = node_libs();
-    let server = Server::start();
-    for (prefix, grouped) in [("js1:", false), ("js2:", true)] {
-        let mut cmd = node_middleware_command(&libs);
-        several(&mut cmd, &Store::Server(&server), prefix, grouped);
-        let mw = Middleware::start(cmd, "examples/node/middleware.js");
-        check_several(
-            &mw,
-            &Store::Server(&server),
-            prefix,
-            grouped,
-            "middleware.js",
-        );
-    }
+    several_limits_on_one_server(
+        || node_middleware_command(&libs),
+        "examples/node/middleware.js",
+        ["js1:", "js2:"],
+    );
 }
 
 /// A key prefix for `several_limits` on `cluster`: the first of `base0:`,
