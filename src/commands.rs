@@ -3,7 +3,7 @@
 //! Every limiter command runs the one flow of [`limit`]: parse, open the
 //! key, read the clock once, decide, store, expire, propagate, reply. It is
 //! generic over the algorithm (`core::Limiter` plus its stored type), so the
-//! commands differ only by their row in [`commands`].
+//! commands differ only by their row in [`ALGORITHMS`].
 //!
 //! What reaches the replicas and the AOF is never the command as the client
 //! sent it but its canonical time-carrying form,
