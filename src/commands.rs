@@ -516,7 +516,8 @@ fn several<'a>(ctx: Ctx<'a>, args: Args<'a>, write: bool) -> Result<Outcome, Err
     }
     let decisions = &decisions[..];
 
-    let binding = crate::core::binding(decisions).unwrap_or(0);
+    // There is at least one limit: numkeys is 1 or more.
+    let binding = crate::core::binding(decisions).ok_or(Error::Store)?;
     ctx.reply_array(7);
     for field in decisions[binding].reply(now, options.unit) {
         ctx.reply_integer(field);
