@@ -424,10 +424,17 @@ fn parse_decimal(arg: &[u8]) -> Option<u64> {
     match arg.len() {
         0 | 21.. => None,
         // 19 digits or fewer cannot overflow a u64: no checks per digit.
-        1..=19 => arg.iter().try_fold(0u64, |n, &b| {
-            let digit = b.wrapping_sub(b'0');
-            (digit <= 9).then(|| n * 10 + u64::from(digit))
-        }),
+        1..=19 => {
+            let mut n = 0u64;
+            for &b in arg {
+                let digit = b.wrapping_sub(b'0');
+                if digit > 9 {
+                    return None;
+                }
+                n = n * 10 + u64::from(digit);
+            }
+            Some(n)
+        }
         _ => arg.iter().try_fold(0u64, |n, &b| {
             let digit = b.wrapping_sub(b'0');
             if digit > 9 {
@@ -458,22 +465,42 @@ impl<'a> ArgSource<'a> for &[&'a [u8]] {
 }
 
 /// What a spec may name: an algorithm's word, numbers and options, and the
-/// check of its parameters (`Limiter::params`, without keeping them).
+/// function that reads a spec of it ([`read_spec`] for that algorithm).
 #[derive(Clone, Copy)]
 pub struct SpecSyntax {
     pub name: &'static str,
     pub args: &'static [Arg],
     pub options: &'static [Arg],
-    pub check: fn(&[u64]) -> Result<(), ParamError>,
+    pub read: ReadSpec,
 }
 
+/// Reads one spec whose algorithm's word is at `at`, in `unit`s and within
+/// `bounds`: see [`read_spec`].
+pub type ReadSpec = fn(&[&[u8]], usize, Unit, Bounds) -> Result<(Spec, usize), ArgError>;
+
 impl SpecSyntax {
-    /// The spec's words as the error message lists them.
-    fn expects(&self) -> String {
-        let mut names: Vec<String> = self.args.iter().map(|a| a.name.to_string()).collect();
-        names.extend(self.options.iter().map(|o| format!("[{} value]", o.name)));
-        names.join(" ")
+    /// The table row of algorithm `L`.
+    pub const fn of<L: Limiter>() -> SpecSyntax {
+        SpecSyntax {
+            name: L::NAME,
+            args: L::ARGS,
+            options: L::OPTIONS,
+            read: read_spec::<L>,
+        }
     }
+}
+
+/// The spec's words as the error message lists them.
+fn expects(args: &[Arg], options: &[Arg]) -> String {
+    let mut names: Vec<String> = args.iter().map(|a| a.name.to_string()).collect();
+    names.extend(options.iter().map(|o| format!("[{} value]", o.name)));
+    names.join(" ")
+}
+
+/// Argument `i` of `args`, empty past the end.
+#[inline]
+fn arg<'a>(args: &[&'a [u8]], i: usize) -> &'a [u8] {
+    args.get(i).copied().unwrap_or_default()
 }
 
 /// One limit of a several-limit command: the algorithm's row in the table
@@ -507,39 +534,33 @@ fn algorithm(table: &[SpecSyntax], word: &[u8]) -> Option<usize> {
         .position(|a| a.name.len() == word.len() && word.eq_ignore_ascii_case(a.name.as_bytes()))
 }
 
-/// Reads one spec's words from `at` (its algorithm's word): the numbers,
-/// then any of its options. Returns the algorithm, where its words are,
-/// and where the next argument is. `index` is the spec's number in error
-/// messages (0: a command of one spec, without the prefix).
-fn spec_words<'a>(
-    args: &impl ArgSource<'a>,
+/// Reads one spec of algorithm `L` from `at` (its word): the numbers, then
+/// any of its options, each in its range for `unit` and `bounds`, then the
+/// parameters checked together. Returns the spec (its `algorithm` left for
+/// the caller to set) and where the next argument is. One copy of this
+/// function per algorithm: the argument table is known when it is compiled.
+pub fn read_spec<L: Limiter>(
+    args: &[&[u8]],
     at: usize,
-    table: &[SpecSyntax],
-    index: usize,
-) -> Result<(usize, Words, usize), ArgError> {
-    let word = args.get(at);
-    let algorithm = algorithm(table, word).ok_or_else(|| ArgError::UnknownAlgorithm {
-        index,
-        word: printable(word),
-    })?;
-    let syntax = &table[algorithm];
-    let n = syntax.args.len();
+    unit: Unit,
+    bounds: Bounds,
+) -> Result<(Spec, usize), ArgError> {
+    let n = L::ARGS.len();
     if at + n >= args.len() {
         return Err(ArgError::SpecTooShort {
-            index,
-            algorithm: syntax.name,
-            expects: syntax.expects(),
+            index: 0,
+            algorithm: L::NAME,
+            expects: expects(L::ARGS, L::OPTIONS),
         });
     }
     let mut words = Words::new(at + 1);
     let mut next = at + 1 + n;
-    while next < args.len() && words.option(syntax.options, args.get(next), next + 1)? {
+    while next < args.len() && words.option(L::OPTIONS, arg(args, next), next + 1)? {
         if next + 1 >= args.len() {
             // The option's value is missing.
-            let option = syntax
-                .options
+            let option = L::OPTIONS
                 .iter()
-                .find(|o| args.get(next).eq_ignore_ascii_case(o.name.as_bytes()));
+                .find(|o| arg(args, next).eq_ignore_ascii_case(o.name.as_bytes()));
             return Err(
                 option.map_or(ArgError::Joint("an option needs a value"), |o| {
                     range_of(o, Unit::Seconds, Bounds::DEFAULT)
@@ -548,27 +569,79 @@ fn spec_words<'a>(
         }
         next += 2;
     }
-    Ok((algorithm, words, next))
-}
-
-/// The values of a spec whose words were read, checked together.
-fn checked_spec<'a>(
-    args: &impl ArgSource<'a>,
-    syntax: &SpecSyntax,
-    algorithm: usize,
-    words: &Words,
-    unit: Unit,
-    bounds: Bounds,
-) -> Result<Spec, ArgError> {
-    let (values, len) = spec_values(args, words, syntax.args, syntax.options, unit, bounds)?;
+    let (values, len) = spec_values(&args, &words, L::ARGS, L::OPTIONS, unit, bounds)?;
+    L::params(&values[..len]).map_err(|e| param_error(e, L::ARGS, L::OPTIONS, unit, bounds))?;
     let spec = Spec {
-        algorithm,
+        algorithm: 0,
         values,
         len,
     };
-    (syntax.check)(spec.values())
-        .map_err(|e| param_error(e, syntax.args, syntax.options, unit, bounds))?;
-    Ok(spec)
+    Ok((spec, next))
+}
+
+/// Reads the spec at `at` with the table's reader; `index` is the spec's
+/// number in error messages (0: a command of one spec, without the
+/// prefix).
+fn spec_at(
+    args: &[&[u8]],
+    at: usize,
+    table: &[SpecSyntax],
+    index: usize,
+    unit: Unit,
+    bounds: Bounds,
+) -> Result<(Spec, usize), ArgError> {
+    let word = arg(args, at);
+    let algorithm = algorithm(table, word).ok_or_else(|| ArgError::UnknownAlgorithm {
+        index,
+        word: printable(word),
+    })?;
+    let syntax = &table[algorithm];
+    let (mut spec, next) = (syntax.read)(args, at, unit, bounds).map_err(|e| match e {
+        ArgError::SpecTooShort {
+            algorithm, expects, ..
+        } => ArgError::SpecTooShort {
+            index,
+            algorithm,
+            expects,
+        },
+        e if index == 0 => e,
+        inner => ArgError::InSpec {
+            index,
+            algorithm: syntax.name,
+            inner: Box::new(inner),
+        },
+    })?;
+    spec.algorithm = algorithm;
+    Ok((spec, next))
+}
+
+/// The unit and the bounds of a call, known before its numbers are read:
+/// `MS` and `AT` are words no number or option value can be, so finding
+/// them among `args` is enough (`options` then checks where they are).
+fn unit_and_bounds(
+    args: &[&[u8]],
+    trusted: impl FnOnce() -> bool,
+    configured: Bounds,
+) -> (Unit, Bounds) {
+    let (mut unit, mut at) = (Unit::Seconds, false);
+    for arg in args {
+        if let &[a, b] = *arg {
+            match [a.to_ascii_uppercase(), b.to_ascii_uppercase()] {
+                [b'M', b'S'] => unit = Unit::Millis,
+                [b'A', b'T'] => at = true,
+                _ => {}
+            }
+        }
+    }
+    // AT carries the master's clock: only the master or the AOF may send it
+    // (`options` refuses it from a client), and what they send was checked
+    // by the master under its own configuration.
+    let bounds = if at && trusted() {
+        Bounds::HARD
+    } else {
+        configured
+    };
+    (unit, bounds)
 }
 
 /// Parses the arguments after the command name of RL.ALLOW / RL.PEEK,
@@ -576,77 +649,61 @@ fn checked_spec<'a>(
 /// specs go to `specs` (one per key, in order; the keys are arguments
 /// `1 ..= specs.len()`), the options are returned. `table` is the
 /// algorithms a spec may name; `trusted` as in `limiter`.
-pub fn several<'a>(
-    args: impl ArgSource<'a>,
+pub fn several(
+    args: &[&[u8]],
     table: &[SpecSyntax],
-    trusted: impl FnOnce() -> bool,
+    trusted: impl Fn() -> bool,
     bounds: Bounds,
     specs: &mut ArrayVec<Spec, MAX_KEYS>,
 ) -> Result<Options, ArgError> {
-    let count = numkeys(args.get(0))?;
+    let count = numkeys(arg(args, 0))?;
     if args.len() < 1 + count {
         return Err(ArgError::MissingSpec {
             index: 1,
             keys: count,
         });
     }
-    for i in 1..=count {
-        let key = args.get(i);
-        if (1..i).any(|j| args.get(j) == key) {
+    for i in 2..=count {
+        let key = arg(args, i);
+        if (1..i).any(|j| arg(args, j) == key) {
             return Err(ArgError::RepeatedKey(printable(key)));
         }
     }
-    // The words first, so that the unit (MS, after the specs) is known
-    // before a duration is read.
-    let mut found: ArrayVec<(usize, Words), MAX_KEYS> = ArrayVec::new();
+    let (unit, bounds) = unit_and_bounds(&args[1 + count..], &trusted, bounds);
+    specs.clear();
     let mut at = 1 + count;
     for index in 1..=count {
         if at >= args.len() {
             return Err(ArgError::MissingSpec { index, keys: count });
         }
-        let (algorithm, words, next) = spec_words(&args, at, table, index)?;
-        found.push((algorithm, words));
+        let (spec, next) = spec_at(args, at, table, index, unit, bounds)?;
+        specs.push(spec);
         at = next;
     }
-    let options = options(&args, at, true, trusted)?;
-    let bounds = options.bounds(bounds);
-    specs.clear();
-    for (index, (algorithm, words)) in found.iter().enumerate() {
-        let syntax = &table[*algorithm];
-        let spec = checked_spec(&args, syntax, *algorithm, words, options.unit, bounds).map_err(
-            |inner| ArgError::InSpec {
-                index: index + 1,
-                algorithm: syntax.name,
-                inner: Box::new(inner),
-            },
-        )?;
-        specs.push(spec);
-    }
-    Ok(options)
+    options(&args, at, true, trusted)
 }
 
 /// `RL.REFUND key spec quantity [MS] [AT ns]`, parsed from the arguments
 /// after the key. The spec's errors read as the single command's.
-pub fn refund<'a>(
-    args: impl ArgSource<'a>,
+pub fn refund(
+    args: &[&[u8]],
     table: &[SpecSyntax],
-    trusted: impl FnOnce() -> bool,
+    trusted: impl Fn() -> bool,
     bounds: Bounds,
 ) -> Result<(Spec, Tail), ArgError> {
-    let (algorithm, words, next) = spec_words(&args, 0, table, 0)?;
-    let syntax = &table[algorithm];
+    let (unit, bounds) = unit_and_bounds(args, &trusted, bounds);
+    let (spec, next) = spec_at(args, 0, table, 0, unit, bounds)?;
     if next >= args.len() {
+        let syntax = &table[spec.algorithm];
         return Err(ArgError::SpecTooShort {
             index: 0,
             algorithm: syntax.name,
-            expects: format!("{} quantity", syntax.expects()),
+            expects: format!("{} quantity", expects(syntax.args, syntax.options)),
         });
     }
-    let quantity = integer(args.get(next), "quantity", 0, MAX_QUANTITY, None)?;
+    let quantity = integer(arg(args, next), "quantity", 0, MAX_QUANTITY, None)?;
     let mut tail = options(&args, next + 1, false, trusted)?;
     tail.quantity = quantity;
-    let bounds = tail.bounds(bounds);
-    let spec = checked_spec(&args, syntax, algorithm, &words, tail.unit, bounds)?;
     Ok((spec, tail))
 }
 
@@ -803,6 +860,36 @@ mod tests {
         ] {
             assert_eq!(parse_decimal(bad.as_bytes()), None, "{bad:?}");
         }
+    }
+
+    /// The reader against the standard library's, for every byte value at
+    /// every position of every length up to nine, and for random digit
+    /// strings of every length.
+    #[test]
+    fn decimal_reader_agrees_with_the_standard_one() {
+        let reference = |s: &[u8]| {
+            let digits = !s.is_empty() && s.iter().all(u8::is_ascii_digit);
+            digits
+                .then(|| std::str::from_utf8(s).ok()?.parse::<u64>().ok())
+                .flatten()
+        };
+        for len in 1..=9 {
+            let base: Vec<u8> = b"987654321".iter().copied().take(len).collect();
+            for pos in 0..len {
+                for byte in 0..=255u8 {
+                    let mut s = base.clone();
+                    s[pos] = byte;
+                    assert_eq!(parse_decimal(&s), reference(&s), "{s:?}");
+                }
+            }
+        }
+        let mut runner = proptest::test_runner::TestRunner::default();
+        runner
+            .run(&"[0-9]{1,21}", |s| {
+                proptest::prop_assert_eq!(parse_decimal(s.as_bytes()), reference(s.as_bytes()));
+                Ok(())
+            })
+            .unwrap();
     }
 
     #[test]

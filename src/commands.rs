@@ -26,7 +26,7 @@ use crate::args::{self, ArgError, Request};
 use crate::core::gcra::Tat;
 use crate::core::slice::SliceWindow;
 use crate::core::slide::SlideLog;
-use crate::core::{Decision, Detail, Limiter, Nanos};
+use crate::core::{Decision, Detail, Nanos};
 use crate::registration::{Access, ArgSpec, ArgType, CommandSpec, Keys};
 use crate::server::{self, Args, Ctx, Held, Key};
 use crate::stats;
@@ -104,12 +104,7 @@ type Refunded = (Decision, bool);
 impl Algorithm {
     const fn of<L: Stored>(summary: &'static str, complexity: &'static str) -> Algorithm {
         Algorithm {
-            syntax: args::SpecSyntax {
-                name: L::NAME,
-                args: L::ARGS,
-                options: L::OPTIONS,
-                check: check::<L>,
-            },
+            syntax: args::SpecSyntax::of::<L>(),
             tag: L::TAG,
             summary,
             complexity,
@@ -122,10 +117,6 @@ impl Algorithm {
             refund: refund_key::<L>,
         }
     }
-}
-
-fn check<L: Limiter>(values: &[u64]) -> Result<(), crate::core::ParamError> {
-    L::params(values).map(|_| ())
 }
 
 /// `RL.<NAME> key <the algorithm's numbers> [quantity] [MS]`
@@ -485,12 +476,21 @@ fn several<'a>(ctx: Ctx<'a>, args: Args<'a>, write: bool) -> Result<Outcome, Err
     let mut decisions: ArrayVec<Decision, { args::MAX_KEYS }> = ArrayVec::new();
     for (i, spec) in specs.iter().enumerate() {
         let algorithm = ALGORITHMS.get(spec.algorithm).ok_or(Error::Store)?;
-        let mut key = ctx.open_key(args, 2 + i, takes);
-        let mut staged = Staged::EMPTY;
-        let stage = takes.then_some(&mut staged);
-        let decision = (algorithm.decide)(&mut key, spec.values(), now, options.quantity, stage)?;
-        decisions.push(decision);
-        limits.push(Limit { key, staged });
+        limits.push(Limit {
+            key: ctx.open_key(args, 2 + i, takes),
+            staged: Staged::EMPTY,
+        });
+        let Some(Limit { key, staged }) = limits.last_mut() else {
+            return Err(Error::Store);
+        };
+        let stage = takes.then_some(staged);
+        decisions.push((algorithm.decide)(
+            key,
+            spec.values(),
+            now,
+            options.quantity,
+            stage,
+        )?);
     }
     let allowed = decisions.iter().all(|d| !d.limited);
 
@@ -534,6 +534,11 @@ fn several<'a>(ctx: Ctx<'a>, args: Args<'a>, write: bool) -> Result<Outcome, Err
 /// 16 keys, 16 specs of at most 5 words, QUANTITY q, MS, AT ns.
 const MAX_SEVERAL_ARGS: usize = 2 + args::MAX_KEYS * 6 + 5;
 
+/// The most arguments RL.REFUND can have after its key: a spec of at most
+/// a word, four numbers and two options with their values, the quantity,
+/// MS, AT ns.
+const MAX_REFUND_ARGS: usize = 1 + 4 + 4 + 1 + 1 + 2;
+
 /// The spec words, from the table of algorithms.
 const SPEC_SYNTAX: [args::SpecSyntax; ALGORITHMS.len()] = {
     let mut out = [ALGORITHMS[0].syntax; ALGORITHMS.len()];
@@ -562,16 +567,20 @@ fn decide_key<L: Stored>(
     stage: Option<&mut Staged>,
 ) -> Result<Decision, Error> {
     let params = L::params(values).map_err(|_| Error::Store)?;
-    let (decision, update) = match key.value(L::module_type()) {
-        Held::Ours(state) => state.decide(now, &params, quantity),
+    let (decision, update, state) = match key.value(L::module_type()) {
+        Held::Ours(state) => {
+            let (decision, update) = state.decide(now, &params, quantity);
+            (decision, update, std::ptr::from_mut(state))
+        }
         held => {
             let other = matches!(held, Held::Other);
             let state = new_state::<L>(key, other)?;
-            state.decide(now, &params, quantity)
+            let (decision, update) = state.decide(now, &params, quantity);
+            (decision, update, std::ptr::null_mut())
         }
     };
     if let (Some(stage), Some(update)) = (stage, update) {
-        stage.put::<L>(update);
+        stage.put::<L>(update, state);
     }
     Ok(decision)
 }
@@ -583,26 +592,35 @@ const STAGE_WORDS: usize = 5;
 
 /// An update decided for one limit of a several-limit call and not yet
 /// recorded: the algorithm's `Update`, kept in place without allocating,
-/// with the functions that record or drop it. Recording happens only when
-/// every limit allowed; otherwise the update is dropped.
+/// with the state it is for and the functions that record or drop it.
+/// Recording happens only when every limit allowed; otherwise the update
+/// is dropped.
 struct Staged {
     slot: MaybeUninit<[u64; STAGE_WORDS]>,
-    /// Whether `slot` holds an update of the type `commit` and `discard`
-    /// were made for.
-    full: bool,
-    commit: unsafe fn(&mut Key, *mut u8) -> Result<(), Error>,
+    /// The key's state the update was decided on, or null when the key
+    /// held none (the update then goes to a new state). It stays valid
+    /// while the key is open: no other limit of the call can name the same
+    /// key, so nothing replaces the value before `commit`.
+    state: *mut u8,
+    /// Records the update: set, with `discard`, by `put` for the type in
+    /// `slot`; `None` when nothing is staged.
+    commit: Option<CommitStaged>,
     discard: unsafe fn(*mut u8),
 }
+
+/// Records a staged update (`commit_staged` for its type): the key, the
+/// state, the slot.
+type CommitStaged = unsafe fn(&mut Key, *mut u8, *mut u8) -> Result<(), Error>;
 
 impl Staged {
     const EMPTY: Staged = Staged {
         slot: MaybeUninit::uninit(),
-        full: false,
-        commit: commit_nothing,
+        state: std::ptr::null_mut(),
+        commit: None,
         discard: discard_nothing,
     };
 
-    fn put<L: Stored>(&mut self, update: L::Update) {
+    fn put<L: Stored>(&mut self, update: L::Update, state: *mut L) {
         const {
             assert!(std::mem::size_of::<L::Update>() <= std::mem::size_of::<[u64; STAGE_WORDS]>());
             assert!(std::mem::align_of::<L::Update>() <= std::mem::align_of::<u64>());
@@ -611,23 +629,24 @@ impl Staged {
         // SAFETY: the slot is large and aligned enough (checked above) and
         // holds nothing now.
         unsafe { self.slot.as_mut_ptr().cast::<L::Update>().write(update) };
-        self.commit = commit_staged::<L>;
+        self.state = state.cast();
+        self.commit = Some(commit_staged::<L>);
         self.discard = discard_staged::<L>;
-        self.full = true;
     }
 
     /// Records the staged update on `key`, if there is one.
     fn commit(&mut self, key: &mut Key) -> Result<(), Error> {
-        if !std::mem::take(&mut self.full) {
+        let Some(commit) = self.commit.take() else {
             return Ok(());
-        }
-        // SAFETY: `full` was set by `put`, which wrote an update of the
-        // type `commit` reads; clearing `full` first hands it over once.
-        unsafe { (self.commit)(key, self.slot.as_mut_ptr().cast()) }
+        };
+        // SAFETY: `commit` was set by `put`, which wrote an update of the
+        // type `commit` reads and the state it is for; taking `commit`
+        // first hands the update over once.
+        unsafe { commit(key, self.state, self.slot.as_mut_ptr().cast()) }
     }
 
     fn clear(&mut self) {
-        if std::mem::take(&mut self.full) {
+        if self.commit.take().is_some() {
             // SAFETY: as in `commit`; the update is dropped once.
             unsafe { (self.discard)(self.slot.as_mut_ptr().cast()) };
         }
@@ -640,24 +659,26 @@ impl Drop for Staged {
     }
 }
 
-unsafe fn commit_nothing(_: &mut Key, _: *mut u8) -> Result<(), Error> {
-    Ok(())
-}
-
 unsafe fn discard_nothing(_: *mut u8) {}
 
 /// # Safety
-/// `slot` holds an `L::Update` written by `Staged::put`, read here once.
-unsafe fn commit_staged<L: Stored>(key: &mut Key, slot: *mut u8) -> Result<(), Error> {
+/// `slot` holds an `L::Update` written by `Staged::put`, read here once;
+/// `state` is null or the `L` of `key` it was decided on, still held.
+unsafe fn commit_staged<L: Stored>(
+    key: &mut Key,
+    state: *mut u8,
+    slot: *mut u8,
+) -> Result<(), Error> {
     // SAFETY: the caller's promise.
     let update = unsafe { slot.cast::<L::Update>().read() };
-    match key.value(L::module_type()) {
-        Held::Ours(state) => {
+    // SAFETY: as above: the key's own state, which nothing else borrows.
+    match unsafe { state.cast::<L>().as_mut() } {
+        Some(state) => {
             state.apply(update);
             Ok(())
         }
-        held => {
-            let other = matches!(held, Held::Other);
+        None => {
+            let other = !key.is_empty();
             let mut state = new_state::<L>(key, other)?;
             state.apply(update);
             store(key, state)
@@ -783,8 +804,14 @@ extern "C" fn rl_refund(
         if args.len() < 5 {
             return Err(Error::Arity);
         }
+        if args.len() > 2 + MAX_REFUND_ARGS {
+            let extra = args::printable(args.bytes(2 + MAX_REFUND_ARGS));
+            return Err(Error::Arg(ArgError::Unknown(extra)));
+        }
+        let argv: ArrayVec<&[u8], MAX_REFUND_ARGS> =
+            (2..args.len()).map(|i| args.bytes(i)).collect();
         let (spec, tail) = args::refund(
-            args.skip(2),
+            &argv[..],
             &SPEC_SYNTAX,
             || ctx.is_from_master_or_aof(),
             config::bounds(),
