@@ -422,7 +422,7 @@ fn integer(
 
 fn parse_decimal(arg: &[u8]) -> Option<u64> {
     match arg.len() {
-        0 | 21.. => None,
+        0 => None,
         // 19 digits or fewer cannot overflow a u64: no checks per digit.
         1..=19 => {
             let mut chunks = arg.chunks_exact(4);
@@ -907,7 +907,7 @@ mod tests {
         }
         let mut runner = proptest::test_runner::TestRunner::default();
         runner
-            .run(&"[0-9]{1,21}", |s| {
+            .run(&"0{0,10}[0-9]{1,21}", |s| {
                 proptest::prop_assert_eq!(parse_decimal(s.as_bytes()), reference(s.as_bytes()));
                 Ok(())
             })
