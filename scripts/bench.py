@@ -2,8 +2,8 @@
 """Side-by-side benchmark: the module's commands against INCR and the Lua
 scripts people use today. Standard library only.
 
-    python3 scripts/bench.py                 # the full run (about 6 minutes on 2 cores)
-    python3 scripts/bench.py --quick         # a smoke run (tiny counts, under ~30 s)
+    python3 scripts/bench.py                 # the full run (about 9 minutes on 2 cores)
+    python3 scripts/bench.py --quick         # a smoke run (tiny counts, about 30 s)
     python3 scripts/bench.py --json out.json # also write the results as JSON
     python3 scripts/bench.py --module PATH   # benchmark this .so, build nothing
     python3 scripts/bench.py --floor PATH    # the floor module (examples/floor.rs)
@@ -27,24 +27,85 @@ A third row, FLOOR.KEEP, also keeps state the way a limiter must (a value
 per key, its expiry read and moved out on every call, WATCH told): what a
 command costs beyond it is its own parsing, deciding and replying.
 
-Throughput. Every limiter row gets the same limit, 1,000,000 units per
-1 s, quantity 1 (RL.THROTTLE capacity 1,000,000 = max_burst 999,999 and
-1,000,000 per second; the scripts get the same figures in ms). That rate is
-far above what one key receives here (a few hundred thousand calls per second
-at most), so practically every call is *allowed*: every row does its full
-write path (read, decide, store, set the expiry, replicate), which is the
-path that costs the most and the one comparable to INCR, which always
-writes. Rows use the same key naming, `b:<row>:hot` (one hot key) or
-`b:<row>:__rand_int__` with `-r 100000` (100,000 random keys). Four regimes:
-{hot key, 100k keys} x {-P 16 (pipelined: mostly the server's cost per
-command), -P 1 (unpipelined: mostly round trips)}, 50 clients. Each
-repetition runs every row once, in order (interleaved), so slow phases of a
-shared machine hit all rows alike; each row's throughput is divided by
-INCR's in the same repetition and regime, and the median of those ratios is
-reported next to the median requests per second. The ratios are the figures
-that count. The request count per measurement is chosen from a short
-calibration run so that each takes about `--seconds` (default 2 s). The
-server's own CPU time per command (INFO cpu) is recorded as well.
+Throughput: five regimes, each row in each, 50 clients (the ids are the
+JSON keys `throughput.<regime>`, in the order they run):
+
+- `hot_P16` and `hot_P1`: one hot key per row, `b:<row>:hot`, pipelined
+  (-P 16: mostly the server's cost per command) and not (-P 1: mostly round
+  trips). Every limiter gets 1,000,000 units per 1 s, quantity 1
+  (THROUGHPUT_LIMIT / THROUGHPUT_WINDOW_S; RL.THROTTLE capacity 1,000,000 =
+  max_burst 999,999 and 1,000,000 per second; the scripts get the same
+  figures in ms). That is far above what one key receives here, so
+  practically every call is *allowed* and does its full write path (read,
+  decide, store, set the expiry, replicate): the path that costs the most
+  and the one comparable to INCR, which always writes.
+- `rand_P16` and `rand_P1`, "100k keys, kept state": 100,000 random keys
+  per row, `b:<row>:__rand_int__` with `-r 100000`, and a limit under
+  which every key keeps its state between its calls, as INCR's counters
+  do: 10,000 units per 10,000,000 s (KEPT_LIMIT / KEPT_WINDOW_S). So these
+  regimes measure what INCR measures, a key's state updated. RL.THROTTLE,
+  the GCRA and the token bucket scripts (and CL.THROTTLE): capacity 10,000
+  (max_burst 9,999) and one unit back per 1,000 s (T = period / count); a
+  key expires when it is full again, so it lives at least 1,000 s after
+  each of its calls, and 1,000 s more for each call it received: longer
+  than any gap between two calls of a key (at most about a repetition,
+  under three minutes at the defaults). RL.SLIDE and the sorted-set log:
+  units counted for 10,000,000 s, so the log holds one entry per call (a
+  few dozen per key by the end, at the defaults), as a sliding log under a
+  long window does. RL.SLICE and the hash of slices: 60 slices of
+  166,667 s. The fixed window: one window of 10,000,000 s from a key's
+  first call.
+  RL.ALLOW: the three limits on three keys, `{b:rl_allow:__rand_int__}:t`,
+  `:l` and `:s`, each number drawn on its own by redis-benchmark, so each
+  of the 300,000 keys gets as many calls as another row's key. INCR's keys
+  have no expiry. FLOOR.THROTTLE creates nothing. FLOOR.KEEP sets its
+  key's expiry to one minute after the call whatever the arguments
+  (examples/floor.rs), shorter than a repetition: its keys are created
+  just before each of its runs in these regimes and deleted right after,
+  outside the measurement. Before the calibration, each other row's
+  command is called once on each of its keys, `b:<row>:000000000000` to
+  `b:<row>:000000099999` (what `__rand_int__` becomes with `-r 100000`),
+  pipelined over a raw socket, so no measurement pays for creating a key;
+  the two regimes share these keys, and since none of them expires during
+  the benchmark, no row pays for another's expirations. Every call stays
+  allowed: from the request counts, a key's calls over the creation, the
+  calibration and all repetitions are bounded before the repetitions
+  (mean + 10 x sqrt(mean) + 10, Poisson; about 30 calls on average and a
+  bound near 90 at the defaults) and the benchmark stops if the bound
+  exceeds half the limit; after the repetitions every key of every row is
+  checked to exist and peeked (quantity 0; RL.PEEK for RL.ALLOW), and the
+  most used key must have units left (`kept_check` and `kept_state` of
+  each row in the JSON). Every row's keys share database 0 (1.3 million
+  keys in all), so INCR itself runs slower here than on the churn regime's
+  emptied database: compare ratios within a regime, not requests per
+  second across regimes.
+- `rand_churn_P16`, "100k keys, state emptied between calls": the hot-key
+  limit, 1,000,000 per 1 s, on 100,000 random keys, -P 16: what the
+  random-key regime measured before the two above existed. A GCRA key is
+  empty 1 us after a call (T = period / count) and expires about 1 ms
+  later, while each key comes back every ~0.2 s: practically every
+  RL.THROTTLE call finds its key expired, deletes it and creates a new one
+  (398,423 expirations in 400,000 calls, measured when this was the only
+  random-key regime; RL.SLICE: about 109,000), a cost INCR's keys never
+  pay. This regime shows that cost on its own: it runs in database 1
+  (`--dbnum 1`), emptied with FLUSHDB SYNC before and after each run,
+  calibration included, so no row pays for another row's leftover keys
+  (when every row ran in one keyspace without flushing, the 100,000 keys a
+  row left behind were deleted by the active expire cycle during the next
+  rows' runs: 32,538 expirations during one INCR run), and it reports the
+  keys that expired during each run (INFO stats `expired_keys`, before and
+  after) per call, next to the ratio.
+
+Every run records its expirations; in the other regimes they are a
+handful (hot keys and limit-check keys of earlier steps), reported in
+total. Each repetition runs every row once per regime, in order
+(interleaved), so slow phases of a shared machine hit all rows alike; each
+row's throughput is divided by INCR's (and the floor's) in the same
+repetition and regime, and the median of those ratios is reported next to
+the median requests per second. The ratios are the figures that count. The
+request count per measurement is chosen from a short calibration run so
+that each takes about `--seconds` (default 2 s). The server's own CPU time
+per command (INFO cpu) is recorded as well.
 
 Memory per key. For every row with a key: FLUSHALL, then the row's command
 once on each of `--keys` (default 100,000) distinct keys `rl:<12 digits>`,
@@ -99,6 +160,7 @@ import csv
 import datetime
 import io
 import json
+import math
 import os
 import platform
 import shlex
@@ -119,16 +181,31 @@ FLOOR = ROOT / "target" / "release" / "examples" / "libfloor.so"
 
 CLIENTS = 50
 RAND_KEYS = 100_000
+# redis-benchmark's placeholder: with `-r N` each occurrence is replaced by a
+# number drawn below N (each occurrence its own), written as 12 zero-padded
+# digits.
+RAND = "__rand_int__"
+# The keys of a regime: "hot" (one per row), "kept" (100k random keys created
+# before the calibration, state kept between calls) or "churn" (100k random
+# keys in CHURN_DB, emptied before and after each run, state emptied between
+# a key's calls).
 REGIMES = [
-    # (id, title, pipeline, random keys)
-    ("hot_P16", "hot key, -P 16", 16, False),
-    ("rand_P16", "100k keys, -P 16", 16, True),
-    ("hot_P1", "hot key, -P 1", 1, False),
-    ("rand_P1", "100k keys, -P 1", 1, True),
+    # (id, title, pipeline, keys)
+    ("hot_P16", "hot key, -P 16", 16, "hot"),
+    ("rand_P16", "100k keys, kept state, -P 16", 16, "kept"),
+    ("rand_churn_P16", "100k keys, state emptied between calls, -P 16", 16, "churn"),
+    ("hot_P1", "hot key, -P 1", 1, "hot"),
+    ("rand_P1", "100k keys, kept state, -P 1", 1, "kept"),
 ]
+CHURN_DB = 1
 
-# Throughput: 1,000,000 units per 1 s. Memory: 100 units per 3,600 s.
+# Throughput, hot keys and churn: 1,000,000 units per 1 s. Kept state:
+# 10,000 units per 10,000,000 s. Memory: 100 units per 3,600 s.
 THROUGHPUT_LIMIT, THROUGHPUT_WINDOW_S = 1_000_000, 1
+KEPT_LIMIT, KEPT_WINDOW_S = 10_000, 10_000_000
+# The kept-state regimes stop before they start if a key's calls could
+# reach this share of KEPT_LIMIT.
+KEPT_MARGIN = 0.5
 MEMORY_LIMIT, MEMORY_WINDOW_S = 100, 3600
 SLICES = 60
 # Memory per recorded unit: a key of this limit (RL.SLIDE's default maximum).
@@ -189,7 +266,10 @@ class Client:
             pass
 
     def _read(self):
-        line = self.reader.readline()
+        return self._value(self.reader.readline())
+
+    def _value(self, line):
+        """The reply whose first line is `line`."""
         if not line:
             raise ConnectionError("connection closed by the server")
         kind, rest = line[:1], line[1:-2]
@@ -209,16 +289,30 @@ class Client:
             n = int(rest)
             if n < 0:
                 return None
-            return [self._read() for _ in range(n)]
+            # Integer elements (the limiters' replies) parsed in place.
+            readline, out = self.reader.readline, []
+            for _ in range(n):
+                item = readline()
+                out.append(int(item[1:-2]) if item[:1] == b":" else self._value(item))
+            return out
         raise BenchError("unexpected RESP reply: %r" % line)
 
     def pipeline(self, commands, batch: int = 500):
         """Sends the commands in batches; returns the replies (errors as
         ReplyError values, not raised)."""
+        return self.pipeline_encoded([encode(c) for c in commands], batch)
+
+    def pipeline_encoded(self, commands, batch: int = 500):
+        """`pipeline` of commands already encoded. The next batch is sent
+        before the replies to this one are read, so that the server works
+        while they are parsed."""
         replies = []
-        for i in range(0, len(commands), batch):
-            chunk = commands[i : i + batch]
-            self.sock.sendall(b"".join(encode(c) for c in chunk))
+        chunks = [commands[i : i + batch] for i in range(0, len(commands), batch)]
+        if chunks:
+            self.sock.sendall(b"".join(chunks[0]))
+        for i, chunk in enumerate(chunks):
+            if i + 1 < len(chunks):
+                self.sock.sendall(b"".join(chunks[i + 1]))
             replies.extend(self._read() for _ in chunk)
         return replies
 
@@ -246,7 +340,9 @@ class Row:
     """One command of the comparison. `args(key, limit, window_s)` gives its
     command line for a limiter of `limit` units per `window_s` seconds."""
 
-    def __init__(self, name, title, build, limiter=True, script=None, keys_per_call=1, five=True):
+    def __init__(
+        self, name, title, build, limiter=True, script=None, keys_per_call=1, five=True, keeps=True, expiry_s=None
+    ):
         self.name = name
         self.title = title
         self.build = build
@@ -256,15 +352,26 @@ class Row:
         self.keys_per_call = keys_per_call
         # The reply starts with the five fields (RL.ALLOW adds two more).
         self.five = five
+        # A call leaves state on its key(s) (PING and FLOOR.THROTTLE do not).
+        self.keeps = keeps
+        # The state's lifetime after a call when the arguments do not set it.
+        self.expiry_s = expiry_s
         self.id = name.replace("lua:", "").replace("RL.", "rl_").replace("CL.", "cl_").lower()
 
     def args(self, key, limit, window_s, slices=SLICES):
         return [str(a) for a in self.build(key, limit, window_s, slices)]
 
+    def peek_args(self, key, limit, window_s):
+        """The same limit, peeked (quantity 0; RL.PEEK for RL.ALLOW)."""
+        args = self.args(key, limit, window_s)
+        if args[0] == "RL.ALLOW":
+            return ["RL.PEEK"] + args[1:]
+        return args + ["0"]
+
 
 def make_rows(shas: dict, with_cell: bool):
     rows = [
-        Row("PING", "PING (no key)", lambda k, l, w, s: ["PING"], limiter=False, keys_per_call=0),
+        Row("PING", "PING (no key)", lambda k, l, w, s: ["PING"], limiter=False, keys_per_call=0, keeps=False),
         Row("INCR", "INCR (the baseline)", lambda k, l, w, s: ["INCR", k], limiter=False),
         Row(
             "FLOOR.THROTTLE",
@@ -272,6 +379,7 @@ def make_rows(shas: dict, with_cell: bool):
             lambda k, l, w, s: ["FLOOR.THROTTLE", k, l - 1, l, w],
             limiter=False,
             keys_per_call=0,
+            keeps=False,
         ),
         Row(
             "FLOOR.KEEP",
@@ -279,6 +387,8 @@ def make_rows(shas: dict, with_cell: bool):
             lambda k, l, w, s: ["FLOOR.KEEP", k, l - 1, l, w],
             limiter=False,
             keys_per_call=0,
+            # examples/floor.rs: one minute after the call, whatever the limit.
+            expiry_s=60,
         ),
         Row("RL.THROTTLE", "RL.THROTTLE (GCRA)", lambda k, l, w, s: ["RL.THROTTLE", k, l - 1, l, w]),
         Row("RL.SLIDE", "RL.SLIDE (exact log)", lambda k, l, w, s: ["RL.SLIDE", k, l, w]),
@@ -427,12 +537,14 @@ class Bench:
         i = self.con.info("cpu")
         return float(i["used_cpu_user"]) + float(i["used_cpu_sys"])
 
-    def errors(self) -> int:
-        return int(self.con.info("stats").get("total_error_replies", 0))
+    def errors_and_expired(self):
+        stats = self.con.info("stats")
+        return int(stats.get("total_error_replies", 0)), int(stats.get("expired_keys", 0))
 
-    def run(self, args, n: int, pipeline: int, rand: bool) -> dict:
-        """One redis-benchmark run; returns rps, server CPU per command and
-        the number of error replies the server sent meanwhile."""
+    def run(self, args, n: int, pipeline: int, rand: bool, db: int = 0) -> dict:
+        """One redis-benchmark run; returns rps, server CPU per command, the
+        number of error replies the server sent and of keys that expired
+        meanwhile (in any database)."""
         cmd = [
             self.benchmark,
             "-h", "127.0.0.1",
@@ -444,13 +556,15 @@ class Bench:
         ]
         if rand:
             cmd += ["-r", str(RAND_KEYS)]
+        if db:
+            cmd += ["--dbnum", str(db)]
         cmd += args
-        err0, cpu0 = self.errors(), self.cpu_seconds()
+        (err0, exp0), cpu0 = self.errors_and_expired(), self.cpu_seconds()
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=max(60, n / 2000))
         except subprocess.TimeoutExpired:
             raise BenchError("redis-benchmark timed out: " + " ".join(cmd))
-        cpu1, err1 = self.cpu_seconds(), self.errors()
+        cpu1, (err1, exp1) = self.cpu_seconds(), self.errors_and_expired()
         rps = None
         for rec in csv.reader(io.StringIO(p.stdout)):
             if len(rec) >= 2 and rec[0] != "test":
@@ -467,6 +581,8 @@ class Bench:
             "rps": rps,
             "server_cpu_us_per_cmd": (cpu1 - cpu0) * 1e6 / n,
             "errors": err1 - err0,
+            "expired": exp1 - exp0,
+            "expired_per_call": (exp1 - exp0) / n,
         }
 
 
@@ -496,14 +612,70 @@ def check_limits(con: Client, row: Row) -> str:
     return "ok"
 
 
-def fill_keys(port: int, commands) -> list:
+def fill_keys(port: int, commands, encoded: bool = False) -> list:
     """Runs the commands pipelined on a connection of its own, closed before
     returning so that its buffers are not counted."""
     c = Client(port)
     try:
-        return c.pipeline(commands)
+        return c.pipeline_encoded(commands) if encoded else c.pipeline(commands)
     finally:
         c.close()
+
+
+def rand_commands(args) -> list:
+    """The command `args` encoded once for each of the RAND_KEYS numbers
+    `-r RAND_KEYS` draws from, 000000000000 to 000000099999, each
+    placeholder replaced by the number (both are 12 characters long, so
+    the encoded lengths stay right)."""
+    template = encode(args)
+    return [template.replace(RAND.encode(), b"%012d" % i) for i in range(RAND_KEYS)]
+
+
+def rand_key_names(args) -> list:
+    """Every key name the random-key command `args` can touch."""
+    names = []
+    for a in args:
+        if RAND in a:
+            names += [a.replace(RAND, "%012d" % i) for i in range(RAND_KEYS)]
+    return names
+
+
+def create_rand_keys(port: int, row: Row, args) -> None:
+    """Calls `args` once on each random key (creating its state); every call
+    must be allowed."""
+    replies = fill_keys(port, rand_commands(args), encoded=True)
+    bad = [r for r in replies if isinstance(r, ReplyError) or (isinstance(r, list) and r[0] != 0)]
+    if bad:
+        raise BenchError(
+            "%s: %d of %d calls creating its random keys failed or were limited, first: %r"
+            % (row.name, len(bad), len(replies), bad[0])
+        )
+
+
+def kept_state_check(b: Bench, row: Row, args, peek) -> dict:
+    """After the kept-state regimes: every random key of the row still
+    exists and (limiters) every one peeked has units left, so every call of
+    the benchmark was allowed. Returns the figures and "check"."""
+    names = rand_key_names(args)
+    out = {"keys": len(names), "present": b.con.call("EXISTS", *names)}
+    problems = []
+    if out["present"] != out["keys"]:
+        problems.append("%d of %d keys present" % (out["present"], out["keys"]))
+    if peek is not None:
+        used, errors = [], []
+        for r in fill_keys(b.server.port, rand_commands(peek), encoded=True):
+            if isinstance(r, ReplyError) or not (isinstance(r, list) and len(r) >= 5):
+                errors.append(r)
+            else:
+                used.append(r[1] - r[2])
+        out["limit"] = KEPT_LIMIT
+        out["max_used"] = max(used) if used else None
+        if errors:
+            problems.append("%d peeks failed, first: %r" % (len(errors), errors[0]))
+        if used and max(used) >= KEPT_LIMIT:
+            problems.append("a key used %d of %d units" % (max(used), KEPT_LIMIT))
+    out["check"] = "; ".join(problems) or "ok"
+    return out
 
 
 def used_memory(con: Client) -> int:
@@ -757,9 +929,36 @@ def main(argv=None) -> int:
                 if res != "ok":
                     progress("WARNING: %s does not limit as expected: %s" % (name, res))
 
-            def row_cmd(row, rand):
-                key = "b:%s:%s" % (row.id, "__rand_int__" if rand else "hot")
-                return row.args(key, THROUGHPUT_LIMIT, THROUGHPUT_WINDOW_S)
+            def row_cmd(row, keys):
+                if keys == "hot":
+                    return row.args("b:%s:hot" % row.id, THROUGHPUT_LIMIT, THROUGHPUT_WINDOW_S)
+                if keys == "kept":
+                    return row.args("b:%s:%s" % (row.id, RAND), KEPT_LIMIT, KEPT_WINDOW_S)
+                return row.args("b:%s:%s" % (row.id, RAND), THROUGHPUT_LIMIT, THROUGHPUT_WINDOW_S)
+
+            # The churn regime's database, emptied before and after each run.
+            churn = Client(server.port)
+            churn.call("SELECT", str(CHURN_DB))
+
+            def measure(regime, row, n):
+                """One run of `row` in `regime`, with what the regime's keys
+                need before and after it (outside the measurement)."""
+                _, _, pipe, keys = regime
+                args = row_cmd(row, keys)
+                if keys == "churn":
+                    churn.call("FLUSHDB", "SYNC")
+                elif keys == "kept" and row.expiry_s:
+                    # Keys that would expire before the row's next run (and
+                    # during other rows' runs): created now, deleted after.
+                    create_rand_keys(server.port, row, args)
+                res = b.run(args, n, pipe, keys != "hot", CHURN_DB if keys == "churn" else 0)
+                if keys == "churn":
+                    churn.call("FLUSHDB", "SYNC")
+                elif keys == "kept" and row.expiry_s:
+                    names = rand_key_names(args)
+                    res["keys_present"] = b.con.call("EXISTS", *names)
+                    b.con.call("DEL", *names)
+                return res
 
             # Scaling setups: SLIDE logs pre-filled to their limit.
             scaling = []
@@ -776,7 +975,16 @@ def main(argv=None) -> int:
                 cmd = ["RL.SLICE", key, "1000000000", "1", str(level)]
                 scaling.append({"family": "RL.SLICE", "level": level, "cmd": cmd})
 
+            # The kept-state regimes' keys, created once (see the docstring).
+            progress("creating %s random keys per row for the kept-state regimes" % "{:,}".format(RAND_KEYS))
+            for row in rows:
+                if row.keeps and not row.expiry_s:
+                    create_rand_keys(server.port, row, row_cmd(row, "kept"))
+
             # Request counts: fixed in quick mode, else from a calibration run.
+            def calibration_n(pipe):
+                return 0 if quick else (40_000 if pipe > 1 else 5_000)
+
             n_for = {}
             if quick:
                 for rg in REGIMES:
@@ -786,30 +994,76 @@ def main(argv=None) -> int:
                     n_for[("scale", s["family"], s["level"])] = 2_000
             else:
                 progress("calibrating request counts for %.1f s per measurement" % opts.seconds)
-                for rg_id, _, pipe, rand in REGIMES:
+                for regime in REGIMES:
                     for row in rows:
-                        cal = 40_000 if pipe > 1 else 5_000
-                        res = b.run(row_cmd(row, rand), cal, pipe, rand)
+                        res = measure(regime, row, calibration_n(regime[2]))
                         n = int(res["rps"] * opts.seconds) // 1000 * 1000
-                        n_for[(rg_id, row.name)] = min(max(n, 20_000), 10_000_000)
+                        n_for[(regime[0], row.name)] = min(max(n, 20_000), 10_000_000)
                 for s in scaling:
                     res = b.run(s["cmd"], 40_000, 16, False)
                     n = int(res["rps"] * opts.seconds) // 1000 * 1000
                     n_for[("scale", s["family"], s["level"])] = min(max(n, 20_000), 10_000_000)
 
+            # The most calls a kept-state key can get, creation, calibration
+            # and repetitions together: each call of a run draws its key
+            # uniformly from RAND_KEYS, so a key's calls are Poisson with
+            # the mean below; the bound is 10 standard deviations above.
+            kept_bounds = {}
+            for row in rows:
+                if not row.limiter:
+                    continue
+                calls = RAND_KEYS + sum(
+                    calibration_n(pipe) + reps * n_for[(rg_id, row.name)]
+                    for rg_id, _, pipe, keys in REGIMES
+                    if keys == "kept"
+                )
+                mean = calls / RAND_KEYS
+                bound = mean + 10 * math.sqrt(mean) + 10
+                kept_bounds[row.name] = {"calls": calls, "mean_calls_per_key": mean, "bound_calls_per_key": bound}
+                if bound > KEPT_MARGIN * KEPT_LIMIT:
+                    raise BenchError(
+                        "%s: a kept-state key could get %.0f calls, more than %.0f%% of the limit %d: "
+                        "lower --seconds or --reps" % (row.name, bound, KEPT_MARGIN * 100, KEPT_LIMIT)
+                    )
+
             results = {(rg[0], r.name): [] for rg in REGIMES for r in rows}
             scale_results = {(s["family"], s["level"]): [] for s in scaling}
             for rep in range(reps):
                 progress("repetition %d of %d" % (rep + 1, reps))
-                for rg_id, title, pipe, rand in REGIMES:
+                for regime in REGIMES:
                     for row in rows:
-                        res = b.run(row_cmd(row, rand), n_for[(rg_id, row.name)], pipe, rand)
+                        res = measure(regime, row, n_for[(regime[0], row.name)])
                         res["rep"] = rep
-                        results[(rg_id, row.name)].append(res)
+                        results[(regime[0], row.name)].append(res)
                 for s in scaling:
                     res = b.run(s["cmd"], n_for[("scale", s["family"], s["level"])], 16, False)
                     res["rep"] = rep
                     scale_results[(s["family"], s["level"])].append(res)
+
+            # Every kept-state key still there, every call allowed.
+            progress("checking the kept-state keys")
+            kept_checks = {}
+            for row in rows:
+                if not row.keeps:
+                    continue
+                args = row_cmd(row, "kept")
+                if row.expiry_s:
+                    expected = RAND_KEYS * sum(RAND in a for a in args)
+                    present = [
+                        r["keys_present"] for rg in REGIMES if rg[3] == "kept" for r in results[(rg[0], row.name)]
+                    ]
+                    bad = [x for x in present if x != expected]
+                    kept_checks[row.name] = {
+                        "keys": expected,
+                        "present_after_each_run": present,
+                        "check": "%d of %d keys present after a run" % (bad[0], expected) if bad else "ok",
+                    }
+                else:
+                    peek = row.peek_args("b:%s:%s" % (row.id, RAND), KEPT_LIMIT, KEPT_WINDOW_S) if row.limiter else None
+                    kept_checks[row.name] = kept_state_check(b, row, args, peek)
+                if kept_checks[row.name]["check"] != "ok":
+                    progress("WARNING: %s kept-state keys: %s" % (row.name, kept_checks[row.name]["check"]))
+            churn.close()
 
             progress("memory: %d keys per row" % keys)
             mem = {}
@@ -836,7 +1090,10 @@ def main(argv=None) -> int:
             "name": row.name,
             "title": row.title,
             "command": display_args(row, THROUGHPUT_LIMIT, THROUGHPUT_WINDOW_S),
+            "command_kept": display_args(row, KEPT_LIMIT, KEPT_WINDOW_S),
             "limit_check": checks.get(row.name, "n/a"),
+            "kept_check": kept_checks[row.name]["check"] if row.name in kept_checks else "n/a",
+            "kept_state": dict(kept_checks.get(row.name, {}), **kept_bounds.get(row.name, {})) or None,
             "throughput": {},
             "memory": mem.get(row.name),
             "bytes_per_key": mem[row.name]["bytes_per_key"] if row.name in mem else None,
@@ -853,10 +1110,16 @@ def main(argv=None) -> int:
                 "floor_ratios": floor_ratios,
                 "server_cpu_us_per_cmd_median": median([r["server_cpu_us_per_cmd"] for r in runs]),
                 "errors": sum(r["errors"] for r in runs),
+                "expired": sum(r["expired"] for r in runs),
+                "expired_per_call_median": median([r["expired_per_call"] for r in runs]),
                 "runs": runs,
                 "ratios": ratios,
             }
         out_rows.append(entry)
+    # Expirations during the runs on kept-state keys: a handful, of keys
+    # other steps left (hot keys, limit checks), where churn had one a call.
+    kept_runs = [r for rg in REGIMES if rg[3] == "kept" for row in rows for r in results[(rg[0], row.name)]]
+    kept_expired = {"expired": sum(r["expired"] for r in kept_runs), "calls": sum(r["n"] for r in kept_runs)}
 
     scale_out = {}
     for family, levels in (("RL.SLIDE", slide_levels), ("RL.SLICE", slice_levels)):
@@ -919,7 +1182,33 @@ def main(argv=None) -> int:
         "reps": reps,
         "clients": CLIENTS,
         "random_keys": RAND_KEYS,
-        "throughput_params": {"limit": THROUGHPUT_LIMIT, "window_s": THROUGHPUT_WINDOW_S, "quantity": 1},
+        "regimes": [
+            {
+                "id": rg_id,
+                "title": title,
+                "pipeline": pipe,
+                "keys": keys,
+                "random_keys": RAND_KEYS if keys != "hot" else 1,
+                "db": CHURN_DB if keys == "churn" else 0,
+                "limit": KEPT_LIMIT if keys == "kept" else THROUGHPUT_LIMIT,
+                "window_s": KEPT_WINDOW_S if keys == "kept" else THROUGHPUT_WINDOW_S,
+            }
+            for rg_id, title, pipe, keys in REGIMES
+        ],
+        "throughput_params": {
+            "limit": THROUGHPUT_LIMIT,
+            "window_s": THROUGHPUT_WINDOW_S,
+            "kept_limit": KEPT_LIMIT,
+            "kept_window_s": KEPT_WINDOW_S,
+            "quantity": 1,
+        },
+        "kept_state": {
+            "limit": KEPT_LIMIT,
+            "window_s": KEPT_WINDOW_S,
+            "margin": KEPT_MARGIN,
+            "expired_during_runs": kept_expired["expired"],
+            "calls": kept_expired["calls"],
+        },
         "memory_params": {"limit": MEMORY_LIMIT, "window_s": MEMORY_WINDOW_S, "keys": keys},
         "rows": out_rows,
         "memory_per_unit": per_unit,
@@ -951,28 +1240,50 @@ def main(argv=None) -> int:
     p(
         "## Throughput: requests per second, ratio to INCR and to the floor\n\n"
         "The floor is FLOOR.THROTTLE (examples/floor.rs): RL.THROTTLE's arguments and reply, opens its key, "
-        "decides nothing. "
-        "Every limiter: **%s units per %d s, quantity 1**, so practically every call is allowed and takes "
-        "its full write path. Hot key: `b:<row>:hot`; 100k keys: `b:<row>:__rand_int__` with `-r %d`. "
+        "decides nothing. Hot key: `b:<row>:hot`, every limiter **%s units per %d s, quantity 1**, so "
+        "practically every call is allowed and takes its full write path. "
+        "100k keys, kept state: `b:<row>:__rand_int__` with `-r %s`, every limiter **%s units per %s s**, "
+        "each key created before the calibration and keeping its state between its calls (as INCR's counters "
+        "do), every call allowed (at most %s calls on a key, bound computed from the request counts; "
+        "checked after the repetitions: every key there, every key with units left). "
+        "100k keys, state emptied between calls: the hot-key limit on the same key names in database %d, "
+        "emptied before and after each run; a GCRA key is empty 1 us after a call and expires before the "
+        "key's next call, so a call may delete an expired key and create a new one; expired/call = keys "
+        "expired during the run (INFO stats expired_keys) / calls, median over the repetitions. "
         "Memory column: **limit %d per %d s**, %s keys `rl:<12 digits>`, (used_memory delta) / keys, expiry "
         "entries included where the row sets one."
-        % ("{:,}".format(THROUGHPUT_LIMIT), THROUGHPUT_WINDOW_S, RAND_KEYS, MEMORY_LIMIT, MEMORY_WINDOW_S, "{:,}".format(keys))
+        % (
+            "{:,}".format(THROUGHPUT_LIMIT),
+            THROUGHPUT_WINDOW_S,
+            RAND_KEYS,
+            "{:,}".format(KEPT_LIMIT),
+            "{:,}".format(KEPT_WINDOW_S),
+            "{:,.0f}".format(max([v["bound_calls_per_key"] for v in kept_bounds.values()] or [0])),
+            CHURN_DB,
+            MEMORY_LIMIT,
+            MEMORY_WINDOW_S,
+            "{:,}".format(keys),
+        )
     )
     p()
     header = ["command"]
-    for _, title, _, _ in REGIMES:
+    for _, title, _, kind in REGIMES:
         header += [title + " req/s", "x INCR", "x floor"]
+        if kind == "churn":
+            header.append("expired/call")
     header += ["server us/cmd (hot, -P 16)", "bytes/key"]
     body = []
     for e in out_rows:
         cells = [e["title"]]
-        for rg_id, _, _, _ in REGIMES:
+        for rg_id, _, _, kind in REGIMES:
             t = e["throughput"][rg_id]
             mark = " (%d errors!)" % t["errors"] if t["errors"] else ""
             ratio = fmt_ratio(t["ratio_to_incr_median"])
             if len(t["ratios"]) > 1 and e["name"] != "INCR":
                 ratio += " (%.2f-%.2f)" % (min(t["ratios"]), max(t["ratios"]))
             cells += [fmt_rps(t["rps_median"]) + mark, ratio, fmt_ratio(t["ratio_to_floor_median"])]
+            if kind == "churn":
+                cells.append(fmt_num(t["expired_per_call_median"], 3))
         cells.append(fmt_num(e["throughput"]["hot_P16"]["server_cpu_us_per_cmd_median"], 2))
         bpk = e["bytes_per_key"]
         m = e["memory"]
@@ -983,11 +1294,25 @@ def main(argv=None) -> int:
         body.append(cells)
     p(markdown_table(header, body))
     p()
-    p("Commands (KEY as above):")
+    p(
+        "Kept state: %s keys expired during the %s calls of the kept-state runs (keys other steps left: "
+        "hot keys, limit checks), against about one a call for a GCRA row in the churn regime."
+        % ("{:,}".format(kept_expired["expired"]), "{:,}".format(kept_expired["calls"]))
+    )
+    p()
+    p("Commands (KEY as above; hot key and state emptied / kept state):")
     p()
     for e in out_rows:
         check = "" if e["limit_check"] in ("ok", "n/a") else "  **limit check FAILED: %s**" % e["limit_check"]
-        p("- %s: `%s`%s" % (e["title"], e["command"], check))
+        if e["kept_check"] not in ("ok", "n/a"):
+            check += "  **kept-state check FAILED: %s**" % e["kept_check"]
+        kept = e["kept_state"] or {}
+        if "max_used" in kept:
+            check += " (kept state: at most %s of %s units used on a key)" % (
+                "{:,}".format(kept["max_used"]),
+                "{:,}".format(kept["limit"]),
+            )
+        p("- %s: `%s` / `%s`%s" % (e["title"], e["command"], e["command_kept"], check))
     p()
     rs = allow_out["ratios"]
     p(

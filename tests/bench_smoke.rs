@@ -1,8 +1,10 @@
 //! The benchmark's smoke run: `python3 scripts/bench.py --quick --module
 //! <the .so this cargo test built> --json <tmp>` must exit 0 and report every
 //! row with a positive throughput in every regime and a positive memory
-//! figure. No timing assertions: the figures of a quick run on a shared
-//! machine mean nothing, only their presence.
+//! figure, the expirations of every run, and, for the kept-state regimes,
+//! every row's random keys still there and every call allowed. No timing
+//! assertions: the figures of a quick run on a shared machine mean nothing,
+//! only their presence.
 //!
 //! bench.py builds nothing when given `--module`, so this test starts no
 //! nested release build. python3, redis-server (`$REDIS_SERVER`) and
@@ -33,7 +35,10 @@ const ROWS: &[&str] = &[
     "lua:gcra",
     "lua:fixed_window",
 ];
-const REGIMES: &[&str] = &["hot_P16", "rand_P16", "hot_P1", "rand_P1"];
+/// In the order bench.py runs them (its `REGIMES`).
+const REGIMES: &[&str] = &["hot_P16", "rand_P16", "rand_churn_P16", "hot_P1", "rand_P1"];
+/// The regimes on random keys that keep their state between calls.
+const KEPT: &[&str] = &["rand_P16", "rand_P1"];
 
 fn require(program: &str) {
     match Command::new(program).arg("--version").output() {
@@ -108,6 +113,18 @@ fn quick_benchmark_reports_every_row() {
     let text = std::fs::read_to_string(&json_path).expect("bench.py wrote no JSON");
     let report: Value =
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("bad JSON ({e}):\n{text}"));
+    let regimes: Vec<&str> = report["regimes"]
+        .as_array()
+        .expect("regimes")
+        .iter()
+        .map(|r| r["id"].as_str().expect("regime id"))
+        .collect();
+    assert_eq!(regimes, REGIMES, "the regimes and their order");
+    for regime in report["regimes"].as_array().expect("regimes") {
+        let id = regime["id"].as_str().expect("regime id");
+        let kept = regime["keys"].as_str() == Some("kept");
+        assert_eq!(kept, KEPT.contains(&id), "{id}: keys {}", regime["keys"]);
+    }
     let rows = report["rows"].as_array().expect("rows");
     let by_name: BTreeMap<&str, &Value> = rows
         .iter()
@@ -127,6 +144,11 @@ fn quick_benchmark_reports_every_row() {
             assert!(rps.is_some_and(|x| x > 0.0), "{name} {regime}: rps {rps:?}");
             let errors = num(row, &["throughput", regime, "errors"]);
             assert_eq!(errors, Some(0.0), "{name} {regime}: error replies");
+            let expired = num(row, &["throughput", regime, "expired_per_call_median"]);
+            assert!(
+                expired.is_some_and(|x| x >= 0.0),
+                "{name} {regime}: expired per call {expired:?}"
+            );
         }
         for regime in REGIMES {
             let floor = num(row, &["throughput", regime, "ratio_to_floor_median"]);
@@ -142,6 +164,19 @@ fn quick_benchmark_reports_every_row() {
                 "{name}: does not limit as expected"
             );
         }
+        // Every random key of the kept-state regimes still there after the
+        // repetitions and (limiters) every one with units left.
+        let kept = if ["PING", "FLOOR.THROTTLE"].contains(&name) {
+            "n/a"
+        } else {
+            "ok"
+        };
+        assert_eq!(
+            row["kept_check"].as_str(),
+            Some(kept),
+            "{name}: kept state {}",
+            row["kept_state"]
+        );
         let bytes = row["bytes_per_key"].as_f64();
         if ["PING", "FLOOR.THROTTLE", "FLOOR.KEEP", "RL.ALLOW"].contains(&name) {
             // No key, or three keys per call: no figure per key.
@@ -158,6 +193,17 @@ fn quick_benchmark_reports_every_row() {
             "{name}: the memory fill did not create one key per call"
         );
     }
+    // Kept state: the keys' state outlives the benchmark, so hardly any key
+    // expires during those runs (in the churn regime a GCRA key expires
+    // after nearly every call).
+    let expired = num(&report, &["kept_state", "expired_during_runs"]);
+    let calls = num(&report, &["kept_state", "calls"]);
+    assert!(
+        expired
+            .zip(calls)
+            .is_some_and(|(e, c)| c > 0.0 && e * 10.0 < c),
+        "kept-state runs: {expired:?} keys expired in {calls:?} calls"
+    );
     let allow = num(&report, &["allow_vs_singles", "ratio_median"]);
     assert!(
         allow.is_some_and(|x| x > 0.0),
