@@ -229,6 +229,15 @@ SCRIPT_TITLES = {
 RL_COMMANDS = ["RL.THROTTLE", "RL.SLIDE", "RL.SLICE"]
 # RL.ALLOW deciding the three single commands' limits at once.
 ALLOW_PARTS = ["RL.THROTTLE", "RL.SLIDE", "RL.SLICE"]
+# RL.ALLOW's interface deciding nothing (examples/floor.rs): its three keys
+# kept with an expiry, RL.ALLOW's seven-element reply. Measured next to the
+# RL.ALLOW row on hot keys, -P 16, in every repetition.
+FLOOR_ALLOW = [
+    "FLOOR.ALLOW", "3", "{b:floor_allow}:t", "{b:floor_allow}:l", "{b:floor_allow}:s",
+    "THROTTLE", str(THROUGHPUT_LIMIT - 1), str(THROUGHPUT_LIMIT), str(THROUGHPUT_WINDOW_S),
+    "SLIDE", str(THROUGHPUT_LIMIT), str(THROUGHPUT_WINDOW_S),
+    "SLICE", str(THROUGHPUT_LIMIT), str(THROUGHPUT_WINDOW_S), str(SLICES),
+]
 
 
 class BenchError(Exception):
@@ -992,6 +1001,7 @@ def main(argv=None) -> int:
                         n_for[(rg[0], row.name)] = 2_000
                 for s in scaling:
                     n_for[("scale", s["family"], s["level"])] = 2_000
+                n_for["floor_allow"] = 2_000
             else:
                 progress("calibrating request counts for %.1f s per measurement" % opts.seconds)
                 for regime in REGIMES:
@@ -1003,6 +1013,9 @@ def main(argv=None) -> int:
                     res = b.run(s["cmd"], 40_000, 16, False)
                     n = int(res["rps"] * opts.seconds) // 1000 * 1000
                     n_for[("scale", s["family"], s["level"])] = min(max(n, 20_000), 10_000_000)
+                res = b.run(FLOOR_ALLOW, 40_000, 16, False)
+                n = int(res["rps"] * opts.seconds) // 1000 * 1000
+                n_for["floor_allow"] = min(max(n, 20_000), 10_000_000)
 
             # The most calls a kept-state key can get, creation, calibration
             # and repetitions together: each call of a run draws its key
@@ -1028,6 +1041,7 @@ def main(argv=None) -> int:
 
             results = {(rg[0], r.name): [] for rg in REGIMES for r in rows}
             scale_results = {(s["family"], s["level"]): [] for s in scaling}
+            floor_allow_results = []
             for rep in range(reps):
                 progress("repetition %d of %d" % (rep + 1, reps))
                 for regime in REGIMES:
@@ -1039,6 +1053,9 @@ def main(argv=None) -> int:
                     res = b.run(s["cmd"], n_for[("scale", s["family"], s["level"])], 16, False)
                     res["rep"] = rep
                     scale_results[(s["family"], s["level"])].append(res)
+                res = b.run(FLOOR_ALLOW, n_for["floor_allow"], 16, False)
+                res["rep"] = rep
+                floor_allow_results.append(res)
 
             # Every kept-state key still there, every call allowed.
             progress("checking the kept-state keys")
@@ -1150,11 +1167,24 @@ def main(argv=None) -> int:
         for x in zip(*[[r["server_cpu_us_per_cmd"] for r in results[("hot_P16", name)]] for name in ALLOW_PARTS])
     ]
     allow_ratios = [a / p for a, p in zip(allow_cpu, parts_cpu) if p]
+    # The least any RL.ALLOW of these three limits can cost: FLOOR.ALLOW
+    # (its interface, three keys kept, the reply) plus what each single
+    # command costs beyond FLOOR.KEEP (its interface, one key kept): parsing
+    # its numbers, deciding, recording, the values of its reply. RL.ALLOW
+    # must do all of that for each of its limits.
+    floor_allow_cpu = [r["server_cpu_us_per_cmd"] for r in floor_allow_results]
+    keep_cpu = [r["server_cpu_us_per_cmd"] for r in results[("hot_P16", "FLOOR.KEEP")]]
+    bound_cpu = [f + p - len(ALLOW_PARTS) * k for f, p, k in zip(floor_allow_cpu, parts_cpu, keep_cpu)]
     allow_out = {
         "allow_cpu_us_per_call": allow_cpu,
         "singles_cpu_us_sum": parts_cpu,
         "ratios": allow_ratios,
         "ratio_median": median(allow_ratios),
+        "floor_allow_cpu_us_per_call": floor_allow_cpu,
+        "floor_allow_ratios": [f / p for f, p in zip(floor_allow_cpu, parts_cpu) if p],
+        "floor_allow_runs": floor_allow_results,
+        "bound_cpu_us_per_call": bound_cpu,
+        "bound_ratios": [b_ / p for b_, p in zip(bound_cpu, parts_cpu) if p],
     }
 
     # ---- The module against the script doing the same job.
@@ -1319,19 +1349,34 @@ def main(argv=None) -> int:
         "## RL.ALLOW of three limits against three single calls\n\n"
         "Server CPU per call, hot keys, -P 16: RL.ALLOW deciding THROTTLE + SLIDE + SLICE on three keys, "
         "divided by the sum of the three single commands' CPU per call, same repetition (median; range). "
-        "Below 1, one RL.ALLOW is cheaper than the three calls it replaces."
+        "Below 1, one RL.ALLOW is cheaper than the three calls it replaces. Next to it, FLOOR.ALLOW "
+        "(examples/floor.rs: RL.ALLOW's arguments and reply, its three keys kept with an expiry, nothing "
+        "decided), and the least any RL.ALLOW of these limits can cost: FLOOR.ALLOW plus what each single "
+        "command costs beyond FLOOR.KEEP (parsing its numbers, deciding, recording), all of which RL.ALLOW "
+        "does for each of its limits."
     )
     p()
+    def ratio_cell(ratios):
+        if not ratios:
+            return "-"
+        return fmt_ratio(median(ratios)) + (" (%.2f-%.2f)" % (min(ratios), max(ratios)) if len(ratios) > 1 else "")
+
     p(
         markdown_table(
-            ["RL.ALLOW us/call", "sum of the three singles us/call", "ratio"],
+            ["command", "us/call", "x the three singles"],
             [
+                ["sum of RL.THROTTLE, RL.SLIDE, RL.SLICE", fmt_num(median(allow_out["singles_cpu_us_sum"]), 2), "1"],
+                ["RL.ALLOW", fmt_num(median(allow_out["allow_cpu_us_per_call"]), 2), ratio_cell(rs)],
                 [
-                    fmt_num(median(allow_out["allow_cpu_us_per_call"]), 2),
-                    fmt_num(median(allow_out["singles_cpu_us_sum"]), 2),
-                    fmt_ratio(allow_out["ratio_median"])
-                    + (" (%.2f-%.2f)" % (min(rs), max(rs)) if len(rs) > 1 else ""),
-                ]
+                    "FLOOR.ALLOW (the interface, deciding nothing)",
+                    fmt_num(median(allow_out["floor_allow_cpu_us_per_call"]), 2),
+                    ratio_cell(allow_out["floor_allow_ratios"]),
+                ],
+                [
+                    "least possible: FLOOR.ALLOW + each single's cost beyond FLOOR.KEEP",
+                    fmt_num(median(allow_out["bound_cpu_us_per_call"]), 2),
+                    ratio_cell(allow_out["bound_ratios"]),
+                ],
             ],
         )
     )
