@@ -425,12 +425,8 @@ fn parse_decimal(arg: &[u8]) -> Option<u64> {
         0 => None,
         // 19 digits or fewer cannot overflow a u64: no checks per digit.
         1..=19 => {
-            let mut chunks = arg.chunks_exact(4);
             let mut n = 0u64;
-            for chunk in chunks.by_ref() {
-                n = n * 10_000 + four_digits(chunk)?;
-            }
-            for &b in chunks.remainder() {
+            for &b in arg {
                 let digit = b.wrapping_sub(b'0');
                 if digit > 9 {
                     return None;
@@ -447,22 +443,6 @@ fn parse_decimal(arg: &[u8]) -> Option<u64> {
             n.checked_mul(10)?.checked_add(u64::from(digit))
         }),
     }
-}
-
-/// Four ASCII digits at once, the first in the lowest byte of a word: every
-/// byte checked to be a digit, then neighbours combined in two steps.
-#[inline]
-fn four_digits(chunk: &[u8]) -> Option<u64> {
-    const ZEROS: u32 = 0x3030_3030;
-    const HIGH: u32 = 0xF0F0_F0F0;
-    let x = u32::from_le_bytes(chunk.try_into().ok()?);
-    // Every byte 0x30..=0x3F, and adding 6 keeps it below 0x40: '0'..='9'.
-    if x & HIGH != ZEROS || x.wrapping_add(0x0606_0606) & HIGH != ZEROS {
-        return None;
-    }
-    let d = x - ZEROS;
-    let d = (d * 10 + (d >> 8)) & 0x00FF_00FF;
-    Some(u64::from((d * 100 + (d >> 16)) & 0xFFFF))
 }
 
 /// The most keys of one several-limit command.
@@ -884,9 +864,9 @@ mod tests {
         }
     }
 
-    /// The reader (four digits at a time, then one at a time) against the
-    /// standard library's, for every byte value at every position of every
-    /// length up to nine, and for random digit strings of every length.
+    /// The reader against the standard library's, for every byte value at
+    /// every position of every length up to nine, and for random digit
+    /// strings of every length.
     #[test]
     fn decimal_reader_agrees_with_the_standard_one() {
         let reference = |s: &[u8]| {
