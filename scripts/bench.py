@@ -107,6 +107,20 @@ request count per measurement is chosen from a short calibration run so
 that each takes about `--seconds` (default 2 s). The server's own CPU time
 per command (INFO cpu) is recorded as well.
 
+RL.ALLOW against the three single calls. Server CPU per call (INFO cpu),
+hot keys, -P 16, per repetition: the RL.ALLOW row (THROTTLE + SLIDE + SLICE
+on three keys) divided by the sum of the three single commands' rows. Next
+to it FLOOR.ALLOW (examples/floor.rs: RL.ALLOW's arguments and
+seven-element reply, three keys kept with an expiry, nothing parsed or
+decided), run once per repetition after the regimes, and the least any
+RL.ALLOW of these limits can cost: FLOOR.ALLOW plus, for each single
+command, its CPU beyond FLOOR.KEEP's (its interface keeping one key):
+parsing its numbers, deciding, recording, which RL.ALLOW does for each of
+its limits too. (That sum counts the singles' per-call overhead, the
+command's context, clock read and replication call, three times where
+RL.ALLOW pays it once: about 200 instructions each, under 0.01 of the
+ratio.)
+
 Memory per key. For every row with a key: FLUSHALL, then the row's command
 once on each of `--keys` (default 100,000) distinct keys `rl:<12 digits>`,
 pipelined over a raw socket, with limit 100 per 3,600 s (so nothing expires
