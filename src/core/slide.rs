@@ -360,20 +360,19 @@ impl Limiter for SlideLog {
     ) -> (Decision, Option<SlideUpdate>) {
         let limit = params.limit;
         let window = params.window;
+        let newest = self.times.back();
         // Read (and write) the log no earlier than its clock.
-        let at = if self.times.len() == 0 {
-            now
-        } else {
-            now.max(self.clock)
+        let at = match newest {
+            Some(_) => now.max(self.clock),
+            None => now,
         };
         let expired = self.expired_at(at, window);
         let used = match self.counts {
             None => (self.times.len() - expired) as u64,
             Some(_) => self.units().saturating_sub(self.units_before(expired)),
         };
-        // The newest entry is counted whenever anything is. Read only when
-        // the answer needs it: a request that takes units resets from now.
-        let reset_at = || match self.times.back() {
+        // The newest entry is counted whenever anything is.
+        let reset_at = match newest {
             Some(newest) if used > 0 => self.instant(newest).saturating_add(window),
             _ => now,
         };
@@ -384,7 +383,7 @@ impl Limiter for SlideLog {
                 limit,
                 remaining: limit.saturating_sub(used),
                 retry: Retry::Never,
-                reset_at: reset_at(),
+                reset_at,
             };
             return (never, None);
         }
@@ -396,13 +395,13 @@ impl Limiter for SlideLog {
                 limit,
                 remaining: limit - total,
                 retry: Retry::NotLimited,
-                // Kept at their µs, the new units are at the clock, `at`.
-                reset_at: at.saturating_add(window),
+                reset_at,
             };
             if quantity == 0 {
-                allowed.reset_at = reset_at();
                 return (allowed, None);
             }
+            // Kept at their µs, the new units are at the clock, `at`.
+            allowed.reset_at = at.saturating_add(window);
             let update = SlideUpdate {
                 expired,
                 at,
@@ -420,14 +419,14 @@ impl Limiter for SlideLog {
         let last_to_leave = self
             .times
             .get(self.entry_of_unit(rank))
-            .or(self.times.back())
+            .or(newest)
             .map_or(at, |us| self.instant(us));
         let limited = Decision {
             limited: true,
             limit,
             remaining: limit.saturating_sub(used),
             retry: Retry::At(last_to_leave.saturating_add(window)),
-            reset_at: reset_at(),
+            reset_at,
         };
         (limited, None)
     }
@@ -645,11 +644,9 @@ impl Limiter for SlideLog {
                 return Err(DecodeError::Invalid("slide log timestamps decrease"));
             }
             log.record(micros_up(Nanos::new(entry)), 1, Room::UNBOUNDED);
-            // `record` relies on the clock being at or after the newest
-            // entry, as a live log's is.
-            log.clock = Nanos::new(entry);
             previous = entry;
         }
+        log.clock = Nanos::new(previous);
         r.finish()?;
         log.shrink_to_fit();
         Ok(log)
@@ -932,15 +929,12 @@ impl SlideLog {
             return;
         }
         // The usual case first: one unit, in a microsecond of its own, in
-        // a narrow ring that has room and reach for it. A microsecond after
-        // the clock's holds no entry yet (the newest entry is in the
-        // clock's microsecond or before): then the ring is only written,
-        // not read, which spares a cache miss on a key not used lately.
-        let after_clock = t > micros_up(self.clock);
+        // a narrow ring that has room and reach for it.
         if let Times::Narrow { base, offsets } = &mut self.times {
-            if let (1, Some(offset)) = (quantity, offset_of(*base, t)) {
-                let own = !offsets.is_empty() && (after_clock || offsets.back() != Some(&offset));
-                if own && offsets.len() < offsets.capacity() {
+            if let (1, Some(&newest), Some(offset)) =
+                (quantity, offsets.back(), offset_of(*base, t))
+            {
+                if offset != newest && offsets.len() < offsets.capacity() {
                     offsets.push_back(offset);
                     return;
                 }
