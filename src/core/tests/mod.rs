@@ -164,3 +164,23 @@ pub fn assert_retry_promise<L: Limiter>(
         Retry::NotLimited => assert!(!decision.limited),
     }
 }
+
+/// The reply SPEC gives for a decision, computed apart from
+/// `Decision::reply`: times from `now`, rounded up to the `unit`.
+pub fn spec_reply(d: &Decision, now: u64, unit: Unit) -> [i64; 5] {
+    let after = |at: Nanos| {
+        let ns = at.get().saturating_sub(now);
+        i64::try_from(ns.div_ceil(unit.nanos())).expect("in range")
+    };
+    let retry_after = match d.retry {
+        Retry::At(at) => after(at),
+        Retry::NotLimited | Retry::Never => -1,
+    };
+    [
+        i64::from(d.limited),
+        i64::try_from(d.limit).expect("in range"),
+        i64::try_from(d.remaining).expect("in range"),
+        retry_after,
+        after(d.reset_at),
+    ]
+}

@@ -29,7 +29,8 @@
 use proptest::prelude::*;
 
 use super::{
-    assert_retry_promise, choice, marks_of, move_clock, pick, quantity, start_instant, Choice,
+    assert_retry_promise, choice, marks_of, move_clock, pick, quantity, spec_reply, start_instant,
+    Choice,
 };
 use crate::args::Bounds;
 use crate::core::slice::{SliceParams, SliceWindow, MAX_LIMIT, MAX_SLICES};
@@ -325,25 +326,6 @@ impl Records {
     }
 }
 
-/// The reply SPEC gives for a decision: times from `now`, rounded up.
-fn reply(d: &Decision, now: u64, unit: Unit) -> [i64; 5] {
-    let after = |at: Nanos| {
-        let ns = at.get().saturating_sub(now);
-        i64::try_from(ns.div_ceil(unit.nanos())).expect("in range")
-    };
-    let retry_after = match d.retry {
-        Retry::At(at) => after(at),
-        Retry::NotLimited | Retry::Never => -1,
-    };
-    [
-        i64::from(d.limited),
-        i64::try_from(d.limit).expect("in range"),
-        i64::try_from(d.remaining).expect("in range"),
-        retry_after,
-        after(d.reset_at),
-    ]
-}
-
 proptest! {
     // A geometry change walks and allocates up to a million counters.
     #![proptest_config(ProptestConfig::with_cases(128))]
@@ -360,7 +342,7 @@ proptest! {
             assert_eq!(call.decision, expected, "{what}");
             for unit in [Unit::Millis, Unit::Seconds] {
                 let now = Nanos::new(call.now);
-                assert_eq!(call.decision.reply(now, unit), reply(&expected, call.now, unit), "{unit:?}, {what}");
+                assert_eq!(call.decision.reply(now, unit), spec_reply(&expected, call.now, unit), "{unit:?}, {what}");
             }
             if let Some(stored) = stored {
                 model = stored;
