@@ -319,6 +319,43 @@ impl Tail {
         }
     }
 
+    /// One unit, in seconds, on the local clock.
+    const DEFAULT: Tail = Tail {
+        quantity: 1,
+        unit: Unit::Seconds,
+        at: None,
+    };
+
+    /// Reads `MS` or `AT ns` at argument `*i`, moving `*i` onto AT's value;
+    /// false for any other word. `AT` is refused unless `trusted` says the
+    /// command comes from the master or the AOF (asked once).
+    fn ms_or_at<'a>(
+        &mut self,
+        args: &impl ArgSource<'a>,
+        i: &mut usize,
+        trusted: &mut Option<impl FnOnce() -> bool>,
+    ) -> Result<bool, ArgError> {
+        let arg = args.get(*i);
+        if arg.eq_ignore_ascii_case(b"MS") {
+            if self.unit == Unit::Millis {
+                return Err(ArgError::Repeated("MS"));
+            }
+            self.unit = Unit::Millis;
+        } else if arg.eq_ignore_ascii_case(b"AT") {
+            if !trusted.take().is_some_and(|f| f()) {
+                return Err(ArgError::AtFromClient);
+            }
+            if self.at.is_some() {
+                return Err(ArgError::Repeated("AT"));
+            }
+            *i += 1;
+            self.at = Some(Nanos::new(integer(args.get(*i), "AT", 0, u64::MAX, None)?));
+        } else {
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
     fn request<P>(&self, params: P) -> Request<P> {
         Request {
             params,
@@ -339,31 +376,14 @@ fn tail(
     trusted: impl FnOnce() -> bool,
 ) -> Result<Tail, ArgError> {
     let mut trusted = Some(trusted);
-    let mut out = Tail {
-        quantity: 1,
-        unit: Unit::Seconds,
-        at: None,
-    };
-    let mut ms = false;
+    let mut out = Tail::DEFAULT;
     let mut i = required;
     while let Some(&arg) = args.get(i) {
-        if arg.eq_ignore_ascii_case(b"MS") {
-            if ms {
-                return Err(ArgError::Repeated("MS"));
-            }
-            ms = true;
-            out.unit = Unit::Millis;
-        } else if arg.eq_ignore_ascii_case(b"AT") {
-            if !trusted.take().is_some_and(|f| f()) {
-                return Err(ArgError::AtFromClient);
-            }
-            if out.at.is_some() {
-                return Err(ArgError::Repeated("AT"));
-            }
+        if out.ms_or_at(&args, &mut i, &mut trusted)? {
             i += 1;
-            let ns = args.get(i).copied().unwrap_or_default();
-            out.at = Some(Nanos::new(integer(ns, "AT", 0, u64::MAX, None)?));
-        } else if words.option(options, arg, i + 1)? {
+            continue;
+        }
+        if words.option(options, arg, i + 1)? {
             i += 1;
         } else if i == required
             && arg
@@ -717,37 +737,22 @@ fn options<'a>(
     trusted: impl FnOnce() -> bool,
 ) -> Result<Tail, ArgError> {
     let mut trusted = Some(trusted);
-    let mut out = Tail {
-        quantity: 1,
-        unit: Unit::Seconds,
-        at: None,
-    };
-    let (mut ms, mut quantity) = (false, false);
+    let mut out = Tail::DEFAULT;
+    let mut quantity = false;
     let mut i = from;
     while i < args.len() {
         let arg = args.get(i);
-        if arg.eq_ignore_ascii_case(b"MS") {
-            if ms {
-                return Err(ArgError::Repeated("MS"));
-            }
-            ms = true;
-            out.unit = Unit::Millis;
-        } else if allow_quantity && arg.eq_ignore_ascii_case(b"QUANTITY") {
+        if out.ms_or_at(args, &mut i, &mut trusted)? {
+            i += 1;
+            continue;
+        }
+        if allow_quantity && arg.eq_ignore_ascii_case(b"QUANTITY") {
             if quantity {
                 return Err(ArgError::Repeated("QUANTITY"));
             }
             quantity = true;
             i += 1;
             out.quantity = integer(args.get(i), "QUANTITY", 0, MAX_QUANTITY, None)?;
-        } else if arg.eq_ignore_ascii_case(b"AT") {
-            if !trusted.take().is_some_and(|f| f()) {
-                return Err(ArgError::AtFromClient);
-            }
-            if out.at.is_some() {
-                return Err(ArgError::Repeated("AT"));
-            }
-            i += 1;
-            out.at = Some(Nanos::new(integer(args.get(i), "AT", 0, u64::MAX, None)?));
         } else {
             return Err(ArgError::Unknown(printable(arg)));
         }
