@@ -666,6 +666,13 @@ fn unit_and_bounds(
     (unit, bounds)
 }
 
+/// `trusted`, asked of the server at most once however often it is called
+/// (finding the bounds and then reading `AT` both need it).
+fn asked_once(trusted: impl Fn() -> bool) -> impl Fn() -> bool {
+    let answer = std::cell::OnceCell::new();
+    move || *answer.get_or_init(&trusted)
+}
+
 /// Parses the arguments after the command name of RL.ALLOW / RL.PEEK,
 /// `numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS] [AT ns]`: the
 /// specs go to `specs` (one per key, in order; the keys are arguments
@@ -691,6 +698,7 @@ pub fn several(
             return Err(ArgError::RepeatedKey(printable(key)));
         }
     }
+    let trusted = asked_once(trusted);
     let (unit, bounds) = unit_and_bounds(&args[1 + count..], &trusted, bounds);
     specs.clear();
     let mut at = 1 + count;
@@ -713,6 +721,7 @@ pub fn refund(
     trusted: impl Fn() -> bool,
     bounds: Bounds,
 ) -> Result<(Spec, Tail), ArgError> {
+    let trusted = asked_once(trusted);
     let (unit, bounds) = unit_and_bounds(args, &trusted, bounds);
     let (spec, next) = spec_at(args, 0, table, 0, unit, bounds)?;
     if next >= args.len() {
