@@ -742,22 +742,10 @@ impl Store<'_> {
     }
 }
 
-/// RL.INSPECT's field-value pairs (RESP2: a flat array), asked of the
-/// master that holds the key; `None` for a missing key.
+/// RL.INSPECT's field-value pairs, asked of the master that holds the
+/// key; `None` for a missing key.
 fn inspect(store: &Store, key: &str) -> Option<Vec<(String, Value)>> {
-    let v: Value = cmd(&["RL.INSPECT", key])
-        .query(&mut store.con_for(key))
-        .unwrap_or_else(|e| panic!("RL.INSPECT {key}: {e}"));
-    match v {
-        Value::Nil => None,
-        Value::Array(items) => Some(
-            items
-                .chunks(2)
-                .map(|pair| (text(&pair[0]), pair[1].clone()))
-                .collect(),
-        ),
-        other => panic!("RL.INSPECT {key}: {other:?}"),
-    }
+    common::inspect(&mut store.con_for(key), key)
 }
 
 /// One integer field of RL.INSPECT's reply.

@@ -6,21 +6,6 @@
 mod common;
 use common::*;
 
-/// RL.INSPECT as a field -> value list (RESP2 flat pairs).
-fn inspect(con: &mut Connection, key: &str) -> Option<Vec<(String, Value)>> {
-    let v: Value = cmd(&["RL.INSPECT", key]).query(con).unwrap();
-    match v {
-        Value::Nil => None,
-        Value::Array(items) => Some(
-            items
-                .chunks(2)
-                .map(|pair| (text(&pair[0]), pair[1].clone()))
-                .collect(),
-        ),
-        other => panic!("RL.INSPECT {key}: {other:?}"),
-    }
-}
-
 fn int(fields: &[(String, Value)], name: &str) -> i64 {
     match fields.iter().find(|(n, _)| n == name) {
         Some((_, Value::Int(n))) => *n,

@@ -511,6 +511,25 @@ pub fn field<'a>(v: &'a Value, name: &str) -> Option<&'a Value> {
     }
 }
 
+/// RL.INSPECT's field-value pairs (RESP2: a flat array); `None` for a
+/// missing key.
+pub fn inspect(con: &mut Connection, key: &str) -> Option<Vec<(String, Value)>> {
+    let v: Value = redis::cmd("RL.INSPECT")
+        .arg(key)
+        .query(con)
+        .unwrap_or_else(|e| panic!("RL.INSPECT {key}: {e}"));
+    match v {
+        Value::Nil => None,
+        Value::Array(items) => Some(
+            items
+                .chunks(2)
+                .map(|pair| (text(&pair[0]), pair[1].clone()))
+                .collect(),
+        ),
+        other => panic!("RL.INSPECT {key}: {other:?}"),
+    }
+}
+
 /// A scalar reply as text (other replies in their debug form).
 pub fn text(v: &Value) -> String {
     match v {
