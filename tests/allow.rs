@@ -10,57 +10,13 @@ use common::*;
 
 use std::time::Duration;
 
-/// A seven-element reply: five fields, the binding index, every limit's five.
-#[derive(Debug, PartialEq)]
-struct Reply {
-    binding: [i64; 5],
-    index: i64,
-    limits: Vec<[i64; 5]>,
-}
-
-fn seven(con: &mut Connection, args: &[&str]) -> Reply {
-    let v: Value = cmd(args)
-        .query(con)
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
-    parse_seven(&v).unwrap_or_else(|| panic!("{args:?}: not a seven-element reply: {v:?}"))
-}
-
-fn parse_seven(v: &Value) -> Option<Reply> {
-    let Value::Array(items) = v else { return None };
-    if items.len() != 7 {
-        return None;
-    }
-    let int = |v: &Value| match v {
-        Value::Int(n) => Some(*n),
-        _ => None,
-    };
-    let five = |v: &[Value]| -> Option<[i64; 5]> {
-        let n: Vec<i64> = v.iter().map(int).collect::<Option<_>>()?;
-        n.try_into().ok()
-    };
-    let Value::Array(limits) = &items[6] else {
-        return None;
-    };
-    Some(Reply {
-        binding: five(&items[..5])?,
-        index: int(&items[5])?,
-        limits: limits
-            .iter()
-            .map(|l| match l {
-                Value::Array(f) => five(f),
-                _ => None,
-            })
-            .collect::<Option<_>>()?,
-    })
-}
-
 const THREE: &[&str] = &[
     "THROTTLE", "1", "10", "60", // capacity 2, T = 6 s
     "SLIDE", "2", "60", //
     "SLICE", "3", "60", "6",
 ];
 
-fn allow3(con: &mut Connection, command: &str, keys: [&str; 3], extra: &[&str]) -> Reply {
+fn allow3(con: &mut Connection, command: &str, keys: [&str; 3], extra: &[&str]) -> Seven {
     let mut args = vec![command, "3", keys[0], keys[1], keys[2]];
     args.extend_from_slice(THREE);
     args.extend_from_slice(extra);

@@ -46,51 +46,6 @@ fn assert_reply(got: [i64; 5], want: [i64; 5], slack: i64, what: &str) {
     }
 }
 
-/// A seven-element reply of RL.ALLOW or RL.PEEK: the binding limit's five
-/// fields, its 1-based index, and every limit's own five.
-#[derive(Debug, Clone, PartialEq)]
-struct Seven {
-    binding: [i64; 5],
-    index: i64,
-    limits: Vec<[i64; 5]>,
-}
-
-fn seven(con: &mut impl ConnectionLike, args: &[&str]) -> Seven {
-    let v: Value = cmd(args)
-        .query(con)
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
-    parse_seven(&v).unwrap_or_else(|| panic!("{args:?}: not a seven-element reply: {v:?}"))
-}
-
-fn parse_seven(v: &Value) -> Option<Seven> {
-    let int = |v: &Value| match v {
-        Value::Int(n) => Some(*n),
-        _ => None,
-    };
-    let five = |f: &[Value]| -> Option<[i64; 5]> {
-        f.iter()
-            .map(int)
-            .collect::<Option<Vec<_>>>()?
-            .try_into()
-            .ok()
-    };
-    let Value::Array(items) = v else { return None };
-    let [head @ .., index, Value::Array(limits)] = items.as_slice() else {
-        return None;
-    };
-    Some(Seven {
-        binding: five(head)?,
-        index: int(index)?,
-        limits: limits
-            .iter()
-            .map(|l| match l {
-                Value::Array(f) => five(f),
-                _ => None,
-            })
-            .collect::<Option<_>>()?,
-    })
-}
-
 /// The error a call must answer, as its code (MOVED, CROSSSLOT) and the
 /// rest of the message.
 fn refused(con: &mut impl ConnectionLike, args: &[&str]) -> (String, String) {

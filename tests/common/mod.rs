@@ -511,6 +511,53 @@ pub fn field<'a>(v: &'a Value, name: &str) -> Option<&'a Value> {
     }
 }
 
+/// A seven-element reply of RL.ALLOW or RL.PEEK: the binding limit's five
+/// fields, its 1-based index, and every limit's own five.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Seven {
+    pub binding: [i64; 5],
+    pub index: i64,
+    pub limits: Vec<[i64; 5]>,
+}
+
+/// Runs `args` (RL.ALLOW or RL.PEEK) and reads its seven-element reply.
+pub fn seven(con: &mut impl redis::ConnectionLike, args: &[&str]) -> Seven {
+    let v: Value = cmd(args)
+        .query(con)
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    parse_seven(&v).unwrap_or_else(|| panic!("{args:?}: not a seven-element reply: {v:?}"))
+}
+
+/// A seven-element reply, or `None` for any other shape.
+pub fn parse_seven(v: &Value) -> Option<Seven> {
+    let int = |v: &Value| match v {
+        Value::Int(n) => Some(*n),
+        _ => None,
+    };
+    let five = |f: &[Value]| -> Option<[i64; 5]> {
+        f.iter()
+            .map(int)
+            .collect::<Option<Vec<_>>>()?
+            .try_into()
+            .ok()
+    };
+    let Value::Array(items) = v else { return None };
+    let [head @ .., index, Value::Array(limits)] = items.as_slice() else {
+        return None;
+    };
+    Some(Seven {
+        binding: five(head)?,
+        index: int(index)?,
+        limits: limits
+            .iter()
+            .map(|l| match l {
+                Value::Array(f) => five(f),
+                _ => None,
+            })
+            .collect::<Option<_>>()?,
+    })
+}
+
 /// RL.INSPECT's field-value pairs (RESP2: a flat array); `None` for a
 /// missing key.
 pub fn inspect(con: &mut Connection, key: &str) -> Option<Vec<(String, Value)>> {
