@@ -59,13 +59,15 @@
 //! the counted units must leave first, and the entry holding the last of
 //! them is found by its rank among the units (units leave in order).
 //!
-//! The ring's capacity grows to 1/16 more than it needs (rounded up to 4
-//! entries), never past the limit in force unless the entries themselves
-//! need it, and shrinks back to that when it holds more than twice the log
-//! (plus 8 entries). A full log of one unit per microsecond therefore takes at most
-//! about 4.25 bytes per unit, and its memory stays bounded by the limit, not
-//! by the traffic: expired entries are dropped before new ones are appended,
-//! and at most `limit` units are ever counted.
+//! The ring's capacity doubles while it is small (up to 64 entries: few
+//! reallocations for the short logs most keys hold), then grows to 1/16
+//! more than it needs (rounded up to 4 entries), never past the limit in
+//! force unless the entries themselves need it; it shrinks back to the
+//! planned capacity when it holds more than twice that (plus 8 entries). A full log of one
+//! unit per microsecond therefore takes at most about 4.25 bytes per unit,
+//! and its memory stays bounded by the limit, not by the traffic: expired
+//! entries are dropped before new ones are appended, and at most `limit`
+//! units are ever counted.
 //!
 //! Cost: the counted part starts after the expired prefix, found in O(1)
 //! when none or all of the log is expired and otherwise by a galloping
@@ -1306,9 +1308,18 @@ fn drop_front<T>(ring: &mut VecDeque<T>, n: usize) {
     ring.drain(..n.min(ring.len()));
 }
 
-/// The capacity planned for `needed` entries: 1/16 more, rounded up to a
-/// multiple of 4.
+/// Up to this many entries a ring's planned capacity is a power of two.
+const SMALL_RING: usize = 64;
+
+/// The capacity planned for `needed` entries: the next power of two (at
+/// least 4) while that is at most `SMALL_RING`, else 1/16 more, rounded
+/// up to a multiple of 4. A short log, which most keys hold, is allocated
+/// 5 times on its way to 64 entries instead of 16 (a reallocation costs
+/// more than the rest of a call); a long one keeps its few bytes a unit.
 fn planned(needed: usize) -> usize {
+    if needed <= SMALL_RING {
+        return needed.next_power_of_two().max(4);
+    }
     let more = needed.saturating_add(needed / 16);
     more.checked_next_multiple_of(4).unwrap_or(more)
 }
@@ -1356,14 +1367,15 @@ fn grow<T>(ring: &mut VecDeque<T>, additional: usize, room: Room) {
     ring.reserve_exact(target - len);
 }
 
-/// Shrinks a ring holding more than twice its length (plus 8 entries)
-/// back to the planned capacity: amortized O(1), as the length must then
-/// halve, or grow by a sixteenth, before the next reallocation; and a
-/// length that wavers (traffic does) does not reallocate at every wave.
+/// Shrinks a ring holding more than twice the capacity planned for its
+/// length (plus 8 entries) back to that: amortized O(1), as the length
+/// must then halve, or grow past the planned capacity, before the next
+/// reallocation; and a length that wavers (traffic does) does not
+/// reallocate at every wave.
 fn shrink_if_sparse<T>(ring: &mut VecDeque<T>) {
-    let len = ring.len();
-    if ring.capacity() > len.saturating_mul(2).saturating_add(8) {
-        ring.shrink_to(planned(len));
+    let planned = planned(ring.len());
+    if ring.capacity() > planned.saturating_mul(2).saturating_add(8) {
+        ring.shrink_to(planned);
     }
 }
 
