@@ -455,11 +455,7 @@ fn several<'a>(ctx: Ctx<'a>, args: Args<'a>, write: bool) -> Result<Outcome, Err
         return Err(Error::Arity);
     }
     // Every argument's bytes, read once.
-    if args.len() > MAX_SEVERAL_ARGS {
-        let extra = args::printable(args.bytes(MAX_SEVERAL_ARGS));
-        return Err(Error::Arg(ArgError::Unknown(extra)));
-    }
-    let argv: ArrayVec<&[u8], MAX_SEVERAL_ARGS> = (1..args.len()).map(|i| args.bytes(i)).collect();
+    let argv = arg_bytes::<{ MAX_SEVERAL_ARGS - 1 }>(args, 1)?;
     let mut specs = ArrayVec::new();
     let options = args::several(
         &argv[..],
@@ -476,21 +472,12 @@ fn several<'a>(ctx: Ctx<'a>, args: Args<'a>, write: bool) -> Result<Outcome, Err
     let mut decisions: ArrayVec<Decision, { args::MAX_KEYS }> = ArrayVec::new();
     for (i, spec) in specs.iter().enumerate() {
         let algorithm = ALGORITHMS.get(spec.algorithm).ok_or(Error::Store)?;
-        limits.push(Limit {
-            key: ctx.open_key(args, 2 + i, takes),
-            staged: Staged::EMPTY,
-        });
-        let Some(Limit { key, staged }) = limits.last_mut() else {
-            return Err(Error::Store);
-        };
-        let stage = takes.then_some(staged);
-        decisions.push((algorithm.decide)(
-            key,
-            spec.values(),
-            now,
-            options.quantity,
-            stage,
-        )?);
+        let mut key = ctx.open_key(args, 2 + i, takes);
+        let mut staged = Staged::EMPTY;
+        let stage = takes.then_some(&mut staged);
+        let decision = (algorithm.decide)(&mut key, spec.values(), now, options.quantity, stage)?;
+        decisions.push(decision);
+        limits.push(Limit { key, staged });
     }
     let allowed = decisions.iter().all(|d| !d.limited);
 
@@ -804,12 +791,7 @@ extern "C" fn rl_refund(
         if args.len() < 5 {
             return Err(Error::Arity);
         }
-        if args.len() > 2 + MAX_REFUND_ARGS {
-            let extra = args::printable(args.bytes(2 + MAX_REFUND_ARGS));
-            return Err(Error::Arg(ArgError::Unknown(extra)));
-        }
-        let argv: ArrayVec<&[u8], MAX_REFUND_ARGS> =
-            (2..args.len()).map(|i| args.bytes(i)).collect();
+        let argv = arg_bytes::<MAX_REFUND_ARGS>(args, 2)?;
         let (spec, tail) = args::refund(
             &argv[..],
             &SPEC_SYNTAX,
@@ -945,11 +927,21 @@ fn numbers<'a>(args: Args<'a>, required: usize) -> Result<ArrayVec<&'a [u8], MAX
     if args.len() < 2 + required {
         return Err(Error::Arity);
     }
-    if args.len() > 2 + MAX_NUMBERS {
-        let extra = args::printable(args.bytes(2 + MAX_NUMBERS));
+    arg_bytes(args, 2)
+}
+
+/// The bytes of the arguments from `from` on, without allocating; more
+/// than `N` of them is an error naming the first one too many (so the
+/// collection below never overflows).
+fn arg_bytes<'a, const N: usize>(
+    args: Args<'a>,
+    from: usize,
+) -> Result<ArrayVec<&'a [u8], N>, Error> {
+    if args.len() > from + N {
+        let extra = args::printable(args.bytes(from + N));
         return Err(Error::Arg(ArgError::Unknown(extra)));
     }
-    Ok((2..args.len()).map(|i| args.bytes(i)).collect())
+    Ok((from..args.len()).map(|i| args.bytes(i)).collect())
 }
 
 /// The entry of every command: makes the typed context and arguments,
