@@ -63,11 +63,11 @@
 //! reallocations for the short logs most keys hold), then grows to 1/16
 //! more than it needs (rounded up to 4 entries), never past the limit in
 //! force unless the entries themselves need it; it shrinks back to the
-//! planned capacity when it holds more than twice that (plus 8 entries). A full log of one
-//! unit per microsecond therefore takes at most about 4.25 bytes per unit,
-//! and its memory stays bounded by the limit, not by the traffic: expired
-//! entries are dropped before new ones are appended, and at most `limit`
-//! units are ever counted.
+//! planned capacity when it holds more than twice that (plus 8 entries).
+//! A full log of one unit per microsecond therefore takes at most about
+//! 4.25 bytes per unit, and its memory stays bounded by the limit, not by
+//! the traffic: expired entries are dropped before new ones are appended,
+//! and at most `limit` units are ever counted.
 //!
 //! Cost: the counted part starts after the expired prefix, found in O(1)
 //! when none or all of the log is expired and otherwise by a galloping
