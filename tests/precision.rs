@@ -12,18 +12,11 @@ use std::time::{Duration, Instant};
 
 /// RL.INSPECT's integer field `name`.
 fn inspect_int(con: &mut Connection, key: &str, name: &str) -> i64 {
-    let v: Value = cmd(&["RL.INSPECT", key]).query(con).unwrap();
-    let Value::Array(items) = v else {
-        panic!("RL.INSPECT {key}: {v:?}");
-    };
-    for pair in items.chunks(2) {
-        if text(&pair[0]) == name {
-            if let Value::Int(n) = pair[1] {
-                return n;
-            }
-        }
+    let fields = inspect(con, key).unwrap_or_else(|| panic!("RL.INSPECT {key}: no such key"));
+    match fields.iter().find(|(n, _)| n == name) {
+        Some((_, Value::Int(n))) => *n,
+        other => panic!("RL.INSPECT {key}: {name} is {other:?}"),
     }
-    panic!("RL.INSPECT {key}: no integer {name} in {items:?}");
 }
 
 /// Calls within a second join one entry, whose units leave a window after
@@ -48,19 +41,7 @@ fn units_join_the_newest_entry() {
         &["RL.SLIDE", "e", "3", "60000", "PRECISION", "0", "MS"],
         &["RL.SLIDE", "e", "3", "60000", "MS"],
     ];
-    let mut suffix = String::new();
-    let (_, replies) = in_one_second(|sfx| {
-        suffix = sfx.to_string();
-        table
-            .iter()
-            .map(|args| {
-                let key = format!("{}{sfx}", args[1]);
-                let mut args = args.to_vec();
-                args[1] = &key;
-                five(&mut con, &args)
-            })
-            .collect::<Vec<_>>()
-    });
+    let (_, replies, suffix) = run_in_one_second_suffixed(&mut con, table);
     let (p, e) = (format!("p{suffix}"), format!("e{suffix}"));
     assert_eq!(
         replies,

@@ -44,18 +44,8 @@ fn reply_table() {
         // the same key read in seconds
         (&["RL.SLIDE", "c", "10", "120", "0"],           [0, 10, 0, -1, 120]),
     ];
-    let (_, (replies, suffix)) = in_one_second(|suffix| {
-        let replies: Vec<[i64; 5]> = table
-            .iter()
-            .map(|(args, _)| {
-                let mut args = args.to_vec();
-                let key = format!("{}{suffix}", args[1]);
-                args[1] = &key;
-                five(&mut con, &args)
-            })
-            .collect();
-        (replies, suffix.to_string())
-    });
+    let calls: Vec<&[&str]> = table.iter().map(|(args, _)| *args).collect();
+    let (_, replies, suffix) = run_in_one_second_suffixed(&mut con, &calls);
     for ((args, expected), got) in table.iter().zip(&replies) {
         assert_eq!(got, expected, "{args:?}");
     }

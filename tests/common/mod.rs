@@ -408,8 +408,17 @@ pub fn in_one_second<T>(mut f: impl FnMut(&str) -> T) -> (i64, T) {
 /// Runs `table` with its keys (the second word) suffixed, all calls within
 /// one second; returns that second and the replies.
 pub fn run_in_one_second(con: &mut Connection, table: &[&[&str]]) -> (i64, Vec<[i64; 5]>) {
-    in_one_second(|suffix| {
-        table
+    let (second, replies, _) = run_in_one_second_suffixed(con, table);
+    (second, replies)
+}
+
+/// `run_in_one_second`, also returning the suffix the keys got.
+pub fn run_in_one_second_suffixed(
+    con: &mut Connection,
+    table: &[&[&str]],
+) -> (i64, Vec<[i64; 5]>, String) {
+    let (second, (replies, suffix)) = in_one_second(|suffix| {
+        let replies = table
             .iter()
             .map(|args| {
                 let key = format!("{}{suffix}", args[1]);
@@ -417,8 +426,10 @@ pub fn run_in_one_second(con: &mut Connection, table: &[&[&str]]) -> (i64, Vec<[
                 args[1] = &key;
                 five(con, &args)
             })
-            .collect()
-    })
+            .collect();
+        (replies, suffix.to_string())
+    });
+    (second, replies, suffix)
 }
 
 /// `ns` rounded up to whole `unit_ns` (a time as replies and expiries
