@@ -41,7 +41,10 @@
 //!
 //! Memory is `S + 1` 32-bit counters plus a constant, allocated on the first
 //! recorded unit. A call in the head slice (a busy key) is O(1): the state
-//! keeps the running `total` of its counters. When time has moved on to a
+//! keeps the running `total` of its counters, and the head's counter beside
+//! it, so such a call touches neither the ring nor its memory (the ring is a
+//! second allocation: on a key that is not in the cache, one miss less than
+//! a counter written in place). When time has moved on to a
 //! newer slice, only the slices that expired since the head are looked at,
 //! never more than `S + 1` however long the key was idle. The retry search
 //! starts at the oldest non-empty slice (a derived field kept by `apply`), so
@@ -62,6 +65,7 @@
 //! long anyway. Expired units then drop out as usual. A limit change needs
 //! nothing: the state does not depend on the limit.
 
+use std::mem;
 use std::ops::Range;
 
 use super::codec::{Reader, Writer};
@@ -167,15 +171,23 @@ impl Geometry {
 /// Empty (no unit recorded, nothing allocated) or: a geometry, the head, and
 /// the `S + 1` counters of slices `head - S ..= head`, whose sum is `total`.
 /// Slices before the epoch (negative indexes) are always zero.
+///
+/// The head's counter lives in the struct (`head_count`), not in the ring,
+/// whose slot for the head stays zero: a call in the head slice, the usual
+/// one, reads and writes this struct only, not the ring, a second
+/// allocation (one memory access less on a key that is not in the cache).
+/// The counter moves to the ring when the head moves on.
 #[derive(Clone, Debug, Default)]
 pub struct SliceWindow {
     geometry: Geometry,
     /// Absolute index of the newest slice held; its counter is not zero.
     head: u64,
-    /// Sum of all counters, at most `MAX_LIMIT`.
-    total: u64,
-    /// Ring of `S + 1` counters, slice `j` at `j mod (S + 1)`; empty when
-    /// nothing is recorded.
+    /// Sum of all counters (`head_count` included), at most `MAX_LIMIT`.
+    total: u32,
+    /// The head slice's counter.
+    head_count: u32,
+    /// Ring of `S + 1` counters, slice `j` at `j mod (S + 1)`, the head's
+    /// slot zero; empty when nothing is recorded.
     counters: Box<[u32]>,
     /// Derived, not persisted: absolute index of the oldest non-empty slice.
     oldest: u64,
@@ -187,6 +199,7 @@ impl PartialEq for SliceWindow {
     fn eq(&self, other: &SliceWindow) -> bool {
         self.geometry == other.geometry
             && self.head == other.head
+            && self.head_count == other.head_count
             && self.counters == other.counters
     }
 }
@@ -302,18 +315,16 @@ impl Limiter for SliceWindow {
                 geometry,
                 head,
                 total: 0,
+                head_count: 0,
                 counters: vec![0; len].into_boxed_slice(),
                 oldest: head,
             };
         }
         self.advance(head);
         let was_empty = self.total == 0;
-        let at = self.position(self.head);
-        if let Some(counter) = self.counters.get_mut(at) {
-            let added = counter.saturating_add(quantity) - *counter;
-            *counter += added;
-            self.total += u64::from(added);
-        }
+        let added = self.total.saturating_add(quantity) - self.total;
+        self.head_count += added;
+        self.total += added;
         if was_empty {
             self.oldest = self.head;
         }
@@ -333,6 +344,9 @@ impl Limiter for SliceWindow {
                 return;
             }
         }
+        // The head's counter goes to the ring for the walk, and the new
+        // head's comes back out of it after.
+        self.store_head();
         let mut left = quantity;
         let mut newest_kept = None;
         let first_held = self.head.saturating_sub(self.geometry.slices);
@@ -340,10 +354,10 @@ impl Limiter for SliceWindow {
         loop {
             let at = self.position(j);
             if let Some(counter) = self.counters.get_mut(at) {
-                let taken = u64::from(*counter).min(left);
                 // `taken` is at most the counter, a u32.
-                *counter -= u32::try_from(taken).unwrap_or(0);
-                left -= taken;
+                let taken = u32::try_from(u64::from(*counter).min(left)).unwrap_or(0);
+                *counter -= taken;
+                left -= u64::from(taken);
                 self.total = self.total.saturating_sub(taken);
                 if *counter > 0 && newest_kept.is_none() {
                     newest_kept = Some(j);
@@ -357,7 +371,10 @@ impl Limiter for SliceWindow {
         match newest_kept {
             // The slices between the new head and the old one are empty, so
             // the ring positions they free hold no unit of an older slice.
-            Some(head) if self.total > 0 => self.head = head,
+            Some(head) if self.total > 0 => {
+                self.head = head;
+                self.load_head();
+            }
             _ => *self = SliceWindow::new(),
         }
     }
@@ -378,7 +395,7 @@ impl Limiter for SliceWindow {
                 Detail::Integer(millis(Nanos::new(self.geometry.window))),
             ),
             ("slices", int(self.geometry.slices)),
-            ("units", int(self.total)),
+            ("units", int(u64::from(self.total))),
             (
                 "head_age_ms",
                 Detail::Integer(millis(now.saturating_sub(self.geometry.start(self.head)))),
@@ -402,11 +419,13 @@ impl Limiter for SliceWindow {
             .u64(self.geometry.slices)
             .u64(self.head);
         if !self.is_empty() {
+            // Oldest first: the head's slot, zero in the ring, comes last.
             let oldest_at = self.position(self.head.saturating_add(1));
             let (newer, older) = self.counters.split_at(oldest_at.min(self.counters.len()));
-            for &count in older.iter().chain(newer) {
+            for &count in older.iter().chain(newer).take(self.counters.len() - 1) {
                 writer.u32(count);
             }
+            writer.u32(self.head_count);
         }
         writer.into_bytes()
     }
@@ -445,9 +464,9 @@ impl Limiter for SliceWindow {
         if total == 0 {
             return Err(DecodeError::Invalid("slice state without units"));
         }
-        if total > MAX_LIMIT {
+        let Ok(total) = u32::try_from(total) else {
             return Err(DecodeError::Invalid("slice total over the limit range"));
-        }
+        };
         if counters.last() == Some(&0) {
             return Err(DecodeError::Invalid("slice head without units"));
         }
@@ -461,9 +480,11 @@ impl Limiter for SliceWindow {
             geometry,
             head,
             total,
+            head_count: 0,
             counters: counters.into_boxed_slice(),
             oldest: 0,
         };
+        state.load_head();
         state.oldest = state.first_non_empty(head.saturating_sub(slices));
         Ok(state)
     }
@@ -545,13 +566,13 @@ impl SliceWindow {
             return 0;
         }
         if first_counted <= self.oldest {
-            return self.total;
+            return u64::from(self.total);
         }
         let expired: u64 = self
             .slots(self.oldest, first_counted - 1)
             .map(|(_, count)| u64::from(count))
             .sum();
-        self.total.saturating_sub(expired)
+        u64::from(self.total).saturating_sub(expired)
     }
 
     /// The instant the oldest counted slices holding `need` units have all
@@ -582,15 +603,18 @@ impl SliceWindow {
         if gap >= len as u64 {
             self.counters.fill(0);
             self.total = 0;
+            self.head_count = 0;
         } else {
+            self.store_head();
             let from = self.position(self.head + 1);
             for run in runs(len, from, gap as usize) {
                 for counter in &mut self.counters[run] {
-                    self.total = self.total.saturating_sub(u64::from(*counter));
+                    self.total = self.total.saturating_sub(*counter);
                     *counter = 0;
                 }
             }
         }
+        // The new head's slot was just cleared: its counter is zero.
         self.head = head;
         let first_counted = head.saturating_sub(self.geometry.slices);
         if self.total == 0 {
@@ -615,7 +639,7 @@ impl SliceWindow {
             return SliceWindow::new();
         };
         let mut counters = vec![0u32; len];
-        let mut total = 0u64;
+        let mut total = 0u32;
         for (j, count) in self.slots(self.oldest, self.head) {
             if count == 0 {
                 continue;
@@ -624,7 +648,7 @@ impl SliceWindow {
             if let Some(counter) = counters.get_mut(at) {
                 *counter = counter.saturating_add(count);
             }
-            total += u64::from(count);
+            total = total.saturating_add(count);
         }
         if total == 0 {
             return SliceWindow::new();
@@ -633,9 +657,11 @@ impl SliceWindow {
             geometry,
             head,
             total,
+            head_count: 0,
             counters: counters.into_boxed_slice(),
             oldest: 0,
         };
+        state.load_head();
         state.oldest = state.first_non_empty(oldest_held);
         state
     }
@@ -650,6 +676,23 @@ impl SliceWindow {
     /// Ring position of slice `j`.
     fn position(&self, j: u64) -> usize {
         position(j, self.counters.len())
+    }
+
+    /// Moves the head's counter into its ring slot (before the head moves).
+    fn store_head(&mut self) {
+        let at = self.position(self.head);
+        if let Some(slot) = self.counters.get_mut(at) {
+            *slot = mem::take(&mut self.head_count);
+        }
+    }
+
+    /// Takes the head's counter out of its ring slot (after the head moved
+    /// to a slice whose counter is in the ring).
+    fn load_head(&mut self) {
+        let at = self.position(self.head);
+        if let Some(slot) = self.counters.get_mut(at) {
+            self.head_count = mem::take(slot);
+        }
     }
 
     /// Slices `from ..= to` with their counters, clipped to the slices held
@@ -668,7 +711,10 @@ impl SliceWindow {
             .iter()
             .chain(&self.counters[second])
             .copied();
-        (from..=to).zip(counts)
+        let head = (self.head, self.head_count);
+        (from..=to)
+            .zip(counts)
+            .map(move |(j, count)| if j == head.0 { head } else { (j, count) })
     }
 }
 
@@ -722,17 +768,18 @@ mod tests {
                 return;
             }
             assert_eq!(self.counters.len() as u64, self.geometry.slices + 1);
+            assert_eq!(self.counters[self.position(self.head)], 0, "head's slot");
             let sum: u64 = self.counters.iter().map(|&c| u64::from(c)).sum();
-            assert_eq!(self.total, sum, "running total");
-            assert!(self.total > 0 && self.total <= MAX_LIMIT);
-            assert!(
-                self.counters[self.position(self.head)] > 0,
-                "head slice holds units"
-            );
+            let sum = sum + u64::from(self.head_count);
+            assert_eq!(u64::from(self.total), sum, "running total");
+            assert!(self.total > 0);
+            assert!(self.head_count > 0, "head slice holds units");
             let first_held = self.head.saturating_sub(self.geometry.slices);
-            let oldest = (first_held..=self.head)
-                .find(|&j| self.counters[self.position(j)] > 0)
-                .unwrap();
+            let oldest = self
+                .slots(first_held, self.head)
+                .find(|&(_, count)| count > 0)
+                .unwrap()
+                .0;
             assert_eq!(self.oldest, oldest, "oldest non-empty slice");
         }
     }
