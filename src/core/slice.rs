@@ -1051,6 +1051,9 @@ mod tests {
             SliceWindow::new().mem_usage(),
             std::mem::size_of::<SliceWindow>()
         );
+        // The geometry, the head, the total and the head's counter (two
+        // u32 in one word), the ring's pointer and length, the oldest slice.
+        assert_eq!(std::mem::size_of::<SliceWindow>(), 56);
         for slices in [6, 60, 3_600] {
             let p = params(1_000_000, 3_600 * 1_000 * MS, slices);
             let mut state = SliceWindow::new();
