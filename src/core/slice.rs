@@ -10,7 +10,8 @@
 //!   nanosecond whose index is `j`. Every slice is at least 1 ns long
 //!   (`W >= S`), some may be 1 ns longer than others.
 //! - **Counter**: the units recorded in one slice. The state keeps `S + 1` of
-//!   them in a ring (slice `j` lives at position `j mod (S + 1)`).
+//!   them in a ring (slice `j` lives at position `j mod (S + 1)`), the
+//!   head's beside the ring (see Cost).
 //! - **Head**: the newest slice the state holds; its counter is never zero.
 //! - **Counted**: a unit recorded in slice `j` is counted until slice
 //!   `j + S + 1` starts, so at `now` the counted slices are
