@@ -18,9 +18,6 @@ pub mod slide;
 mod tests;
 pub mod time;
 
-#[cfg(test)]
-mod refund_tests;
-
 pub use decision::{binding, Decision, Retry};
 pub use time::{Nanos, Unit};
 

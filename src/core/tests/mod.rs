@@ -15,6 +15,7 @@
 
 mod fixtures;
 mod gcra;
+mod refund;
 mod slice;
 mod slide;
 
