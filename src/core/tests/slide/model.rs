@@ -10,7 +10,8 @@ use proptest::prelude::*;
 
 use super::format::v2;
 use super::{params, US};
-use crate::core::slide::{leading_at_most, SlideLog, SlideParams, MAX_MICROS, V1_TAG};
+use crate::core::slide::times::leading_at_most;
+use crate::core::slide::{SlideLog, SlideParams, MAX_MICROS, V1_TAG};
 use crate::core::{Decision, Limiter, Nanos, Retry};
 
 /// The reference: every admitted unit's kept instant (ns, rounded up to
