@@ -2,12 +2,13 @@
 //! clock, no I/O. Every function here takes the current time as an argument,
 //! so all of it is deterministic and unit-tested without a server.
 //!
-//! Each algorithm is one file and one implementation of [`Limiter`]: its
-//! state, its parameters (described by [`Limiter::ARGS`], validated by
-//! [`Limiter::params`]), the pure decision and the persisted encoding. The
-//! glue (`commands`, `types`, `args`) is generic over the trait and never
-//! names an algorithm; adding one is a file here plus a line in the glue's
-//! tables.
+//! Each algorithm is one module (a file, or a folder: `slide/`) and one
+//! implementation of [`Limiter`]: its state, its parameters (described by
+//! [`Limiter::ARGS`], validated by [`Limiter::params`]), the pure decision
+//! and the persisted encoding. The glue (`commands`, `types`, `args`) is
+//! generic over the trait and never names an algorithm; adding one is a
+//! module here plus a line in the glue's tables. Their tests are in
+//! `tests/`.
 
 pub mod codec;
 pub mod decision;
@@ -17,9 +18,6 @@ pub mod slide;
 #[cfg(test)]
 mod tests;
 pub mod time;
-
-#[cfg(test)]
-mod refund_tests;
 
 pub use decision::{binding, Decision, Retry};
 pub use time::{Nanos, Unit};

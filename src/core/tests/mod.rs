@@ -1,11 +1,17 @@
-//! Tests of the three algorithms across their whole documented ranges
-//! (issue 10): property tests that reach the maxima, independent models
-//! written from SPEC's formulas and compared on all five reply fields, and
-//! byte fixtures of the saved formats.
+//! The tests of the three algorithms: a folder each (`gcra/`, `slice/`,
+//! `slide/`) for its tables, reference models and properties, `refund.rs`
+//! for the promises of refunds, `fixtures.rs` for the saved formats.
 //!
-//! They use the core's public interface only (`Limiter`, the parameter
+//! Across their whole documented ranges (issue 10), each folder's
+//! `ranges.rs` and `fixtures.rs`: property tests that reach the maxima,
+//! independent models written from SPEC's formulas and compared on all
+//! five reply fields, and byte fixtures of the saved formats.
+//!
+//! Those use the core's public interface only (`Limiter`, the parameter
 //! constructors, `Decision`), so the models cannot lean on the code's
 //! private helpers: what they share with the code is SPEC, not arithmetic.
+//! The other tests may also use the few helpers and test-only accessors
+//! an algorithm's module opens to `core` for them.
 //!
 //! Random choices are drawn as `(kind, seed)` pairs and turned into values
 //! at run time (`pick`, `move_clock`, `quantity`), because the interesting
@@ -15,6 +21,7 @@
 
 mod fixtures;
 mod gcra;
+mod refund;
 mod slice;
 mod slide;
 

@@ -13,10 +13,10 @@
 
 use proptest::prelude::*;
 
-use super::{
+use crate::core::gcra::{GcraParamError, GcraParams, Tat, MAX_BURST, MAX_COUNT, MAX_TOLERANCE};
+use crate::core::tests::{
     assert_retry_promise, choice, marks_of, move_clock, pick, quantity, start_instant, Choice,
 };
-use crate::core::gcra::{GcraParamError, GcraParams, Tat, MAX_BURST, MAX_COUNT, MAX_TOLERANCE};
 use crate::core::{Decision, Limiter, Nanos, Retry, Unit, MAX_DURATION};
 
 const MS: u64 = 1_000_000;

@@ -21,12 +21,12 @@
 
 use proptest::prelude::*;
 
-use super::{
+use crate::args::Bounds;
+use crate::core::slide::{SlideLog, SlideParams, MAX_LIMIT};
+use crate::core::tests::{
     assert_retry_promise, choice, marks_of, move_clock, pick, quantity, spec_reply, start_instant,
     Choice,
 };
-use crate::args::Bounds;
-use crate::core::slide::{SlideLog, SlideParams, MAX_LIMIT};
 use crate::core::{Decision, Limiter, Nanos, Retry, Unit, MAX_DURATION};
 
 const MS: u64 = 1_000_000;

@@ -28,12 +28,12 @@
 
 use proptest::prelude::*;
 
-use super::{
+use crate::args::Bounds;
+use crate::core::slice::{SliceParams, SliceWindow, MAX_LIMIT, MAX_SLICES};
+use crate::core::tests::{
     assert_retry_promise, choice, marks_of, move_clock, pick, quantity, spec_reply, start_instant,
     Choice,
 };
-use crate::args::Bounds;
-use crate::core::slice::{SliceParams, SliceWindow, MAX_LIMIT, MAX_SLICES};
 use crate::core::{Decision, Limiter, Nanos, Retry, Unit, MAX_DURATION};
 
 /// The most slices a client may ask for by default (`max-slices`).

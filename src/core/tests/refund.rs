@@ -6,10 +6,10 @@
 
 use proptest::prelude::*;
 
-use super::gcra::{GcraParams, Tat};
-use super::slice::{SliceParams, SliceWindow};
-use super::slide::{SlideLog, SlideParams};
-use super::{Decision, Limiter, Nanos, Unit};
+use crate::core::gcra::{GcraParams, Tat};
+use crate::core::slice::{SliceParams, SliceWindow};
+use crate::core::slide::{SlideLog, SlideParams};
+use crate::core::{Decision, Limiter, Nanos, Unit};
 
 const S: u64 = 1_000_000_000;
 

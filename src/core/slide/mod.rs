@@ -1,0 +1,612 @@
+//! The exact sliding log: at most `limit` units in any window of length
+//! `window`, exact to the microsecond.
+//!
+//! Its domain words:
+//!
+//! - **unit**: what a request costs; a request for `quantity` units that is
+//!   allowed at `t` records `quantity` units at `t`.
+//! - **entry**: an instant and the units recorded at it (its **count**,
+//!   usually 1). The log is the sequence of entries, oldest first, their
+//!   instants never decreasing.
+//! - **microsecond**: the log's resolution. A unit recorded at `t` is kept
+//!   at `t` rounded **up** to the microsecond, so it leaves the window at
+//!   most 1 µs later than its exact moment, and never earlier.
+//! - **clock**: the instant (ns) the log was last changed at. It is never
+//!   read before it, and the entries of the clock's own microsecond are at
+//!   the clock, not at the microsecond's end: the units a call just
+//!   recorded leave exactly one window later, and `reset_after` right
+//!   after a call is the window itself. An entry's **instant** is thus its
+//!   microsecond or the clock, whichever is earlier.
+//! - **window**: the half-open interval `(t - window, t]`. An entry at `e` is
+//!   **counted** at every `t < e + window`; at `e + window` it has **left**
+//!   (it is **expired**). `used(t)` is the number of units counted at `t`.
+//! - A request for `quantity` units at `now` is **allowed** when
+//!   `used(now) + quantity <= limit`. A quantity above the limit never fits.
+//!   `quantity = 0` is a **peek**: it answers, and records nothing.
+//!
+//! ## Four bytes per unit
+//!
+//! The instants are microseconds since the epoch, kept in a ring in one of
+//! two **modes**:
+//!
+//! - **narrow** (the usual one): a `u32` offset from a `base` instant, 4
+//!   bytes per entry. Offsets reach 2^32 µs (71 minutes) past the base. When
+//!   a new instant does not fit, the log is **rebased** on its oldest entry
+//!   (every offset minus the oldest one) if the entries then span at most
+//!   [`NARROW_SPAN`] (62 minutes, 7/8 of the range), else it turns wide.
+//! - **wide**: the instant itself, a `u64`, 8 bytes per entry. The span of
+//!   a log is only bounded by the window (up to ten years), not by the
+//!   format. A wide log turns narrow again when a new entry finds it
+//!   spanning at most [`NARROW_SPAN`].
+//!
+//! A rebase or a change of mode rewrites the whole ring (O(n)), but each is
+//! followed by at least 2^32 - [`NARROW_SPAN`] µs (9 minutes) of the log's
+//! time before the next, and touches only entries at most [`NARROW_SPAN`]
+//! old (or, turning wide, in the narrow range): each entry is rewritten a
+//! bounded number of times in its life, so this stays O(1) amortized per
+//! entry. A window of an hour with steady traffic stays narrow, rebasing
+//! about every 11 minutes.
+//!
+//! Units that share a microsecond share an entry once there are
+//! [`COUNT_FROM`] of them (a request for 1,000 units is one entry): an
+//! entry's count is kept in a side table of **counted** entries, one `(u32,
+//! u32)` record each (its sequence number and the extra units of the counted
+//! entries before it), empty and unallocated while every entry holds one
+//! unit. Fewer units in one microsecond stay one entry each: two plain
+//! entries cost less than an entry and its record. The sums in the records
+//! make the one question that needs more than the ends of the log a binary
+//! search: when a request is limited, `need = used + quantity - limit` of
+//! the counted units must leave first, and the entry holding the last of
+//! them is found by its rank among the units (units leave in order).
+//!
+//! The ring's capacity doubles while it is small (up to 64 entries: few
+//! reallocations for the short logs most keys hold), then grows to 1/16
+//! more than it needs (rounded up to 4 entries), never past the limit in
+//! force unless the entries themselves need it; it shrinks back to the
+//! planned capacity when it holds more than twice that (plus 8 entries).
+//! A full log of one unit per microsecond therefore takes at most about
+//! 4.25 bytes per unit, and its memory stays bounded by the limit, not by
+//! the traffic: expired entries are dropped before new ones are appended,
+//! and at most `limit` units are ever counted.
+//!
+//! Cost: the counted part starts after the expired prefix, found in O(1)
+//! when none or all of the log is expired and otherwise by a galloping
+//! search from the front, O(log k) in the k expired entries (a limited call
+//! changes nothing, so it must not rescan what a later call would scan
+//! again). An allowed call drops the expired prefix and appends one or two
+//! entries: each entry is appended once and dropped once, and growing or
+//! shrinking copies O(1) amortized per entry. So a call is O(log n) at
+//! worst, and O(1) amortized per unit recorded.
+//!
+//! ## Worked example
+//!
+//! `limit` 3, `window` 10 s.
+//!
+//! - At 0 s, 1 unit: `used` = 0, allowed. Log `[0]`, remaining 2, reset after
+//!   10 s (when the entry at 0 leaves).
+//! - At 4 s, 2 units: `used` = 1, allowed. Log `[0, 4, 4]`, remaining 0.
+//! - At 7 s, 1 unit: `used` = 3, limited. `need` = 3 + 1 - 3 = 1: the first
+//!   counted unit (0 s) must leave, which it does at 10 s: retry after 3 s.
+//! - At 12 s, 2 units: the entry at 0 s has left, `used` = 2, limited.
+//!   `need` = 2 + 2 - 3 = 1: the first counted unit (4 s) must leave; it
+//!   leaves at 14 s, with its twin: retry after 2 s.
+//!
+//! ## PRECISION: entries drawn by the traffic
+//!
+//! With PRECISION `d > 0` (whole microseconds; the command gives seconds
+//! or milliseconds, at most the window) an entry is a group of units
+//! whose first and last arrived less than `d` apart. A unit recorded at
+//! `t` (its µs) **joins** the newest entry when `t - first < d`, `first`
+//! being the µs of that entry's first unit: the entry's count grows and
+//! its instant moves to `t`, so it leaves at its last unit's instant plus
+//! the window. Otherwise the units start an entry of their own (one entry
+//! whatever the quantity). So:
+//!
+//! - a unit is counted at most `d` longer than exact (less than `d` past
+//!   its own µs), never shorter: never more than `limit` units in any
+//!   window, as without the option;
+//! - requests at least `d` apart never join: the exact log's replies;
+//! - the first units of two entries are at least `d` apart, and an entry
+//!   still held was counted after `now - window`, so its first unit came
+//!   after `now - window - d`: at most `ceil(window / d) + 1` entries,
+//!   whatever the limit and the traffic.
+//!
+//! Joining is O(1): the newest entry is counted (it holds two units or
+//! more), its instant is rewritten in place and its count grows; only the
+//! newest entry's first unit is kept, in the side table of counts. A log
+//! with PRECISION grows its ring and its table tightly (a quarter more
+//! than needed, no rounding to 4), as its few entries hold many units.
+//!
+//! `d` is a parameter of the call: it may change between calls, and what
+//! is recorded keeps its leave time. A refund takes the newest units; a
+//! joined entry keeps its instant (its units leave no earlier). When it
+//! removes the newest entry whole, the new newest entry's first unit, if
+//! it may have joined units, is taken at the previous entry's instant:
+//! earlier than the truth, so later units join it less, never more.
+//!
+//! ## Clock going backwards
+//!
+//! If `now` is earlier than the log's clock, the log is read and written
+//! at its clock instead: nothing recorded is ever in the future, nothing a
+//! call dropped as expired could be counted again, so nothing expires early
+//! and nothing extra is let through. The instants in the `Decision` stay
+//! absolute; the reply measures them from the real `now`.
+//!
+//! The state does not depend on the parameters, so they may change between
+//! calls: a lowered limit applies at once to what is already recorded (which
+//! can then be more than the new limit; `remaining` saturates at 0).
+//!
+//! ## Saved format
+//!
+//! [`Limiter::encode`] writes the entries and the clock as varints (see
+//! `encode_v2`, in `format.rs`), about one to four bytes an entry, tagged
+//! `M` in `RL.STATE` and saved under RDB encoding version 2; a log whose
+//! entries may have joined units (PRECISION) adds its newest entry's first
+//! unit at the end, so the logs of keys that never used it encode as they
+//! did before. The first format (tag `L`, version 1: one `u64` of
+//! nanoseconds per unit) is still read by `decode_legacy`, rounding each
+//! instant up to the microsecond (the newest instant becomes the clock,
+//! exactly).
+
+mod entries;
+mod format;
+pub(super) mod times;
+
+use std::collections::VecDeque;
+use std::mem;
+
+use super::time::Nanos;
+use super::{
+    millis, Arg, ArgKind, Ceiling, Decision, DecodeError, Detail, Limiter, ParamError, Retry,
+    MAX_DURATION,
+};
+use times::{Room, Times};
+
+/// The largest `limit`: it bounds the memory of a key, and a decoded log
+/// may not hold more units than this.
+pub const MAX_LIMIT: u64 = 100_000_000;
+
+/// The tag of the first format, one `u64` of nanoseconds per unit (RDB
+/// encoding version 1), which `decode_legacy` still reads.
+pub const V1_TAG: u8 = b'L';
+
+/// Nanoseconds in a microsecond, the log's resolution.
+const NS_PER_US: u64 = 1_000;
+
+/// The latest instant an entry can hold, in µs: `Nanos::MAX` rounded up.
+pub(super) const MAX_MICROS: u64 = u64::MAX.div_ceil(NS_PER_US);
+
+/// The longest span (newest minus oldest entry, µs) a narrow log is
+/// rebased into; a longer one turns wide. 7/8 of the 2^32 µs an offset
+/// reaches: windows up to an hour stay narrow, and every rebase leaves 1/8
+/// of the range (9 minutes) before the next.
+pub const NARROW_SPAN: u64 = (1 << 32) / 8 * 7;
+
+/// Units in one microsecond are one entry with a count from this many on
+/// (below it, one entry each: cheaper than an entry and its record).
+pub const COUNT_FROM: u64 = 3;
+
+/// Validated parameters: at most `limit` units in any `window`, units
+/// grouped into entries spanning less than `precision` (0: exact).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlideParams {
+    limit: u64,
+    window: Nanos,
+    precision: Nanos,
+}
+
+/// The rule PRECISION's value breaks above the window.
+pub const PRECISION_RULE: &str = "PRECISION must be at most the window";
+
+impl SlideParams {
+    /// `None` unless `1 <= limit <= MAX_LIMIT` and `1 ns <= window <= MAX_DURATION`.
+    pub fn new(limit: u64, window: Nanos) -> Option<SlideParams> {
+        let limit_ok = (1..=MAX_LIMIT).contains(&limit);
+        let window_ok = Nanos::new(1) <= window && window <= MAX_DURATION;
+        (limit_ok && window_ok).then_some(SlideParams {
+            limit,
+            window,
+            precision: Nanos::ZERO,
+        })
+    }
+
+    /// The same with PRECISION `d`: `None` unless `d <= window` and `d` is
+    /// whole microseconds (the log's resolution; the command's units, s
+    /// and ms, always are).
+    pub fn with_precision(self, d: Nanos) -> Option<SlideParams> {
+        (d <= self.window && d.get().is_multiple_of(NS_PER_US)).then_some(SlideParams {
+            precision: d,
+            ..self
+        })
+    }
+}
+
+#[cfg(test)]
+impl SlideParams {
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    pub fn window(&self) -> Nanos {
+        self.window
+    }
+
+    pub fn precision(&self) -> Nanos {
+        self.precision
+    }
+}
+
+/// The state of one key: the entries of the admitted units, oldest first,
+/// their instants (µs, rounded up) never decreasing, and the log's clock.
+/// Expired entries at the front are dropped lazily, by the next allowed
+/// request.
+///
+/// Two logs are equal when they hold the same entries with the same
+/// counts and, unless empty, the same clock, whatever their mode, base and
+/// capacity.
+#[derive(Clone, Debug, Default)]
+pub struct SlideLog {
+    times: Times,
+    /// The counts of the entries that hold more than one unit; `None`
+    /// while every entry holds one.
+    counts: Option<Box<Counts>>,
+    /// The instant the log was last changed at (its last read by a call
+    /// that recorded or refunded): at or after every unit's exact instant,
+    /// in the newest entry's microsecond or later. Meaningless when empty.
+    clock: Nanos,
+}
+
+/// The counted entries: those holding more than one unit.
+///
+/// Entries are named by a sequence number that wraps around `u32` (a log
+/// holds far fewer than 2^32 entries, so differences are exact): the front
+/// entry's is `front`, and the one at index `i` has `front + i`. Units are
+/// summed the same way: `records` hold, per counted entry, its sequence
+/// number and the sum of `count - 1` over the counted entries before it
+/// (since an arbitrary origin); `origin` is that sum at the front of the
+/// log, `end` the sum after the newest counted entry.
+///
+/// With PRECISION, the newest entry may have **joined** later units: its
+/// instant is then its last unit's, and `first` keeps its first unit's
+/// (µs), which decides whether the next unit joins it too. Only a counted
+/// entry can have joined (it holds at least two units), so `first` lives
+/// here: it is the newest entry's first unit whenever the newest entry is
+/// counted (an entry of one unit is its own first). `joined` says that
+/// some counted entry may have joined units; while it is false (a key that
+/// never used PRECISION) every counted entry holds units of one
+/// microsecond and `first` is the newest entry's own instant.
+#[derive(Clone, Debug, Default)]
+struct Counts {
+    front: u32,
+    origin: u32,
+    end: u32,
+    joined: bool,
+    /// The newest entry's first unit (µs), when the newest entry is counted.
+    first: u64,
+    /// `(sequence number, sum before it)`, oldest first; never empty.
+    records: VecDeque<(u32, u32)>,
+}
+
+/// What an allowed request changes; produced by `SlideLog::decide`,
+/// consumed by `SlideLog::apply` on the same state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlideUpdate {
+    /// Entries at the front that have left and can be dropped.
+    expired: usize,
+    /// The instant the units are recorded at (never before the clock).
+    at: Nanos,
+    /// Units to record, at least 1, at most `limit`.
+    quantity: u64,
+    /// The limit in force: the ring's capacity never grows past it.
+    limit: u64,
+    /// PRECISION (0: exact): the units join the newest entry when they
+    /// arrive less than this after its first unit.
+    precision: Nanos,
+}
+
+impl Limiter for SlideLog {
+    type Params = SlideParams;
+    type Update = SlideUpdate;
+
+    const NAME: &'static str = "SLIDE";
+    const TYPE_NAME: &'static str = "rl-slide-";
+    const TAG: u8 = b'M';
+    const LEGACY_TAGS: &'static [u8] = &[V1_TAG];
+    const ARGS: &'static [Arg] = &[
+        Arg {
+            name: "limit",
+            kind: ArgKind::Integer {
+                min: 1,
+                max: MAX_LIMIT,
+                ceiling: Some(Ceiling::SlideLimit),
+            },
+        },
+        Arg {
+            name: "window",
+            kind: ArgKind::Duration,
+        },
+    ];
+    const OPTIONS: &'static [Arg] = &[Arg {
+        name: "PRECISION",
+        kind: ArgKind::DurationOrZero,
+    }];
+
+    fn params(values: &[u64]) -> Result<SlideParams, ParamError> {
+        let &[limit, window, precision] = values else {
+            return Err(ParamError::Arg(values.len().min(2)));
+        };
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(ParamError::Arg(0));
+        }
+        let params = SlideParams::new(limit, Nanos::new(window)).ok_or(ParamError::Arg(1))?;
+        if precision > window {
+            return Err(ParamError::Joint(PRECISION_RULE));
+        }
+        params
+            .with_precision(Nanos::new(precision))
+            .ok_or(ParamError::Arg(2))
+    }
+
+    /// Decides a request for `quantity` units at `now`. Pure: returns the
+    /// decision and, only when the request is allowed and takes at least one
+    /// unit, the update to `apply`.
+    fn decide(
+        &self,
+        now: Nanos,
+        params: &SlideParams,
+        quantity: u64,
+    ) -> (Decision, Option<SlideUpdate>) {
+        let limit = params.limit;
+        let window = params.window;
+        let newest = self.times.back();
+        // Read (and write) the log no earlier than its clock.
+        let at = match newest {
+            Some(_) => now.max(self.clock),
+            None => now,
+        };
+        let expired = self.expired_at(at, window);
+        let used = match self.counts {
+            None => (self.times.len() - expired) as u64,
+            Some(_) => self.units().saturating_sub(self.units_before(expired)),
+        };
+        // The newest entry is counted whenever anything is.
+        let reset_at = match newest {
+            Some(newest) if used > 0 => self.instant(newest).saturating_add(window),
+            _ => now,
+        };
+
+        if quantity > limit {
+            let never = Decision {
+                limited: true,
+                limit,
+                remaining: limit.saturating_sub(used),
+                retry: Retry::Never,
+                reset_at,
+            };
+            return (never, None);
+        }
+
+        let total = used.saturating_add(quantity);
+        if total <= limit {
+            let mut allowed = Decision {
+                limited: false,
+                limit,
+                remaining: limit - total,
+                retry: Retry::NotLimited,
+                reset_at,
+            };
+            if quantity == 0 {
+                return (allowed, None);
+            }
+            // Kept at their µs, the new units are at the clock, `at`.
+            allowed.reset_at = at.saturating_add(window);
+            let update = SlideUpdate {
+                expired,
+                at,
+                quantity,
+                limit,
+                precision: params.precision,
+            };
+            return (allowed, Some(update));
+        }
+
+        // Limited: the oldest `need` counted units must leave first. As
+        // `quantity <= limit`, `need <= used`, so that unit is in the log.
+        let need = total - limit;
+        let rank = self.units_before(expired).saturating_add(need - 1);
+        let last_to_leave = self
+            .times
+            .get(self.entry_of_unit(rank))
+            .or(newest)
+            .map_or(at, |us| self.instant(us));
+        let limited = Decision {
+            limited: true,
+            limit,
+            remaining: limit.saturating_sub(used),
+            retry: Retry::At(last_to_leave.saturating_add(window)),
+            reset_at,
+        };
+        (limited, None)
+    }
+
+    /// Applies an update that `decide` produced on this same state: drops
+    /// the expired prefix, records the units, and moves the clock to their
+    /// instant.
+    fn apply(&mut self, update: SlideUpdate) {
+        let expired = update.expired.min(self.times.len());
+        self.drop_front(expired);
+        // Defensive: never before the clock, even if misused.
+        let at = self.read_at(update.at);
+        let room = Room {
+            limit: usize::try_from(update.limit).unwrap_or(usize::MAX),
+            tight: update.precision > Nanos::ZERO,
+        };
+        let (t, quantity) = (micros_up(at), update.quantity.min(update.limit));
+        if update.precision == Nanos::ZERO {
+            self.record(t, quantity, room);
+        } else {
+            self.record_within(t, quantity, update.precision, room);
+        }
+        self.clock = at;
+        // Only dropping makes the log shorter.
+        if expired > 0 {
+            self.shrink_if_sparse();
+        }
+    }
+
+    /// Drops the units that have left, then removes the newest `quantity`;
+    /// the clock moves to the instant it read at.
+    fn refund(&mut self, now: Nanos, params: &SlideParams, quantity: u64) {
+        let at = self.read_at(now);
+        self.drop_front(self.expired_at(at, params.window));
+        self.keep_units(self.units().saturating_sub(quantity));
+        self.clock = at;
+        self.shrink_if_sparse();
+    }
+
+    /// `units`: the units held (some may have left already: the window is
+    /// a parameter of the call, not of the key); `entries`: the entries
+    /// holding them (what the memory grows with); `oldest_age_ms` and
+    /// `newest_age_ms`: how long ago the oldest and newest entry were
+    /// recorded (an entry that joined units with PRECISION: its last).
+    fn inspect(&self, now: Nanos) -> Vec<(&'static str, Detail)> {
+        let age = |us: u64| Detail::Integer(millis(now.saturating_sub(self.instant(us))));
+        let mut out = vec![
+            (
+                "units",
+                Detail::Integer(i64::try_from(self.units()).unwrap_or(i64::MAX)),
+            ),
+            (
+                "entries",
+                Detail::Integer(i64::try_from(self.times.len()).unwrap_or(i64::MAX)),
+            ),
+        ];
+        if let (Some(oldest), Some(newest)) = (self.times.front(), self.times.back()) {
+            out.push(("oldest_age_ms", age(oldest)));
+            out.push(("newest_age_ms", age(newest)));
+        }
+        out
+    }
+
+    /// Bytes this value occupies, counting what is allocated, not what is
+    /// used: the struct, the ring's capacity, the side table if any.
+    fn mem_usage(&self) -> usize {
+        let counts = self.counts.as_ref().map_or(0, |c| {
+            mem::size_of::<Counts>() + c.records.capacity() * mem::size_of::<(u32, u32)>()
+        });
+        mem::size_of::<SlideLog>() + self.times.heap_bytes() + counts
+    }
+
+    /// Today's format (tag `M`): `encode_v2`, in `format.rs`.
+    fn encode(&self) -> Vec<u8> {
+        self.encode_v2()
+    }
+
+    /// Reads today's format: `decode_v2`, in `format.rs`.
+    fn decode(bytes: &[u8]) -> Result<SlideLog, DecodeError> {
+        SlideLog::decode_v2(bytes)
+    }
+
+    /// Reads the first format (tag `L`): `decode_v1`, in `format.rs`.
+    fn decode_legacy(tag: u8, bytes: &[u8]) -> Result<SlideLog, DecodeError> {
+        SlideLog::decode_v1(tag, bytes)
+    }
+}
+
+impl PartialEq for SlideLog {
+    fn eq(&self, other: &SlideLog) -> bool {
+        let joined = |log: &SlideLog| log.counts.as_ref().is_some_and(|c| c.joined);
+        self.times.len() == other.times.len()
+            && self.times.iter().eq(other.times.iter())
+            && (0..self.times.len()).all(|i| self.count_at(i) == other.count_at(i))
+            && (self.times.len() == 0 || self.clock == other.clock)
+            && self.first_of_newest() == other.first_of_newest()
+            && joined(self) == joined(other)
+    }
+}
+
+impl Eq for SlideLog {}
+
+/// An entry's instant in ns (saturating at the far end of `Nanos`).
+fn nanos(us: u64) -> Nanos {
+    Nanos::new(us.saturating_mul(NS_PER_US))
+}
+
+/// An instant rounded up to the microsecond.
+fn micros_up(at: Nanos) -> u64 {
+    at.get().div_ceil(NS_PER_US)
+}
+
+/// The first nanosecond that rounds up to the microsecond `us`: the
+/// earliest a unit kept at `us` can have been recorded at.
+pub(super) fn first_ns_of(us: u64) -> u64 {
+    match us.checked_sub(1) {
+        Some(before) => before.saturating_mul(NS_PER_US).saturating_add(1),
+        None => 0,
+    }
+}
+
+#[cfg(test)]
+impl SlideLog {
+    /// Units held, expired ones not yet dropped included.
+    pub fn len(&self) -> usize {
+        usize::try_from(self.units()).unwrap_or(usize::MAX)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.times.len() == 0
+    }
+
+    /// Entries held.
+    pub fn entries(&self) -> usize {
+        self.times.len()
+    }
+
+    /// Entries the ring has room for.
+    pub fn capacity(&self) -> usize {
+        self.times.capacity()
+    }
+
+    /// Whether the ring is wide.
+    pub fn is_wide(&self) -> bool {
+        matches!(self.times, Times::Wide(_))
+    }
+
+    /// Each unit's instant, in ns, oldest first.
+    pub fn units_ns(&self) -> Vec<u64> {
+        let mut out = Vec::new();
+        for (i, t) in self.times.iter().enumerate() {
+            for _ in 0..self.count_at(i) {
+                out.push(nanos(t).get());
+            }
+        }
+        out
+    }
+
+    /// The entries as `(instant in µs, count)`, oldest first.
+    pub fn entry_list(&self) -> Vec<(u64, u64)> {
+        self.times
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t, self.count_at(i)))
+            .collect()
+    }
+
+    /// Records in the side table of counted entries; `None` without one.
+    pub(super) fn counted_entries(&self) -> Option<usize> {
+        self.counts.as_ref().map(|c| c.records.len())
+    }
+
+    /// The base of a narrow ring; `None` when wide.
+    pub(super) fn narrow_base(&self) -> Option<u64> {
+        match self.times {
+            Times::Narrow { base, .. } => Some(base),
+            Times::Wide(_) => None,
+        }
+    }
+
+    /// The log's clock.
+    pub(super) fn clock(&self) -> Nanos {
+        self.clock
+    }
+}
