@@ -1,11 +1,12 @@
 //! redis-ratelimit: rate limiting inside Redis, on compact custom types.
 //!
-//! - `core`: the algorithms, one `Limiter` each, pure and unit-tested
+//! - `core`: the kinds of limit, one `Limiter` each, pure and unit-tested
 //!   without a server;
+//! - `kinds`: the one table of kinds, from which everything else derives;
 //! - `args`: arguments to validated parameters, and the error table;
-//! - `commands`: the command table and the one flow every limiter runs;
+//! - `commands`: the commands and the one flow every limiter runs;
 //! - `registration`: typed command metadata (flags, key specs, COMMAND DOCS);
-//! - `types`: the table of custom data types and their callbacks;
+//! - `types`: the custom data types' callbacks;
 //! - `server`: the server API, resolved at load, behind typed handles;
 //! - `clock`: the one clock; `replication`, `stats`, `config`.
 
@@ -14,6 +15,7 @@ mod clock;
 mod commands;
 mod config;
 mod core;
+mod kinds;
 mod registration;
 mod replication;
 mod server;
@@ -22,8 +24,6 @@ mod types;
 
 use redis_module::configuration::ConfigurationFlags;
 use redis_module::{redis_module, Context, RedisString, Status};
-
-use types::{GCRA_TYPE, SLICE_TYPE, SLIDE_TYPE};
 
 // Redis's allocator inside the server, so that INFO memory and MEMORY
 // USAGE see what the module allocates; the system allocator in unit tests,
@@ -36,6 +36,27 @@ const ALLOCATOR: Allocator = redis_module::alloc::RedisAlloc;
 type Allocator = std::alloc::System;
 #[cfg(test)]
 const ALLOCATOR: Allocator = std::alloc::System;
+
+/// The module's version as `MODULE LIST` shows it, from Cargo.toml's:
+/// major × 10000 + minor × 100 + patch.
+const VERSION: i32 = {
+    let major = parse_version_part(env!("CARGO_PKG_VERSION_MAJOR"));
+    let minor = parse_version_part(env!("CARGO_PKG_VERSION_MINOR"));
+    let patch = parse_version_part(env!("CARGO_PKG_VERSION_PATCH"));
+    major * 10_000 + minor * 100 + patch
+};
+
+/// A decimal number of Cargo's version, at compile time.
+const fn parse_version_part(text: &str) -> i32 {
+    let bytes = text.as_bytes();
+    let mut n = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        n = n * 10 + (bytes[i] - b'0') as i32;
+        i += 1;
+    }
+    n
+}
 
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     let api = match server::resolve_api() {
@@ -57,6 +78,12 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
                 as i32,
         );
     }
+    for kind in kinds::KINDS {
+        if let Err(message) = (kind.create_type)(raw_ctx) {
+            ctx.log_warning(&format!("ratelimit: {message}"));
+            return Status::Err;
+        }
+    }
     if let Err(message) = commands::register(api, raw_ctx) {
         ctx.log_warning(&format!("ratelimit: {message}"));
         return Status::Err;
@@ -71,9 +98,9 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
 
 redis_module! {
     name: "ratelimit",
-    version: 1,
+    version: VERSION,
     allocator: (Allocator, ALLOCATOR),
-    data_types: [GCRA_TYPE, SLIDE_TYPE, SLICE_TYPE],
+    data_types: [],
     init: init,
     configurations: [
         i64: [

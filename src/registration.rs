@@ -30,7 +30,7 @@ pub struct CommandSpec {
     pub since: &'static str,
     pub keys: Keys,
     /// The arguments after the command name, keys included.
-    pub args: Vec<ArgSpec>,
+    pub args: Vec<DocArg>,
 }
 
 /// Where a command's keys are, and what it does to them.
@@ -71,7 +71,7 @@ impl Access {
 }
 
 /// One argument of `COMMAND DOCS`.
-pub struct ArgSpec {
+pub struct DocArg {
     pub name: &'static str,
     pub kind: ArgType,
     /// The keyword that introduces it (or that it is, for a pure token).
@@ -89,14 +89,14 @@ pub enum ArgType {
     /// A keyword alone, such as `MS`.
     PureToken,
     /// Arguments that come together.
-    Block(Vec<ArgSpec>),
+    Block(Vec<DocArg>),
     /// One of several alternatives.
-    OneOf(Vec<ArgSpec>),
+    OneOf(Vec<DocArg>),
 }
 
-impl ArgSpec {
-    pub fn new(name: &'static str, kind: ArgType) -> ArgSpec {
-        ArgSpec {
+impl DocArg {
+    pub fn new(name: &'static str, kind: ArgType) -> DocArg {
+        DocArg {
             name,
             kind,
             token: None,
@@ -105,34 +105,34 @@ impl ArgSpec {
         }
     }
 
-    pub fn integer(name: &'static str) -> ArgSpec {
-        ArgSpec::new(name, ArgType::Integer)
+    pub fn integer(name: &'static str) -> DocArg {
+        DocArg::new(name, ArgType::Integer)
     }
 
     /// A keyword alone, named after itself in lower case.
-    pub fn flag(name: &'static str, token: &'static str) -> ArgSpec {
-        ArgSpec {
+    pub fn flag(name: &'static str, token: &'static str) -> DocArg {
+        DocArg {
             token: Some(token),
-            ..ArgSpec::new(name, ArgType::PureToken)
+            ..DocArg::new(name, ArgType::PureToken)
         }
     }
 
-    pub fn optional(self) -> ArgSpec {
-        ArgSpec {
+    pub fn optional(self) -> DocArg {
+        DocArg {
             optional: true,
             ..self
         }
     }
 
-    pub fn multiple(self) -> ArgSpec {
-        ArgSpec {
+    pub fn multiple(self) -> DocArg {
+        DocArg {
             multiple: true,
             ..self
         }
     }
 
-    pub fn token(self, token: &'static str) -> ArgSpec {
-        ArgSpec {
+    pub fn token(self, token: &'static str) -> DocArg {
+        DocArg {
             token: Some(token),
             ..self
         }
@@ -261,7 +261,7 @@ impl Strings {
 /// The server's argument array for `specs`, terminated by a zeroed entry.
 /// Sub-argument arrays go to `arena`, whose inner buffers never move.
 fn build_args(
-    specs: &[ArgSpec],
+    specs: &[DocArg],
     strings: &mut Strings,
     arena: &mut Vec<Vec<raw::RedisModuleCommandArg>>,
 ) -> Option<Vec<raw::RedisModuleCommandArg>> {

@@ -4,7 +4,7 @@
 //! - [`Api`]: every server function the module calls, checked when the
 //!   module loads (a server lacking one refuses the module with a log line
 //!   naming it); after that each call is a direct call, never re-checked.
-//! - [`Ctx`] and [`Args`]: the running command's context and arguments,
+//! - [`Ctx`] and [`Argv`]: the running command's context and arguments,
 //!   created once per command by `commands::entry` with a lifetime that ends
 //!   when the command returns, so borrowed argument bytes cannot outlive it.
 //! - [`ModuleType`]: a custom type's server handle tied to its Rust state
@@ -83,6 +83,7 @@ api_table! {
     reply_with_long_long = RedisModule_ReplyWithLongLong: fn(*mut RedisModuleCtx, c_longlong) -> c_int;
     reply_with_error = RedisModule_ReplyWithError: fn(*mut RedisModuleCtx, *const c_char) -> c_int;
     reply_with_simple_string = RedisModule_ReplyWithSimpleString: fn(*mut RedisModuleCtx, *const c_char) -> c_int;
+    reply_with_string_buffer = RedisModule_ReplyWithStringBuffer: fn(*mut RedisModuleCtx, *const c_char, usize) -> c_int;
     wrong_arity = RedisModule_WrongArity: fn(*mut RedisModuleCtx) -> c_int;
     is_keys_position_request = RedisModule_IsKeysPositionRequest: fn(*mut RedisModuleCtx) -> c_int;
     key_at_pos = RedisModule_KeyAtPos: fn(*mut RedisModuleCtx, c_int);
@@ -155,7 +156,7 @@ pub struct Ctx<'a> {
 
 /// The running command's arguments, valid for `'a`.
 #[derive(Clone, Copy)]
-pub struct Args<'a> {
+pub struct Argv<'a> {
     argv: &'a [*mut RedisModuleString],
     api: &'static Api,
 }
@@ -171,7 +172,7 @@ pub unsafe fn with_command<R>(
     argv: *mut *mut RedisModuleString,
     argc: c_int,
     api: &'static Api,
-    f: impl for<'a> FnOnce(Ctx<'a>, Args<'a>) -> R,
+    f: impl for<'a> FnOnce(Ctx<'a>, Argv<'a>) -> R,
 ) -> R {
     let argv: &[*mut RedisModuleString] = match usize::try_from(argc) {
         // SAFETY: the server passes `argc` valid arguments at `argv`.
@@ -183,10 +184,10 @@ pub unsafe fn with_command<R>(
         api,
         _command: PhantomData,
     };
-    f(ctx, Args { argv, api })
+    f(ctx, Argv { argv, api })
 }
 
-impl<'a> Args<'a> {
+impl<'a> Argv<'a> {
     pub fn len(&self) -> usize {
         self.argv.len()
     }
@@ -198,8 +199,8 @@ impl<'a> Args<'a> {
     }
 
     /// The arguments from `i` on.
-    pub fn skip(&self, i: usize) -> Args<'a> {
-        Args {
+    pub fn skip(&self, i: usize) -> Argv<'a> {
+        Argv {
             argv: self.argv.get(i..).unwrap_or_default(),
             api: self.api,
         }
@@ -208,15 +209,6 @@ impl<'a> Args<'a> {
     /// Argument `i` as the server's string, to open a key or replicate.
     fn raw(&self, i: usize) -> Option<*mut RedisModuleString> {
         self.argv.get(i).copied()
-    }
-}
-
-impl<'a> crate::args::ArgSource<'a> for Args<'a> {
-    fn len(&self) -> usize {
-        self.argv.len()
-    }
-    fn get(&self, i: usize) -> &'a [u8] {
-        self.bytes(i)
     }
 }
 
@@ -251,7 +243,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Opens the key named by argument `i`, for reading, or for writing too.
-    pub fn open_key(&self, args: Args<'a>, i: usize, write: bool) -> Key<'a> {
+    pub fn open_key(&self, args: Argv<'a>, i: usize, write: bool) -> Key<'a> {
         let mode = if write {
             raw::REDISMODULE_READ | raw::REDISMODULE_WRITE
         } else {
@@ -303,6 +295,16 @@ impl<'a> Ctx<'a> {
         unsafe { (self.api.reply_with_simple_string)(self.raw, text.as_ptr()) };
     }
 
+    /// A bulk string of any bytes (user bytes go here, never in a simple
+    /// string).
+    pub fn reply_bytes(&self, bytes: &[u8]) {
+        // SAFETY: the running command's context; the server copies the
+        // buffer, which is valid for its length.
+        unsafe {
+            (self.api.reply_with_string_buffer)(self.raw, bytes.as_ptr().cast(), bytes.len())
+        };
+    }
+
     pub fn reply_null(&self) {
         // SAFETY: the running command's context.
         unsafe { (self.api.reply_with_null)(self.raw) };
@@ -310,7 +312,7 @@ impl<'a> Ctx<'a> {
 
     /// `MEMORY USAGE key` for the key named by argument `i`, as the
     /// server computes it; `None` if it answers anything but an integer.
-    pub fn memory_usage(&self, args: Args<'a>, i: usize) -> Option<i64> {
+    pub fn memory_usage(&self, args: Argv<'a>, i: usize) -> Option<i64> {
         let name = args.raw(i)?;
         // SAFETY: 's' is a server string, an argument of the running
         // command; the reply is freed below.
@@ -377,7 +379,7 @@ impl<'a> Ctx<'a> {
 
     /// Sends `command <args> AT <at>` to the replicas and the AOF. The
     /// argument strings are passed by reference, not copied.
-    pub fn replicate_with_time(&self, command: &CStr, args: Args<'a>, at: i64) {
+    pub fn replicate_with_time(&self, command: &CStr, args: Argv<'a>, at: i64) {
         // SAFETY: each variadic argument has the C type its format letter
         // names: 'v' an array of server strings and its length, 'c' a C
         // string, 'l' a long long. The strings are the running command's
@@ -421,11 +423,10 @@ impl<T> ModuleType<T> {
     }
 }
 
-/// For `redis_module!`'s `data_types`, which creates the type at load.
-impl<T> std::ops::Deref for ModuleType<T> {
-    type Target = RedisType;
-    fn deref(&self) -> &RedisType {
-        &self.inner
+impl<T> ModuleType<T> {
+    /// Creates the type in the server; called once, at load.
+    pub fn create(&self, ctx: *mut RedisModuleCtx) -> Result<(), String> {
+        self.inner.create_data_type(ctx).map_err(|e| e.to_string())
     }
 }
 

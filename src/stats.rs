@@ -9,26 +9,38 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use redis_module::raw;
 
+use crate::kinds::KINDS;
 use crate::server;
 
 /// The rows of the section, in INFO order: one per command; the first
 /// three, one per limiter, also count the keys of their type.
+/// A row of the section: one per kind (its index in `kinds::KINDS`), then
+/// the commands that are not a kind's.
 #[derive(Clone, Copy)]
-pub enum Row {
-    Throttle = 0,
-    Slide = 1,
-    Slice = 2,
-    Allow = 3,
-    Peek = 4,
-    Inspect = 5,
-    Refund = 6,
+pub struct Stat(pub usize);
+
+impl Stat {
+    pub const ALLOW: Stat = Stat(KINDS.len());
+    pub const PEEK: Stat = Stat(KINDS.len() + 1);
+    pub const INSPECT: Stat = Stat(KINDS.len() + 2);
+    pub const REFUND: Stat = Stat(KINDS.len() + 3);
 }
 
-const NAMES: [&str; 7] = [
-    "throttle", "slide", "slice", "allow", "peek", "inspect", "refund",
-];
-/// Rows that are types.
-const TYPES: usize = 3;
+/// The rows after the kinds', named as INFO shows them.
+const OTHER_ROWS: [&str; 4] = ["allow", "peek", "inspect", "refund"];
+const ROWS: usize = KINDS.len() + OTHER_ROWS.len();
+
+/// The name of row `i`: the kind's name in lower case, or the command's.
+fn row_name(i: usize) -> String {
+    match KINDS.get(i) {
+        Some(kind) => kind.name.to_ascii_lowercase(),
+        None => OTHER_ROWS
+            .get(i - KINDS.len())
+            .copied()
+            .unwrap_or_default()
+            .to_string(),
+    }
+}
 
 struct Counters {
     calls: AtomicU64,
@@ -45,15 +57,18 @@ const ZERO: Counters = Counters {
     errors: AtomicU64::new(0),
 };
 
-static COUNTERS: [Counters; NAMES.len()] = [ZERO; NAMES.len()];
+static COUNTERS: [Counters; ROWS] = [ZERO; ROWS];
 
 /// Keys per type: a value is counted when the module creates it (command,
 /// RDB load, copy, RL.STATE) and uncounted when the server frees it.
-static KEYS: [AtomicI64; TYPES] = [AtomicI64::new(0), AtomicI64::new(0), AtomicI64::new(0)];
+#[allow(clippy::declare_interior_mutable_const)]
+const NO_KEYS: AtomicI64 = AtomicI64::new(0);
+
+static KEYS: [AtomicI64; KINDS.len()] = [NO_KEYS; KINDS.len()];
 
 /// Counts keys of a type in (`delta` > 0) or out.
-pub fn count_keys(row: Row, delta: i64) {
-    if let Some(keys) = KEYS.get(row as usize) {
+pub fn count_keys(kind: usize, delta: i64) {
+    if let Some(keys) = KEYS.get(kind) {
         keys.fetch_add(delta, Ordering::Relaxed);
     }
 }
@@ -72,8 +87,10 @@ pub enum Call {
 /// thread only, which is also where INFO and CONFIG RESETSTAT read and
 /// reset the counters: a plain load and store suffice, without the locked
 /// read-modify-write of `fetch_add`.
-pub fn record(row: Row, call: Call) {
-    let c = &COUNTERS[row as usize];
+pub fn record(row: Stat, call: Call) {
+    let Some(c) = COUNTERS.get(row.0) else {
+        return;
+    };
     bump(&c.calls);
     match call {
         Call::Allowed => bump(&c.allowed),
@@ -108,7 +125,8 @@ pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_i
         // SAFETY: `ctx` is the server's INFO context; names are C strings.
         unsafe {
             section(ctx, c"".as_ptr());
-            for (name, c) in NAMES.iter().zip(&COUNTERS) {
+            for (i, c) in COUNTERS.iter().enumerate() {
+                let name = row_name(i);
                 for (what, value) in [
                     ("calls", &c.calls),
                     ("allowed", &c.allowed),
@@ -120,7 +138,8 @@ pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_i
                     field(ctx, label.as_ptr(), value.load(Ordering::Relaxed));
                 }
             }
-            for (name, keys) in NAMES.iter().zip(&KEYS) {
+            for (i, keys) in KEYS.iter().enumerate() {
+                let name = row_name(i);
                 let label = std::ffi::CString::new(format!("{name}_keys")).unwrap_or_default();
                 field(
                     ctx,

@@ -1,6 +1,7 @@
-//! The custom data types: the table of types, and their callbacks (RDB save
-//! and load, AOF rewrite, digest, memory usage, copy and free), generic over
-//! `core::Limiter`.
+//! The custom data types' callbacks (RDB save and load, AOF rewrite,
+//! digest, memory usage, copy and free), generic over `kinds::Kind`: each
+//! kind's type comes from its row in the table of `kinds.rs`
+//! (docs/DESIGN.md#persistence).
 //!
 //! Every type persists through the one byte encoding its core file defines
 //! and validates (`encode`/`decode`): RDB saves it as one string buffer under
@@ -11,7 +12,7 @@
 //!
 //! Saved files must keep loading: when a type's encoding changes, its
 //! version goes up, and the older versions it still reads are listed with
-//! the tag naming the same format in `RL.STATE` (`Limiter::LEGACY_TAGS`),
+//! the tag naming the same format in `RL.STATE` (`Limiter::LEGACY`),
 //! whose decoder (`Limiter::decode_legacy`) reads both.
 //!
 //! | type | version | `RL.STATE` tag | format |
@@ -26,77 +27,25 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
 
-use crate::core::gcra::Tat;
-use crate::core::slice::SliceWindow;
-use crate::core::slide::{self, SlideLog};
-use crate::core::{DecodeError, Limiter, Nanos};
+use crate::core::{DecodeError, Limiter};
+use crate::kinds::Kind;
 use crate::server::{self, Key, ModuleType};
-use crate::{config, stats};
+use crate::stats;
 
-// The table of types: one line each. `TYPE key` shows the core's
-// `TYPE_NAME`.
-pub static GCRA_TYPE: ModuleType<Tat> = module_type::<Tat>();
-pub static SLIDE_TYPE: ModuleType<SlideLog> = module_type::<SlideLog>();
-pub static SLICE_TYPE: ModuleType<SliceWindow> = module_type::<SliceWindow>();
-
-/// A state the server stores for this module: a `Limiter` and its type.
-pub trait Stored: Limiter + 'static {
-    fn module_type() -> &'static ModuleType<Self>;
-    /// Its row in the INFO section (`stats`).
-    const STAT: stats::Row;
-    /// The RDB encoding version of `Limiter::encode`'s format: what
-    /// `rdb_save` writes under and `rdb_load` reads with `Limiter::decode`.
-    const ENCODING_VERSION: i32 = 1;
-    /// Older encoding versions `rdb_load` still reads, each with the
-    /// `Limiter::LEGACY_TAGS` tag of the same format, which names its
-    /// decoder; by default none. Any other version is refused.
-    const LEGACY_VERSIONS: &'static [(i32, u8)] = &[];
-    /// A state read from a key of another type that this type's command
-    /// takes over; by default none (the command answers WRONGTYPE).
-    fn adopt(_key: &Key) -> Option<Self> {
-        None
-    }
-}
-
-impl Stored for Tat {
-    fn module_type() -> &'static ModuleType<Tat> {
-        &GCRA_TYPE
-    }
-    const STAT: stats::Row = stats::Row::Throttle;
-    /// With the `cell-alias` option, a string holding redis-cell's state (the
-    /// TAT in nanoseconds since the epoch) is taken over, so that switching
-    /// from redis-cell keeps every limit.
-    fn adopt(key: &Key) -> Option<Tat> {
-        if !config::cell_alias() {
-            return None;
-        }
-        let text = std::str::from_utf8(key.string()?).ok()?;
-        Some(Tat::from_nanos(Nanos::new(text.parse::<u64>().ok()?)))
-    }
-}
-
-impl Stored for SlideLog {
-    fn module_type() -> &'static ModuleType<SlideLog> {
-        &SLIDE_TYPE
-    }
-    const STAT: stats::Row = stats::Row::Slide;
-    /// 2: entries of microseconds as varints; 1: one u64 of ns per unit.
-    const ENCODING_VERSION: i32 = 2;
-    const LEGACY_VERSIONS: &'static [(i32, u8)] = &[(1, slide::V1_TAG)];
-}
-
-impl Stored for SliceWindow {
-    fn module_type() -> &'static ModuleType<SliceWindow> {
-        &SLICE_TYPE
-    }
-    const STAT: stats::Row = stats::Row::Slice;
-}
-
-const fn module_type<T: Stored>() -> ModuleType<T> {
+/// The type of kind `T`: its name, encoding version and callbacks. Each
+/// kind's static (in `kinds.rs`) is made by this.
+pub const fn module_type<T: Kind>() -> ModuleType<T> {
     ModuleType::new(T::TYPE_NAME, T::ENCODING_VERSION, methods::<T>())
 }
 
-const fn methods<T: Stored>() -> raw::RedisModuleTypeMethods {
+/// Creates kind `T`'s type in the server, at load.
+pub fn create<T: Kind>(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
+    T::module_type()
+        .create(ctx)
+        .map_err(|e| format!("could not create the type {}: {e}", T::TYPE_NAME))
+}
+
+const fn methods<T: Kind>() -> raw::RedisModuleTypeMethods {
     raw::RedisModuleTypeMethods {
         version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
         rdb_load: Some(rdb_load::<T>),
@@ -122,7 +71,7 @@ const fn methods<T: Stored>() -> raw::RedisModuleTypeMethods {
 
 /// Stores a new value as `key`'s value, counting it as a key of its type.
 /// False if the server refused.
-pub fn store<T: Stored>(key: &mut Key, value: T) -> bool {
+pub fn store<T: Kind>(key: &mut Key, value: T) -> bool {
     let stored = key.set(T::module_type(), value);
     if stored {
         counted::<T>(1);
@@ -131,14 +80,14 @@ pub fn store<T: Stored>(key: &mut Key, value: T) -> bool {
 }
 
 /// A value handed to the server by a callback, as the pointer it keeps.
-fn handed_over<T: Stored>(value: T) -> *mut c_void {
+fn handed_over<T: Kind>(value: T) -> *mut c_void {
     counted::<T>(1);
     Box::into_raw(Box::new(value)).cast::<c_void>()
 }
 
 /// Counts a key of type `T` in or out.
-fn counted<T: Stored>(delta: i64) {
-    stats::count_keys(T::STAT, delta);
+fn counted<T: Kind>(delta: i64) {
+    stats::count_keys(T::INDEX, delta);
 }
 
 /// The payload of `RL.STATE`: the type's tag, then its encoding.
@@ -168,11 +117,11 @@ unsafe fn value_ref<'a, T>(value: *const c_void) -> Option<&'a T> {
 
 /// How to read a value saved under `encver`: today's decoder, the legacy
 /// one of the format it names, or none (an unknown version is refused).
-fn decoder_of<T: Stored>(encver: c_int) -> Option<impl Fn(&[u8]) -> Result<T, DecodeError>> {
+fn decoder_of<T: Kind>(encver: c_int) -> Option<impl Fn(&[u8]) -> Result<T, DecodeError>> {
     let legacy = if encver == T::ENCODING_VERSION {
         None
     } else {
-        let &(_, tag) = T::LEGACY_VERSIONS.iter().find(|&&(v, _)| v == encver)?;
+        let &(_, tag) = T::LEGACY.iter().find(|&&(v, _)| v == encver)?;
         Some(tag)
     };
     Some(move |bytes: &[u8]| match legacy {
@@ -181,7 +130,7 @@ fn decoder_of<T: Stored>(encver: c_int) -> Option<impl Fn(&[u8]) -> Result<T, De
     })
 }
 
-extern "C" fn rdb_load<T: Stored>(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
+extern "C" fn rdb_load<T: Kind>(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
     guarded(std::ptr::null_mut(), |api| {
         let Some(decode) = decoder_of::<T>(encver) else {
             return std::ptr::null_mut();
@@ -202,7 +151,7 @@ extern "C" fn rdb_load<T: Stored>(rdb: *mut raw::RedisModuleIO, encver: c_int) -
     })
 }
 
-extern "C" fn rdb_save<T: Stored>(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
+extern "C" fn rdb_save<T: Kind>(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
     guarded((), |api| {
         // SAFETY: the server passes a value of this type.
         if let Some(state) = unsafe { value_ref::<T>(value) } {
@@ -213,7 +162,7 @@ extern "C" fn rdb_save<T: Stored>(rdb: *mut raw::RedisModuleIO, value: *mut c_vo
     })
 }
 
-extern "C" fn aof_rewrite<T: Stored>(
+extern "C" fn aof_rewrite<T: Kind>(
     aof: *mut raw::RedisModuleIO,
     key: *mut raw::RedisModuleString,
     value: *mut c_void,
@@ -237,14 +186,14 @@ extern "C" fn aof_rewrite<T: Stored>(
     })
 }
 
-extern "C" fn mem_usage<T: Stored>(value: *const c_void) -> usize {
+extern "C" fn mem_usage<T: Kind>(value: *const c_void) -> usize {
     guarded(0, |_| {
         // SAFETY: the server passes a value of this type.
         unsafe { value_ref::<T>(value) }.map_or(0, T::mem_usage)
     })
 }
 
-extern "C" fn digest<T: Stored>(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
+extern "C" fn digest<T: Kind>(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
     guarded((), |api| {
         // SAFETY: the server passes a value of this type.
         if let Some(state) = unsafe { value_ref::<T>(value) } {
@@ -258,7 +207,7 @@ extern "C" fn digest<T: Stored>(md: *mut raw::RedisModuleDigest, value: *mut c_v
     })
 }
 
-extern "C" fn free<T: Stored>(value: *mut c_void) {
+extern "C" fn free<T: Kind>(value: *mut c_void) {
     guarded((), |_| {
         if !value.is_null() {
             // SAFETY: stored by this module as a `Box<T>`, freed once.
@@ -268,7 +217,7 @@ extern "C" fn free<T: Stored>(value: *mut c_void) {
     })
 }
 
-extern "C" fn copy<T: Stored>(
+extern "C" fn copy<T: Kind>(
     _from: *mut raw::RedisModuleString,
     _to: *mut raw::RedisModuleString,
     value: *const c_void,

@@ -100,7 +100,7 @@ fn calls() -> Vec<(Vec<&'static str>, u64)> {
 /// The three encodings, written out field by field.
 ///
 /// GCRA: the TAT as `whole` ns (u64) plus `frac / den` of a ns (u32, u32).
-fn gcra_encoding(whole: u64, frac: u32, den: u32) -> Vec<u8> {
+fn throttle_encoding(whole: u64, frac: u32, den: u32) -> Vec<u8> {
     let mut out = whole.to_le_bytes().to_vec();
     out.extend_from_slice(&frac.to_le_bytes());
     out.extend_from_slice(&den.to_le_bytes());
@@ -246,7 +246,7 @@ impl Key {
 }
 
 /// The six keys, their states computed from the calls that made them
-/// (SPEC's formulas), and the values recorded when the fixtures were made.
+/// (the formulas of docs/DESIGN.md), and the values recorded when the fixtures were made.
 fn keys() -> Vec<Key> {
     let s = NS_PER_S as u128;
     let ms = NS_PER_MS as u128;
@@ -254,7 +254,7 @@ fn keys() -> Vec<Key> {
     // GCRA, in units of 1/count ns: T = period, τ = (max_burst + 1) × period.
     // A peek at `now`: ttl = tat - now, remaining = floor((τ - ttl) / T),
     // reset_after = ttl.
-    let gcra = |burst: u128, count: u128, period: u128, tat_scaled: u128, unit: u128| {
+    let throttle = |burst: u128, count: u128, period: u128, tat_scaled: u128, unit: u128| {
         move |now: u128| {
             let tolerance = (burst + 1) * period;
             let ttl = tat_scaled.saturating_sub(now * count);
@@ -320,29 +320,29 @@ fn keys() -> Vec<Key> {
             name: "t:a",
             type_name: "rl-gcra--",
             saved_tag: b'G',
-            saved: gcra_encoding(t_a as u64, 0, 1),
+            saved: throttle_encoding(t_a as u64, 0, 1),
             version: 1,
-            encoding: gcra_encoding(t_a as u64, 0, 1),
+            encoding: throttle_encoding(t_a as u64, 0, 1),
             memory: 16,
             memory_replayed: 16,
             pexpiretime: 2_426_036_901_052,
             digest: "bfd91fb48e893fda70bb24d7db4e444d74bfa422",
             peek: vec!["RL.THROTTLE", "t:a", "4", "1", "315360000", "0"],
-            reply: Box::new(gcra(4, 1, W, t_a, s)),
+            reply: Box::new(throttle(4, 1, W, t_a, s)),
         },
         Key {
             name: "t:b",
             type_name: "rl-gcra--",
             saved_tag: b'G',
-            saved: gcra_encoding((t_b / 7) as u64, (t_b % 7) as u32, 7),
+            saved: throttle_encoding((t_b / 7) as u64, (t_b % 7) as u32, 7),
             version: 1,
-            encoding: gcra_encoding((t_b / 7) as u64, (t_b % 7) as u32, 7),
+            encoding: throttle_encoding((t_b / 7) as u64, (t_b % 7) as u32, 7),
             memory: 16,
             memory_replayed: 16,
             pexpiretime: 2_155_728_329_630,
             digest: "d1e0e4f34c4092ffb81302752573e91040d527d4",
             peek: vec!["RL.THROTTLE", "t:b", "13", "7", "315360000000", "0", "MS"],
-            reply: Box::new(gcra(13, 7, W, t_b, ms)),
+            reply: Box::new(throttle(13, 7, W, t_b, ms)),
         },
         Key {
             name: "l:a",

@@ -241,8 +241,7 @@ fn replica_reaches_the_masters_exact_state() {
 }
 
 /// A limited request under a longer window than the key was written with
-/// moves the key's expiry out to the new reset moment (SPEC, "Data and
-/// lifetime"). The replica and the AOF must hold that very expiry, whether
+/// moves the key's expiry out to the new reset moment (docs/DESIGN.md#lifetime). The replica and the AOF must hold that very expiry, whether
 /// the request came alone, inside MULTI or from a script; digests alone
 /// would not tell, as they only mix in that a key has an expiry.
 #[test]

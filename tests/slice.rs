@@ -83,8 +83,7 @@ impl Geo {
     }
 
     /// The same under `new` parameters: the unit's slice moves to the new
-    /// slice that holds the old slice's last instant (SPEC, "Data and
-    /// lifetime").
+    /// slice that holds the old slice's last instant (docs/DESIGN.md#parameter-changes).
     fn drop_out_under(self, new: Geo, t: i128) -> i128 {
         if new == self {
             return self.drop_out(t);

@@ -255,7 +255,8 @@ fn beyond_the_boundary() -> Vec<&'static [&'static str]> {
     ]
 }
 
-/// The refusal states the formula the server checks, SPEC's tolerance.
+/// The refusal states the formula the server checks, the module's bound on the tolerance
+/// (docs/DESIGN.md#throttle).
 /// (The wording `(max_burst + 1) x period / count` is the one agreed in
 /// issue 10; an older build said `max_burst / count x period`.)
 #[test]

@@ -1,22 +1,22 @@
-//! The rate-limiting algorithms, free of Redis: no `redis_module` import, no
-//! clock, no I/O. Every function here takes the current time as an argument,
-//! so all of it is deterministic and unit-tested without a server.
+//! The kinds of limit, free of Redis: no `redis_module` import, no clock, no
+//! I/O. Every function here takes the current time as an argument, so all
+//! of it is deterministic and unit-tested without a server.
 //!
-//! Each algorithm is one module (a file, or a folder: `slide/`) and one
+//! Each kind is one module (a file, or a folder: `slide/`) and one
 //! implementation of [`Limiter`]: its state, its parameters (described by
-//! [`Limiter::ARGS`], validated by [`Limiter::params`]), the pure decision
-//! and the persisted encoding. The glue (`commands`, `types`, `args`) is
-//! generic over the trait and never names an algorithm; adding one is a
-//! module here plus a line in the glue's tables. Their tests are in
+//! [`Limiter::PARAMS`], validated by [`Limiter::params`]), the pure decision
+//! and the persisted encoding. The glue is generic over the trait and never
+//! names a kind; adding one is a module here plus a row in the table of
+//! `kinds.rs` (docs/DESIGN.md#one-table-of-kinds). Their tests are in
 //! `tests/`.
 
 pub mod codec;
 pub mod decision;
-pub mod gcra;
 pub mod slice;
 pub mod slide;
 #[cfg(test)]
 mod tests;
+pub mod throttle;
 pub mod time;
 
 pub use decision::{binding, Decision, Retry};
@@ -29,42 +29,60 @@ pub const MAX_DURATION: Nanos = Nanos::new(MAX_DURATION_SECONDS * 1_000_000_000)
 /// [`MAX_DURATION`] in whole seconds.
 pub const MAX_DURATION_SECONDS: u64 = 315_360_000;
 
-/// One rate-limiting algorithm, seen from its state: what one key holds.
+/// One kind of limit, seen from its state: what one key holds.
 ///
 /// A missing key is the `Default` state: deciding on it is deciding on an
 /// empty limiter. Deciding is pure; an allowed request that takes units
 /// returns an update, which `apply` records on the same state. Inside Redis
 /// a command runs atomically, so no compare-and-swap is needed between the
-/// two.
-pub trait Limiter: Clone + Default + Sized {
+/// two. Everything the glue needs to register, parse, document, persist and
+/// count a kind is here: a new kind is a file in `core` and a row in the
+/// table of `kinds.rs` (docs/DESIGN.md#one-table-of-kinds).
+pub trait Limiter: Clone + Default + Sized + 'static {
     /// The validated parameters of one call.
     type Params: Copy;
     /// What an allowed request that takes units changes.
     type Update;
 
-    /// The algorithm's name: its command is `RL.<NAME>`, and it is the word
-    /// that starts a limit of this kind in a command that takes several.
+    /// The kind's name: its command is `RL.<NAME>`, and it is the word that
+    /// starts a limit of this kind in a command that takes several. Its
+    /// lower case names the kind in RL.INSPECT and in INFO.
     const NAME: &'static str;
     /// The name `TYPE key` answers for a key holding this state: exactly
     /// nine characters, as Redis requires.
     const TYPE_NAME: &'static str;
+    /// The RDB encoding version of `encode`'s format.
+    const ENCODING_VERSION: i32 = 1;
     /// The first byte of the state-carrying payload (`RL.STATE`), naming
     /// the type and the format of `encode`.
     const TAG: u8;
-    /// The tags of older formats of this type that `decode_legacy` still
-    /// reads (payloads in files written by earlier releases); by default
-    /// none. Tags are unique across all types and formats.
-    const LEGACY_TAGS: &'static [u8] = &[];
-    /// The numbers that follow the key, in order.
-    const ARGS: &'static [Arg];
-    /// Optional keyword arguments that may follow the numbers, each a
-    /// keyword (its `name`, any case) and one value; by default none.
-    const OPTIONS: &'static [Arg] = &[];
+    /// Older formats of this type that `decode_legacy` still reads
+    /// (payloads in files written by earlier releases), each as its RDB
+    /// encoding version and its `RL.STATE` tag; by default none. Tags are
+    /// unique across all types and formats.
+    const LEGACY: &'static [(i32, u8)] = &[];
+    /// The parameters that follow the key, in order.
+    const PARAMS: &'static [Param];
+    /// Optional keyword parameters that may follow them, each a keyword
+    /// (its `name`, any case) and one value; by default none.
+    const OPTIONS: &'static [Param] = &[];
+    /// Whether a request names what it takes (a lease id): the single
+    /// command then takes the id after the parameters, and a several-limit
+    /// call takes it as its `ID` option.
+    const TAKES_ID: bool = false;
+    /// Whether RL.REFUND may give units back to this kind.
+    const REFUNDS: bool = true;
+    /// COMMAND DOCS: what the command does, its complexity, and the module
+    /// version that introduced it.
+    const SUMMARY: &'static str;
+    const COMPLEXITY: &'static str;
+    const SINCE: &'static str;
 
-    /// The parameters from the values of `ARGS` then `OPTIONS` (0 for an
-    /// option not given), each already within its own range, durations in
-    /// nanoseconds. `ParamError::Arg` indexes that same sequence.
-    fn params(values: &[u64]) -> Result<Self::Params, ParamError>;
+    /// The parameters from the values of `PARAMS` then `OPTIONS`
+    /// (`Value::Absent` for an option not given), each already within its
+    /// own range, durations in nanoseconds. `ParamError::Param` indexes
+    /// that same sequence.
+    fn params(values: &[Value<'_>]) -> Result<Self::Params, ParamError>;
 
     /// Decides a request for `quantity` units at `now` (`quantity = 0` is a
     /// peek). Returns the decision and, only when the request is allowed and
@@ -76,6 +94,18 @@ pub trait Limiter: Clone + Default + Sized {
         quantity: u64,
     ) -> (Decision, Option<Self::Update>);
 
+    /// `decide` for a request that names what it takes (`id`, empty when
+    /// none was given); kinds without `TAKES_ID` ignore it.
+    fn decide_as(
+        &self,
+        now: Nanos,
+        params: &Self::Params,
+        quantity: u64,
+        _id: &[u8],
+    ) -> (Decision, Option<Self::Update>) {
+        self.decide(now, params, quantity)
+    }
+
     /// Records an update that `decide` produced on this same state.
     fn apply(&mut self, update: Self::Update);
 
@@ -83,7 +113,8 @@ pub trait Limiter: Clone + Default + Sized {
     /// failed downstream): the newest units go first, and nothing is ever
     /// given back that was not recorded, so the state never counts fewer
     /// units than were taken and not refunded. A state left with nothing
-    /// counted under `params` is equivalent to a missing key.
+    /// counted under `params` is equivalent to a missing key. Called only
+    /// for kinds with `REFUNDS`.
     fn refund(&mut self, now: Nanos, params: &Self::Params, quantity: u64);
 
     /// What the state holds at `now`, in a user's words: field-value pairs
@@ -99,17 +130,17 @@ pub trait Limiter: Clone + Default + Sized {
     fn decode(bytes: &[u8]) -> Result<Self, DecodeError>;
 
     /// Reads a payload of the older format named by `tag`, one of
-    /// `LEGACY_TAGS`, with the same rigour as `decode`, into today's state.
+    /// `LEGACY`'s, with the same rigour as `decode`, into today's state.
     fn decode_legacy(_tag: u8, _bytes: &[u8]) -> Result<Self, DecodeError> {
         Err(DecodeError::Invalid("no such format"))
     }
 
     /// Reads a payload of the format named by `tag`: `TAG` (today's
-    /// format) or one of `LEGACY_TAGS`.
+    /// format) or one of `LEGACY`'s.
     fn decode_tagged(tag: u8, bytes: &[u8]) -> Result<Self, DecodeError> {
         if tag == Self::TAG {
             Self::decode(bytes)
-        } else if Self::LEGACY_TAGS.contains(&tag) {
+        } else if Self::LEGACY.iter().any(|&(_, t)| t == tag) {
             Self::decode_legacy(tag, bytes)
         } else {
             Err(DecodeError::Invalid("no such format"))
@@ -118,6 +149,13 @@ pub trait Limiter: Clone + Default + Sized {
 
     /// Bytes this state occupies, computed from what it allocated.
     fn mem_usage(&self) -> usize;
+
+    /// The state a plain string value stands for, when this kind adopts
+    /// such keys (RL.THROTTLE reads redis-cell's keys under the
+    /// `cell-alias` option); by default none.
+    fn adopt(_string: &[u8]) -> Option<Self> {
+        None
+    }
 }
 
 /// One value of RL.INSPECT's reply.
@@ -125,6 +163,10 @@ pub trait Limiter: Clone + Default + Sized {
 pub enum Detail {
     Integer(i64),
     Integers(Vec<i64>),
+    /// A string of any bytes (a bulk string).
+    Bytes(Vec<u8>),
+    /// A nested array.
+    List(Vec<Detail>),
 }
 
 /// A duration in whole milliseconds, rounded up, for RL.INSPECT.
@@ -132,16 +174,17 @@ pub fn millis(d: Nanos) -> i64 {
     i64::try_from(d.ceil_in(Unit::Millis)).unwrap_or(i64::MAX)
 }
 
-/// One number of an algorithm's arguments.
+/// One parameter of a kind: its name (as errors and COMMAND DOCS show it,
+/// and, for an option, its keyword) and what it may be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Arg {
+pub struct Param {
     pub name: &'static str,
-    pub kind: ArgKind,
+    pub kind: ParamKind,
 }
 
-/// What a number means, which gives its range.
+/// What a parameter is, which gives its range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ArgKind {
+pub enum ParamKind {
     /// An integer in `min..=max`; a `ceiling` is a lower maximum that the
     /// server's configuration may set for clients.
     Integer {
@@ -154,9 +197,43 @@ pub enum ArgKind {
     Duration,
     /// A duration as above that may also be 0.
     DurationOrZero,
+    /// One of these words, any case; its value is the word's index.
+    Word(&'static [&'static str]),
+    /// Any bytes, 1 to `max` of them, which `Limiter::params` checks.
+    Text { max: usize },
 }
 
-/// A bound of the server's configuration on an argument.
+/// The value of one parameter, validated against its `ParamKind`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Value<'a> {
+    /// An integer, a duration in nanoseconds or a word's index.
+    Number(u64),
+    Text(&'a [u8]),
+    /// An option that was not given.
+    Absent,
+}
+
+impl Value<'_> {
+    /// The number, or 0 for a text or an absent option.
+    pub fn number(self) -> u64 {
+        match self {
+            Value::Number(n) => n,
+            Value::Text(_) | Value::Absent => 0,
+        }
+    }
+
+    /// The first `N` values as numbers; an error naming the first missing
+    /// one when there are fewer.
+    pub fn numbers<const N: usize>(values: &[Value<'_>]) -> Result<[u64; N], ParamError> {
+        let mut out = [0; N];
+        for (i, slot) in out.iter_mut().enumerate() {
+            *slot = values.get(i).ok_or(ParamError::Param(i))?.number();
+        }
+        Ok(out)
+    }
+}
+
+/// A bound of the server's configuration on a parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ceiling {
     /// `max-slide-limit`: the largest RL.SLIDE limit.
@@ -165,13 +242,17 @@ pub enum Ceiling {
     Slices,
 }
 
-/// Why `Limiter::params` refused numbers that are each in range.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Why `Limiter::params` refused values that are each in range.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ParamError {
-    /// The argument at this index of `ARGS` is out of its range.
-    Arg(usize),
-    /// The arguments together break a rule, stated by the text.
+    /// The parameter at this index of `PARAMS` then `OPTIONS` is out of
+    /// its range.
+    Param(usize),
+    /// The parameters together break a rule, stated by the text.
     Joint(&'static str),
+    /// A value that names nothing this kind knows, with the message to
+    /// show (without `ERR `), such as an unknown time zone.
+    Unknown(String),
 }
 
 /// Why a persisted state (an RDB payload or an AOF state blob) was refused.

@@ -73,7 +73,8 @@ use super::codec::{Reader, Writer};
 use super::decision::{Decision, Retry};
 use super::time::Nanos;
 use super::{
-    millis, Arg, ArgKind, Ceiling, DecodeError, Detail, Limiter, ParamError, MAX_DURATION,
+    millis, Ceiling, DecodeError, Detail, Limiter, Param, ParamError, ParamKind, Value,
+    MAX_DURATION,
 };
 
 /// The most slices a window may have.
@@ -233,22 +234,25 @@ impl Limiter for SliceWindow {
     const NAME: &'static str = "SLICE";
     const TYPE_NAME: &'static str = "rl-slice-";
     const TAG: u8 = b'S';
-    const ARGS: &'static [Arg] = &[
-        Arg {
+    const SUMMARY: &'static str = "Sliding window of time slices that never over-admits. Replies limited, limit, remaining, retry_after, reset_after.";
+    const COMPLEXITY: &'static str = "O(1) amortized";
+    const SINCE: &'static str = "0.1.0";
+    const PARAMS: &'static [Param] = &[
+        Param {
             name: "limit",
-            kind: ArgKind::Integer {
+            kind: ParamKind::Integer {
                 min: 1,
                 max: MAX_LIMIT,
                 ceiling: None,
             },
         },
-        Arg {
+        Param {
             name: "window",
-            kind: ArgKind::Duration,
+            kind: ParamKind::Duration,
         },
-        Arg {
+        Param {
             name: "slices",
-            kind: ArgKind::Integer {
+            kind: ParamKind::Integer {
                 min: 1,
                 max: MAX_SLICES,
                 ceiling: Some(Ceiling::Slices),
@@ -256,17 +260,15 @@ impl Limiter for SliceWindow {
         },
     ];
 
-    fn params(values: &[u64]) -> Result<SliceParams, ParamError> {
-        let &[limit, window, slices] = values else {
-            return Err(ParamError::Arg(values.len().min(2)));
-        };
+    fn params(values: &[Value<'_>]) -> Result<SliceParams, ParamError> {
+        let [limit, window, slices] = Value::numbers(values)?;
         if !(1..=MAX_LIMIT).contains(&limit) {
-            return Err(ParamError::Arg(0));
+            return Err(ParamError::Param(0));
         }
         if !(1..=MAX_SLICES).contains(&slices) {
-            return Err(ParamError::Arg(2));
+            return Err(ParamError::Param(2));
         }
-        SliceParams::new(limit, Nanos::new(window), slices).ok_or(ParamError::Arg(1))
+        SliceParams::new(limit, Nanos::new(window), slices).ok_or(ParamError::Param(1))
     }
 
     /// Decides one request at `now`. Pure: returns `Some(update)` only when

@@ -157,8 +157,8 @@ use std::mem;
 
 use super::time::Nanos;
 use super::{
-    millis, Arg, ArgKind, Ceiling, Decision, DecodeError, Detail, Limiter, ParamError, Retry,
-    MAX_DURATION,
+    millis, Ceiling, Decision, DecodeError, Detail, Limiter, Param, ParamError, ParamKind, Retry,
+    Value, MAX_DURATION,
 };
 use times::{Room, Times};
 
@@ -311,40 +311,44 @@ impl Limiter for SlideLog {
     const NAME: &'static str = "SLIDE";
     const TYPE_NAME: &'static str = "rl-slide-";
     const TAG: u8 = b'M';
-    const LEGACY_TAGS: &'static [u8] = &[V1_TAG];
-    const ARGS: &'static [Arg] = &[
-        Arg {
+    const ENCODING_VERSION: i32 = 2;
+    const LEGACY: &'static [(i32, u8)] = &[(1, V1_TAG)];
+    const SUMMARY: &'static str =
+        "Exact sliding-log rate limiter. Replies limited, limit, remaining, retry_after, reset_after.";
+    const COMPLEXITY: &'static str =
+        "O(log N) at worst in the N units held; O(1) amortized per unit recorded";
+    const SINCE: &'static str = "0.1.0";
+    const PARAMS: &'static [Param] = &[
+        Param {
             name: "limit",
-            kind: ArgKind::Integer {
+            kind: ParamKind::Integer {
                 min: 1,
                 max: MAX_LIMIT,
                 ceiling: Some(Ceiling::SlideLimit),
             },
         },
-        Arg {
+        Param {
             name: "window",
-            kind: ArgKind::Duration,
+            kind: ParamKind::Duration,
         },
     ];
-    const OPTIONS: &'static [Arg] = &[Arg {
+    const OPTIONS: &'static [Param] = &[Param {
         name: "PRECISION",
-        kind: ArgKind::DurationOrZero,
+        kind: ParamKind::DurationOrZero,
     }];
 
-    fn params(values: &[u64]) -> Result<SlideParams, ParamError> {
-        let &[limit, window, precision] = values else {
-            return Err(ParamError::Arg(values.len().min(2)));
-        };
+    fn params(values: &[Value<'_>]) -> Result<SlideParams, ParamError> {
+        let [limit, window, precision] = Value::numbers(values)?;
         if !(1..=MAX_LIMIT).contains(&limit) {
-            return Err(ParamError::Arg(0));
+            return Err(ParamError::Param(0));
         }
-        let params = SlideParams::new(limit, Nanos::new(window)).ok_or(ParamError::Arg(1))?;
+        let params = SlideParams::new(limit, Nanos::new(window)).ok_or(ParamError::Param(1))?;
         if precision > window {
             return Err(ParamError::Joint(PRECISION_RULE));
         }
         params
             .with_precision(Nanos::new(precision))
-            .ok_or(ParamError::Arg(2))
+            .ok_or(ParamError::Param(2))
     }
 
     /// Decides a request for `quantity` units at `now`. Pure: returns the

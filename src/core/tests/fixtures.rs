@@ -13,9 +13,9 @@
 //! of the same state). Fixed-width integers are little-endian; varints are
 //! unsigned LEB128 (`codec::Writer::varint`).
 
-use crate::core::gcra::{GcraParams, Tat};
 use crate::core::slice::{SliceParams, SliceWindow};
 use crate::core::slide::{SlideLog, SlideParams, V1_TAG};
+use crate::core::throttle::{Tat, ThrottleParams};
 use crate::core::{Limiter, Nanos, Retry, Unit};
 
 const S: u64 = 1_000_000_000;
@@ -56,7 +56,7 @@ const TAT: [u8; 16] = [
 
 #[test]
 fn throttle_fixture() {
-    let p = GcraParams::new(2, 3, Nanos::new(S)).unwrap();
+    let p = ThrottleParams::new(2, 3, Nanos::new(S)).unwrap();
     let state: Tat = built(&p, &[(NOW, 1)]);
     let tat = pinned(&TAT, &state);
     // What it holds, seen from NOW: two of three units left, full again

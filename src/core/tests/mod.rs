@@ -1,15 +1,15 @@
-//! The tests of the three algorithms: a folder each (`gcra/`, `slice/`,
+//! The tests of the three algorithms: a folder each (`throttle/`, `slice/`,
 //! `slide/`) for its tables, reference models and properties, `refund.rs`
 //! for the promises of refunds, `fixtures.rs` for the saved formats.
 //!
 //! Across their whole documented ranges (issue 10), each folder's
 //! `ranges.rs` and `fixtures.rs`: property tests that reach the maxima,
-//! independent models written from SPEC's formulas and compared on all
+//! independent models written from the formulas of docs/DESIGN.md and compared on all
 //! five reply fields, and byte fixtures of the saved formats.
 //!
 //! Those use the core's public interface only (`Limiter`, the parameter
 //! constructors, `Decision`), so the models cannot lean on the code's
-//! private helpers: what they share with the code is SPEC, not arithmetic.
+//! private helpers: what they share with the code is docs/DESIGN.md, not arithmetic.
 //! The other tests may also use the few helpers and test-only accessors
 //! an algorithm's module opens to `core` for them.
 //!
@@ -20,10 +20,10 @@
 //! of a range. A pair shrinks towards `(0, 0)`, the simplest value.
 
 mod fixtures;
-mod gcra;
 mod refund;
 mod slice;
 mod slide;
+mod throttle;
 
 use proptest::prelude::*;
 
@@ -139,7 +139,7 @@ pub fn start_instant() -> impl Strategy<Value = u64> {
     ]
 }
 
-/// SPEC's promise of one call's `retry_after`: the same request is
+/// The promise of one call's `retry_after`: the same request is
 /// allowed at the instant `Retry::At` names and limited a nanosecond
 /// earlier, and waiting the rounded-up reply, in milliseconds or seconds,
 /// is enough; `Retry::Never` only when the quantity exceeds `capacity`.
@@ -172,7 +172,7 @@ pub fn assert_retry_promise<L: Limiter>(
     }
 }
 
-/// The reply SPEC gives for a decision, computed apart from
+/// The reply docs/DESIGN.md#reply gives for a decision, computed apart from
 /// `Decision::reply`: times from `now`, rounded up to the `unit`.
 pub fn spec_reply(d: &Decision, now: u64, unit: Unit) -> [i64; 5] {
     let after = |at: Nanos| {

@@ -6,9 +6,9 @@
 
 use proptest::prelude::*;
 
-use crate::core::gcra::{GcraParams, Tat};
 use crate::core::slice::{SliceParams, SliceWindow};
 use crate::core::slide::{SlideLog, SlideParams};
+use crate::core::throttle::{Tat, ThrottleParams};
 use crate::core::{Decision, Limiter, Nanos, Unit};
 
 const S: u64 = 1_000_000_000;
@@ -135,7 +135,7 @@ proptest! {
         a in 0u64..40,
         b in 0u64..50,
     ) {
-        let params = GcraParams::new(burst, count, Nanos::new(period * S)).unwrap();
+        let params = ThrottleParams::new(burst, count, Nanos::new(period * S)).unwrap();
         let mut history = history;
         history.sort();
         let history: Vec<(u64, u64)> = history.into_iter().map(|(t, q)| (1_000 * S + t * S / 10, q)).collect();
@@ -149,7 +149,7 @@ proptest! {
         later in 0u64..100,
         b in 0u64..1_000,
     ) {
-        let params = GcraParams::new(19, count, Nanos::new(S)).unwrap();
+        let params = ThrottleParams::new(19, count, Nanos::new(S)).unwrap();
         let mut tat = Tat::default();
         let start = Nanos::new(1_000 * S);
         take(&mut tat, start, &params, taken);
@@ -180,11 +180,11 @@ fn refunding_everything_leaves_the_equivalent_of_a_missing_key() {
     window.refund(Nanos::new(1_025 * S), &slice, 4);
     assert_eq!(window, SliceWindow::default());
 
-    let gcra = GcraParams::new(4, 1, Nanos::new(S)).unwrap();
+    let throttle = ThrottleParams::new(4, 1, Nanos::new(S)).unwrap();
     let mut tat = Tat::default();
-    take(&mut tat, now, &gcra, 3);
-    tat.refund(now, &gcra, 3);
-    assert_eq!(peek(&tat, now, &gcra).reset_at, now);
+    take(&mut tat, now, &throttle, 3);
+    tat.refund(now, &throttle, 3);
+    assert_eq!(peek(&tat, now, &throttle).reset_at, now);
 }
 
 #[test]

@@ -6,10 +6,10 @@
 //!
 //! The model, `Records`, keeps every admitted request as a record of its
 //! instant, its slice index and its units, and computes each answer from
-//! SPEC's definitions: `idx(t) = floor(t × slices / window)`, `start(j) =
+//! the definitions of docs/DESIGN.md#slice: `idx(t) = floor(t × slices / window)`, `start(j) =
 //! ceil(j × window / slices)`, a unit recorded in slice `j` is counted
 //! until slice `j + slices + 1` begins. It does not use the code's ring,
-//! running sums or rebucketing. SPEC's words for the two harder cases, as
+//! running sums or rebucketing. The design's rules for the two harder cases (docs/DESIGN.md#slice, #parameter-changes), as
 //! the model reads them:
 //!
 //! - the clock going backwards: "the state never counts from a slice older
@@ -235,7 +235,7 @@ impl Records {
             .copied();
         if (window, slices) == (p.window, p.slices) {
             for r in held.clone() {
-                // Never counted for less than SPEC's rule gives a unit
+                // Never counted for less than the rule of docs/DESIGN.md#parameter-changes gives a unit
                 // recorded at its instant: no unit is forgotten early.
                 assert!(r.slice >= p.idx(r.at), "{r:?} in {p:?}");
             }
@@ -352,7 +352,7 @@ proptest! {
         prop_assert_eq!(decoded.as_ref(), Ok(&state));
     }
 
-    /// SPEC's promise: the same request is allowed at the instant
+    /// The promise of docs/DESIGN.md#reply: the same request is allowed at the instant
     /// `Retry::At` names and limited a nanosecond earlier; waiting the
     /// rounded-up reply, in milliseconds or seconds, is enough.
     #[test]

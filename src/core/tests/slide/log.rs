@@ -401,17 +401,22 @@ fn a_dense_key_with_precision_holds_few_entries() {
 /// PRECISION's rule and range, from the command's values (ns).
 #[test]
 fn precision_is_at_most_the_window() {
-    let p = SlideLog::params(&[5, 10 * S, 10 * S]).expect("d = window");
+    let p = SlideLog::params(&numbers([5, 10 * S, 10 * S])).expect("d = window");
     assert_eq!(p.precision(), Nanos::new(10 * S));
     assert_eq!(
-        SlideLog::params(&[5, 10 * S, 0]).map(|p| p.precision()),
+        SlideLog::params(&numbers([5, 10 * S, 0])).map(|p| p.precision()),
         Ok(Nanos::ZERO)
     );
     assert_eq!(
-        SlideLog::params(&[5, 10 * S, 10 * S + MS]),
+        SlideLog::params(&numbers([5, 10 * S, 10 * S + MS])),
         Err(ParamError::Joint(PRECISION_RULE))
     );
     assert!(params(5, 10 * S)
         .with_precision(Nanos::new(1_500))
         .is_none());
+}
+
+/// Parameter values as `Limiter::params` receives them.
+fn numbers<const N: usize>(values: [u64; N]) -> [crate::core::Value<'static>; N] {
+    values.map(crate::core::Value::Number)
 }

@@ -4,10 +4,10 @@
 //! backwards, and the limit and the window changing between calls.
 //!
 //! The model, `Log`, keeps every admitted request as `(instant, units)`
-//! and computes each answer by brute force from SPEC's definitions, so it
+//! and computes each answer by brute force from the definitions of docs/DESIGN.md#slide, so it
 //! stays fast whatever the limit: `used(t)` sums the records in
 //! `(t - window, t]`, `retry_after` is the first instant some record leaves
-//! after which the request fits. Three rules are the module's, not SPEC's,
+//! after which the request fits. Three rules are the module's own (docs/DESIGN.md#departures),
 //! and the model states them: the log keeps each instant rounded up to the
 //! microsecond, except in the microsecond of its clock (the instant it was
 //! last written at), where it keeps the clock; a call never reads or
@@ -167,7 +167,7 @@ fn replay(run: &Run, mut check: impl FnMut(&Call)) -> SlideLog {
     log
 }
 
-/// The admitted requests, oldest first, and SPEC's answers from them.
+/// The admitted requests, oldest first, and the answers docs/DESIGN.md#slide gives from them.
 #[derive(Default)]
 struct Log {
     /// (instant rounded up to the µs, units)
@@ -276,7 +276,7 @@ proptest! {
         prop_assert_eq!(SlideLog::decode(&log.encode()), Ok(log));
     }
 
-    /// SPEC's promise: the same request is allowed at the instant
+    /// The promise of docs/DESIGN.md#reply: the same request is allowed at the instant
     /// `Retry::At` names and limited a nanosecond earlier; waiting the
     /// rounded-up reply, in milliseconds or seconds, is enough.
     #[test]
@@ -325,7 +325,7 @@ fn forward_runs() -> impl Strategy<Value = (Run, Choice, Choice)> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
-    /// The promise of rounding to the microsecond, against SPEC's exact
+    /// The promise of rounding to the microsecond, against the exact
     /// log: the same units (those the code admitted) at the exact instants
     /// they were taken at. With the clock moving forward and fixed
     /// parameters, `used` is at least the exact one and at most what the

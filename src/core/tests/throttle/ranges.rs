@@ -3,7 +3,7 @@
 //! tolerance up to 100 years, quantities up to 10^12, the clock going
 //! backwards, and the parameters changing between calls.
 //!
-//! The model, `Exact`, is SPEC's section "RL.THROTTLE — GCRA" written out
+//! The model, `Exact`, is docs/DESIGN.md#throttle written out
 //! in exact rational arithmetic: every instant and duration is a rational
 //! number of nanoseconds, kept as a `u128` numerator over one denominator
 //! that every count of the run divides. It is compared with the code on
@@ -13,9 +13,11 @@
 
 use proptest::prelude::*;
 
-use crate::core::gcra::{GcraParamError, GcraParams, Tat, MAX_BURST, MAX_COUNT, MAX_TOLERANCE};
 use crate::core::tests::{
     assert_retry_promise, choice, marks_of, move_clock, pick, quantity, start_instant, Choice,
+};
+use crate::core::throttle::{
+    Tat, ThrottleParamError, ThrottleParams, MAX_BURST, MAX_COUNT, MAX_TOLERANCE,
 };
 use crate::core::{Decision, Limiter, Nanos, Retry, Unit, MAX_DURATION};
 
@@ -40,18 +42,18 @@ fn divisors() -> Vec<u64> {
 
 /// One call's parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Gcra {
+struct Rate {
     burst: u64,
     count: u64,
     /// ns
     period: u64,
 }
 
-impl Gcra {
+impl Rate {
     /// Parameters with this `count`, a period anywhere from 1 ns to ten
     /// years (often whole milliseconds or seconds, as the commands send),
     /// and a burst up to the largest the 100-year tolerance allows.
-    fn new(count: u64, period: Choice, burst: Choice) -> Gcra {
+    fn new(count: u64, period: Choice, burst: Choice) -> Rate {
         let max = MAX_DURATION.get();
         let raw = 1 + pick(max - 1, period);
         let period = match period.0 / 64 {
@@ -64,20 +66,20 @@ impl Gcra {
         let most = u64::try_from(most).unwrap_or(u64::MAX).min(MAX_BURST);
         if most < MAX_BURST {
             assert_eq!(
-                GcraParams::new(most + 1, count, Nanos::new(period)),
-                Err(GcraParamError::Tolerance),
+                ThrottleParams::new(most + 1, count, Nanos::new(period)),
+                Err(ThrottleParamError::Tolerance),
                 "one more burst passes the 100-year tolerance"
             );
         }
-        Gcra {
+        Rate {
             burst: pick(most, burst),
             count,
             period,
         }
     }
 
-    fn params(&self) -> GcraParams {
-        GcraParams::new(self.burst, self.count, Nanos::new(self.period))
+    fn params(&self) -> ThrottleParams {
+        ThrottleParams::new(self.burst, self.count, Nanos::new(self.period))
             .expect("valid by construction")
     }
 
@@ -167,7 +169,7 @@ struct Call<'a> {
     /// The key before the call.
     key: &'a Tat,
     now: u64,
-    p: Gcra,
+    p: Rate,
     quantity: u64,
     decision: Decision,
 }
@@ -175,7 +177,7 @@ struct Call<'a> {
 /// Replays a run on one key, calling `check` on every call before its
 /// update is stored.
 fn replay(run: &Run, counts: Counts, mut check: impl FnMut(&Call)) {
-    let mut p = Gcra::new(counts.pick(run.first.0), run.first.1, run.first.2);
+    let mut p = Rate::new(counts.pick(run.first.0), run.first.1, run.first.2);
     let mut key = Tat::default();
     let mut now = run.start;
     let mut last: Option<Decision> = None;
@@ -185,7 +187,7 @@ fn replay(run: &Run, counts: Counts, mut check: impl FnMut(&Call)) {
                 Counts::Fixed => p.count,
                 _ => counts.pick(count),
             };
-            p = Gcra::new(count, period, burst);
+            p = Rate::new(count, period, burst);
         }
         let marks = marks_of(last.as_ref());
         now = move_clock(now, step.time, p.interval(), p.tolerance(), &marks);
@@ -208,7 +210,7 @@ fn replay(run: &Run, counts: Counts, mut check: impl FnMut(&Call)) {
     }
 }
 
-/// What SPEC says the reply is, with durations exact.
+/// What docs/DESIGN.md#throttle says the reply is, with durations exact.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Answer {
     limited: bool,
@@ -227,16 +229,16 @@ enum Wait {
     For(u128),
 }
 
-/// SPEC's GCRA in exact rationals: every time is a numerator over `den`.
+/// The design's GCRA in exact rationals: every time is a numerator over `den`.
 struct Exact {
     den: u128,
     /// The stored TAT; `None` for a missing key.
     tat: Option<u128>,
-    /// Read the TAT rounded up to a whole multiple of `1/count` ns. SPEC's
+    /// Read the TAT rounded up to a whole multiple of `1/count` ns. The design's
     /// TAT is exact whatever the count; a key stores it as a fraction over
     /// the count it was written with, which under another count the module
     /// rounds up ("the limiter forgets nothing it recorded"). The rounding
-    /// is the one rule here that is the module's, not SPEC's; under a fixed
+    /// is the one rule here that is the module's own (docs/DESIGN.md#parameter-changes); under a fixed
     /// count it changes nothing (every TAT is a multiple of `1/count`).
     round_to_count: bool,
 }
@@ -251,7 +253,7 @@ impl Exact {
     }
 
     /// The answer to a request, and the TAT to store when it takes units.
-    fn decide(&self, now: u64, p: &Gcra, quantity: u64) -> (Answer, Option<u128>) {
+    fn decide(&self, now: u64, p: &Rate, quantity: u64) -> (Answer, Option<u128>) {
         let den = self.den;
         let count = u128::from(p.count);
         assert_eq!(den % count, 0, "the denominator holds 1/count");
@@ -344,7 +346,7 @@ impl Exact {
 }
 
 /// 1/3 ms + 1/5 ms is 8/15 ms, so with 15 per ms and a capacity of 9 a
-/// ninth fifteenth fits exactly, in SPEC's exact arithmetic. The module
+/// ninth fifteenth fits exactly, in the design's exact arithmetic. The module
 /// stores the TAT as a fraction over the count it was written with; under
 /// the second count it rounds 1/3 ms up to the next fifth of a nanosecond,
 /// and the request is limited for the 1/15 ns that rounding added. This
@@ -357,19 +359,19 @@ fn a_count_change_rounds_the_tat_up_by_less_than_a_nanosecond() {
     let now = Nanos::new(1_700_000_000_000_000_000);
     let mut key = Tat::default();
     for count in [3, 5] {
-        let p = GcraParams::new(8, count, Nanos::new(MS)).unwrap();
+        let p = ThrottleParams::new(8, count, Nanos::new(MS)).unwrap();
         let (d, update) = key.decide(now, &p, 1);
         assert!(!d.limited);
         key.apply(update.unwrap());
     }
-    let fifteenths = Gcra {
+    let fifteenths = Rate {
         burst: 8,
         count: 15,
         period: MS,
     };
     let mut exact = Exact::new(15, false);
     for count in [3, 5] {
-        let p = Gcra {
+        let p = Rate {
             count,
             ..fifteenths
         };
@@ -385,7 +387,7 @@ fn a_count_change_rounds_the_tat_up_by_less_than_a_nanosecond() {
 }
 
 proptest! {
-    /// All five fields equal SPEC's exact formulas, with the count fixed
+    /// All five fields equal the exact formulas of docs/DESIGN.md#throttle, with the count fixed
     /// per run (anywhere up to 2^32 - 1) and the period (1 ns to ten years)
     /// and the burst (up to 10^12 or the 100-year tolerance) changing
     /// between calls, quantities up to 10^12 and the clock going back.
@@ -407,7 +409,7 @@ proptest! {
     /// 2^32 - 1 included), all five fields equal the exact model with the
     /// module's one rule for a changed count (the TAT read rounded up to
     /// `1/count` ns). And that rule costs little and only in the safe
-    /// direction: beside it runs SPEC's TAT without any rounding, fed the
+    /// direction: beside it runs the design's TAT without any rounding, fed the
     /// same admissions; it is never later than the module's, less than 1
     /// ns earlier per count change, and it allows whatever the module
     /// allows.
@@ -440,7 +442,7 @@ proptest! {
         });
     }
 
-    /// SPEC's promise at every range: the same request is allowed at the
+    /// The promise of docs/DESIGN.md#reply at every range: the same request is allowed at the
     /// instant `Retry::At` names and limited a nanosecond earlier, and
     /// waiting the rounded-up `retry_after` of the reply, in milliseconds
     /// or in seconds, is enough. Every parameter changes between calls.

@@ -6,23 +6,28 @@ mod ranges;
 
 use proptest::prelude::*;
 
-use crate::core::gcra::{GcraParamError, GcraParams, Tat, MAX_BURST, MAX_COUNT};
+use crate::core::throttle::{Tat, ThrottleParamError, ThrottleParams, MAX_BURST, MAX_COUNT};
 use crate::core::{Decision, DecodeError, Limiter, Nanos, Retry, Unit, MAX_DURATION};
 
 /// Decides against a stored TAT, or a missing key (`None`).
-fn decide(tat: Option<&Tat>, now: Nanos, p: &GcraParams, quantity: u64) -> (Decision, Option<Tat>) {
+fn decide(
+    tat: Option<&Tat>,
+    now: Nanos,
+    p: &ThrottleParams,
+    quantity: u64,
+) -> (Decision, Option<Tat>) {
     tat.copied().unwrap_or_default().decide(now, p, quantity)
 }
 
 const MS: u64 = 1_000_000;
 const S: u64 = 1_000 * MS;
 
-fn params(max_burst: u64, count: u64, period: Nanos) -> GcraParams {
-    GcraParams::new(max_burst, count, period).unwrap()
+fn params(max_burst: u64, count: u64, period: Nanos) -> ThrottleParams {
+    ThrottleParams::new(max_burst, count, period).unwrap()
 }
 
 /// Runs requests in order against one key, storing what `decide` returns.
-fn run(key: &mut Option<Tat>, now: u64, p: &GcraParams, quantity: u64) -> Decision {
+fn run(key: &mut Option<Tat>, now: u64, p: &ThrottleParams, quantity: u64) -> Decision {
     let (decision, update) = decide(key.as_ref(), Nanos::new(now), p, quantity);
     if let Some(tat) = update {
         *key = Some(tat);
@@ -166,31 +171,31 @@ fn a_changed_count_rounds_the_stored_fraction_up() {
 #[test]
 fn parameters_out_of_range_are_refused() {
     assert_eq!(
-        GcraParams::new(MAX_BURST + 1, 1, Nanos::new(S)),
-        Err(GcraParamError::MaxBurst)
+        ThrottleParams::new(MAX_BURST + 1, 1, Nanos::new(S)),
+        Err(ThrottleParamError::MaxBurst)
     );
     assert_eq!(
-        GcraParams::new(0, 0, Nanos::new(S)),
-        Err(GcraParamError::Count)
+        ThrottleParams::new(0, 0, Nanos::new(S)),
+        Err(ThrottleParamError::Count)
     );
     assert_eq!(
-        GcraParams::new(0, MAX_COUNT + 1, Nanos::new(S)),
-        Err(GcraParamError::Count)
+        ThrottleParams::new(0, MAX_COUNT + 1, Nanos::new(S)),
+        Err(ThrottleParamError::Count)
     );
     assert_eq!(
-        GcraParams::new(0, 1, Nanos::ZERO),
-        Err(GcraParamError::Period)
+        ThrottleParams::new(0, 1, Nanos::ZERO),
+        Err(ThrottleParamError::Period)
     );
     assert_eq!(
-        GcraParams::new(0, 1, MAX_DURATION.saturating_add(Nanos::new(1))),
-        Err(GcraParamError::Period)
+        ThrottleParams::new(0, 1, MAX_DURATION.saturating_add(Nanos::new(1))),
+        Err(ThrottleParamError::Period)
     );
     assert_eq!(
-        GcraParams::new(100, 1, MAX_DURATION),
-        Err(GcraParamError::Tolerance)
+        ThrottleParams::new(100, 1, MAX_DURATION),
+        Err(ThrottleParamError::Tolerance)
     );
-    assert!(GcraParams::new(MAX_BURST, MAX_COUNT, Nanos::new(S)).is_ok());
-    assert!(GcraParams::new(0, 1, MAX_DURATION).is_ok());
+    assert!(ThrottleParams::new(MAX_BURST, MAX_COUNT, Nanos::new(S)).is_ok());
+    assert!(ThrottleParams::new(0, 1, MAX_DURATION).is_ok());
 }
 
 #[test]

@@ -29,7 +29,8 @@
 use super::codec::{Reader, Writer};
 use super::time::Nanos;
 use super::{
-    millis, Arg, ArgKind, Decision, DecodeError, Detail, Limiter, ParamError, Retry, MAX_DURATION,
+    millis, Decision, DecodeError, Detail, Limiter, Param, ParamError, ParamKind, Retry, Value,
+    MAX_DURATION,
 };
 
 /// The largest `max_burst`. (A request's quantity has its own bound in the
@@ -48,7 +49,7 @@ const TOLERANCE_RULE: &str =
 
 /// Validated GCRA parameters: `count` units per `period`, burst `max_burst`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GcraParams {
+pub struct ThrottleParams {
     capacity: u64,
     count: u32,
     /// `period` in ns, which is also `T` in scaled units.
@@ -57,9 +58,9 @@ pub struct GcraParams {
     tolerance: u128,
 }
 
-/// Why `GcraParams::new` refused its arguments.
+/// Why `ThrottleParams::new` refused its arguments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GcraParamError {
+pub enum ThrottleParamError {
     MaxBurst,
     Count,
     Period,
@@ -68,26 +69,30 @@ pub enum GcraParamError {
     Tolerance,
 }
 
-impl GcraParams {
-    pub fn new(max_burst: u64, count: u64, period: Nanos) -> Result<GcraParams, GcraParamError> {
+impl ThrottleParams {
+    pub fn new(
+        max_burst: u64,
+        count: u64,
+        period: Nanos,
+    ) -> Result<ThrottleParams, ThrottleParamError> {
         if max_burst > MAX_BURST {
-            return Err(GcraParamError::MaxBurst);
+            return Err(ThrottleParamError::MaxBurst);
         }
         let count = match u32::try_from(count) {
             Ok(c) if c > 0 => c,
-            _ => return Err(GcraParamError::Count),
+            _ => return Err(ThrottleParamError::Count),
         };
         if period == Nanos::ZERO || period > MAX_DURATION {
-            return Err(GcraParamError::Period);
+            return Err(ThrottleParamError::Period);
         }
         let capacity = max_burst + 1;
         let period = period.get();
         let tolerance = u128::from(capacity) * u128::from(period);
         // τ in nanoseconds is tolerance / count.
         if tolerance > u128::from(MAX_TOLERANCE.get()) * u128::from(count) {
-            return Err(GcraParamError::Tolerance);
+            return Err(ThrottleParamError::Tolerance);
         }
-        Ok(GcraParams {
+        Ok(ThrottleParams {
             capacity,
             count,
             period,
@@ -138,7 +143,7 @@ impl Default for Tat {
 impl Tat {
     /// The TAT in units of `1/count` ns. Stored under another `count`, the
     /// fraction is rounded up: the limiter forgets nothing it recorded.
-    fn scaled(&self, params: &GcraParams) -> u128 {
+    fn scaled(&self, params: &ThrottleParams) -> u128 {
         let c = u128::from(params.count);
         let frac = if self.den == params.count {
             u128::from(self.frac)
@@ -148,7 +153,7 @@ impl Tat {
         u128::from(self.whole.get()) * c + frac
     }
 
-    fn from_scaled(scaled: u128, params: &GcraParams) -> Tat {
+    fn from_scaled(scaled: u128, params: &ThrottleParams) -> Tat {
         let c = u128::from(params.count);
         Tat {
             whole: Nanos::saturating_from_u128(scaled / c),
@@ -159,7 +164,7 @@ impl Tat {
     }
 
     /// The TAT `ahead` scaled units after `now` (exactly: `now` is whole).
-    fn after(now: Nanos, ahead: u128, params: &GcraParams) -> Tat {
+    fn after(now: Nanos, ahead: u128, params: &ThrottleParams) -> Tat {
         let c = params.count;
         let (whole, frac) = match u64::try_from(ahead) {
             Ok(small) => (
@@ -206,52 +211,65 @@ impl Tat {
 }
 
 impl Limiter for Tat {
-    type Params = GcraParams;
+    type Params = ThrottleParams;
     /// The TAT to store.
     type Update = Tat;
 
     const NAME: &'static str = "THROTTLE";
     const TYPE_NAME: &'static str = "rl-gcra--";
     const TAG: u8 = b'G';
-    const ARGS: &'static [Arg] = &[
-        Arg {
+    const SUMMARY: &'static str = "GCRA rate limiter, compatible with redis-cell's CL.THROTTLE. Replies limited, limit, remaining, retry_after, reset_after.";
+    const COMPLEXITY: &'static str = "O(1)";
+    const SINCE: &'static str = "0.1.0";
+    const PARAMS: &'static [Param] = &[
+        Param {
             name: "max_burst",
-            kind: ArgKind::Integer {
+            kind: ParamKind::Integer {
                 min: 0,
                 max: MAX_BURST,
                 ceiling: None,
             },
         },
-        Arg {
+        Param {
             name: "count",
-            kind: ArgKind::Integer {
+            kind: ParamKind::Integer {
                 min: 1,
                 max: MAX_COUNT,
                 ceiling: None,
             },
         },
-        Arg {
+        Param {
             name: "period",
-            kind: ArgKind::Duration,
+            kind: ParamKind::Duration,
         },
     ];
 
-    fn params(values: &[u64]) -> Result<GcraParams, ParamError> {
-        let &[max_burst, count, period] = values else {
-            return Err(ParamError::Arg(values.len().min(2)));
-        };
-        GcraParams::new(max_burst, count, Nanos::new(period)).map_err(|e| match e {
-            GcraParamError::MaxBurst => ParamError::Arg(0),
-            GcraParamError::Count => ParamError::Arg(1),
-            GcraParamError::Period => ParamError::Arg(2),
-            GcraParamError::Tolerance => ParamError::Joint(TOLERANCE_RULE),
+    /// A redis-cell key: its TAT as a decimal count of nanoseconds, which
+    /// RL.THROTTLE adopts under the `cell-alias` option.
+    fn adopt(string: &[u8]) -> Option<Tat> {
+        let text = std::str::from_utf8(string).ok()?;
+        Some(Tat::from_nanos(Nanos::new(text.parse::<u64>().ok()?)))
+    }
+
+    fn params(values: &[Value<'_>]) -> Result<ThrottleParams, ParamError> {
+        let [max_burst, count, period] = Value::numbers(values)?;
+        ThrottleParams::new(max_burst, count, Nanos::new(period)).map_err(|e| match e {
+            ThrottleParamError::MaxBurst => ParamError::Param(0),
+            ThrottleParamError::Count => ParamError::Param(1),
+            ThrottleParamError::Period => ParamError::Param(2),
+            ThrottleParamError::Tolerance => ParamError::Joint(TOLERANCE_RULE),
         })
     }
 
     /// Decides a request against this TAT (the default, 0, for a missing
     /// key). The update, when the request is allowed and takes at least one
     /// unit, is the TAT to store.
-    fn decide(&self, now: Nanos, params: &GcraParams, quantity: u64) -> (Decision, Option<Tat>) {
+    fn decide(
+        &self,
+        now: Nanos,
+        params: &ThrottleParams,
+        quantity: u64,
+    ) -> (Decision, Option<Tat>) {
         let now_s = params.scale(now);
         let tat_s = self.scaled(params);
         let ttl_before = tat_s.saturating_sub(now_s);
@@ -290,7 +308,7 @@ impl Limiter for Tat {
     }
 
     /// Moves the TAT back by `quantity × T`, never before `now`.
-    fn refund(&mut self, now: Nanos, params: &GcraParams, quantity: u64) {
+    fn refund(&mut self, now: Nanos, params: &ThrottleParams, quantity: u64) {
         let now_s = params.scale(now);
         let tat_s = self.scaled(params);
         if tat_s <= now_s {

@@ -1,0 +1,272 @@
+//! Arguments to validated parameters, and the one table of argument errors.
+//!
+//! Every limiter command has the shape
+//! `key p1 .. pN [id] [quantity] [MS] [options] [AT ns]`: the parameters are
+//! those the kind's `Limiter::PARAMS` describes (times in whole seconds,
+//! milliseconds with `MS`), the id is there for a kind that `TAKES_ID`,
+//! `quantity` defaults to 1, and `AT` carries the master's clock in the
+//! replicated form, which only the replication link and the AOF may send
+//! (docs/DESIGN.md#replication). The several-limit commands read each spec
+//! with the same readers (`spec`), so a spec's errors are its command's.
+
+mod spec;
+
+use std::ffi::CString;
+
+pub use spec::{limiter, params, refund, several, RawSpec, Request};
+
+use crate::core::{slice, slide, Ceiling, Unit, MAX_DURATION_SECONDS};
+
+/// The largest quantity one request may ask for. A quantity above the
+/// limiter's capacity can never fit; this bound only keeps numbers sane.
+pub const MAX_QUANTITY: u64 = 1_000_000_000_000;
+/// The most keys (and so limits) of one several-limit call.
+pub const MAX_KEYS: usize = 16;
+
+/// Bounds that the server's configuration may tighten below the hard
+/// ceilings of the kinds.
+#[derive(Clone, Copy, Debug)]
+pub struct Bounds {
+    pub max_slide_limit: u64,
+    pub max_slices: u64,
+}
+
+impl Bounds {
+    pub const DEFAULT: Bounds = Bounds {
+        max_slide_limit: 1_000_000,
+        max_slices: 86_400,
+    };
+    /// What a replicated or loaded command is held to: the master already
+    /// accepted it under its own configuration.
+    pub const HARD: Bounds = Bounds {
+        max_slide_limit: slide::MAX_LIMIT,
+        max_slices: slice::MAX_SLICES,
+    };
+
+    fn ceiling(&self, ceiling: Ceiling) -> u64 {
+        match ceiling {
+            Ceiling::SlideLimit => self.max_slide_limit,
+            Ceiling::Slices => self.max_slices,
+        }
+    }
+}
+
+/// Why the arguments were refused; `message` gives the reply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ArgError {
+    /// Not an integer within `min..=max`; `unit` names the unit of a time.
+    Integer {
+        name: &'static str,
+        min: u64,
+        max: u64,
+        unit: Option<Unit>,
+    },
+    /// Not one of the words a parameter takes.
+    Word {
+        name: &'static str,
+        words: &'static [&'static str],
+    },
+    /// Not 1 to `max` bytes.
+    Text {
+        name: &'static str,
+        max: usize,
+    },
+    /// A value the kind does not know, with the message to show.
+    Unknown(String),
+    /// An argument that is no option of the command.
+    Extra(String),
+    Repeated(&'static str),
+    /// `AT` from a normal client.
+    AtFromClient,
+    /// Arguments each in range that together break the rule stated.
+    Joint(&'static str),
+    /// An error in the `index`-th (1-based) spec of a several-limit command.
+    InSpec {
+        index: usize,
+        kind: &'static str,
+        inner: Box<ArgError>,
+    },
+    /// A spec word that names no kind (`index` 0: RL.REFUND's one spec).
+    UnknownKind {
+        index: usize,
+        word: String,
+    },
+    /// Fewer arguments than the spec's kind takes.
+    SpecTooShort {
+        index: usize,
+        kind: &'static str,
+        expects: String,
+    },
+    /// Fewer specs than keys.
+    MissingSpec {
+        index: usize,
+        keys: usize,
+    },
+    /// A key named twice in one several-limit call.
+    RepeatedKey(String),
+    /// RL.REFUND with a spec of a kind that gives nothing back this way.
+    NotRefundable(&'static str),
+    /// RL.ALLOW with a spec that takes an id, and no `ID`.
+    IdMissing(&'static str),
+    /// `ID` in a call with no spec that takes one.
+    IdUnused,
+}
+
+impl ArgError {
+    pub fn message(&self) -> CString {
+        let text = match self {
+            ArgError::Integer {
+                name,
+                min,
+                max,
+                unit,
+            } => {
+                let unit = match unit {
+                    None => "",
+                    Some(Unit::Seconds) => " (seconds)",
+                    Some(Unit::Millis) => " (milliseconds, with MS)",
+                };
+                format!("ERR {name} must be an integer from {min} to {max}{unit}")
+            }
+            ArgError::Word { name, words } => {
+                format!("ERR {name} must be one of {}", words.join(", "))
+            }
+            ArgError::Text { name, max } => format!("ERR {name} must be 1 to {max} bytes"),
+            ArgError::Unknown(text) => format!("ERR {text}"),
+            ArgError::Extra(arg) => format!("ERR unknown argument '{arg}'"),
+            ArgError::Repeated(name) => format!("ERR {name} is given more than once"),
+            ArgError::AtFromClient => {
+                "ERR AT is accepted only from the master or the AOF: it carries the master's clock"
+                    .to_string()
+            }
+            ArgError::Joint(rule) => format!("ERR {rule}"),
+            ArgError::InSpec { index, kind, inner } => {
+                let inner = inner.message();
+                let inner = inner.to_string_lossy();
+                let detail = inner.strip_prefix("ERR ").unwrap_or(&inner);
+                format!("ERR spec {index} ({kind}): {detail}")
+            }
+            ArgError::UnknownKind { index, word } => {
+                let at = if *index == 0 {
+                    String::new()
+                } else {
+                    format!("spec {index}: ")
+                };
+                format!(
+                    "ERR {at}unknown algorithm '{word}' (expected {})",
+                    crate::kinds::words()
+                )
+            }
+            ArgError::SpecTooShort {
+                index: 0,
+                kind,
+                expects,
+            } => format!("ERR {kind} expects {expects}"),
+            ArgError::SpecTooShort {
+                index,
+                kind,
+                expects,
+            } => format!("ERR spec {index} ({kind}): expects {expects}"),
+            ArgError::MissingSpec { index, keys } => {
+                format!("ERR spec {index} is missing: {keys} keys need {keys} specs")
+            }
+            ArgError::RepeatedKey(key) => format!("ERR key '{key}' is given more than once"),
+            ArgError::NotRefundable(kind) => {
+                format!("ERR RL.REFUND does not take a {kind} spec")
+            }
+            ArgError::IdMissing(kind) => {
+                format!("ERR a {kind} spec needs the ID option: ID lease_id")
+            }
+            ArgError::IdUnused => "ERR ID is given but no spec takes it".to_string(),
+        };
+        CString::new(text).unwrap_or_default()
+    }
+}
+
+/// `numkeys` of a several-limit call: 1 to [`MAX_KEYS`].
+pub fn numkeys(arg: &[u8]) -> Result<usize, ArgError> {
+    let n = integer(arg, "numkeys", 1, MAX_KEYS as u64, None)?;
+    usize::try_from(n).map_err(|_| range("numkeys", 1, MAX_KEYS as u64, None))
+}
+
+/// The largest time a parameter may have in `unit`.
+const fn max_time(unit: Unit) -> u64 {
+    match unit {
+        Unit::Seconds => MAX_DURATION_SECONDS,
+        Unit::Millis => MAX_DURATION_SECONDS * 1_000,
+    }
+}
+
+fn range(name: &'static str, min: u64, max: u64, unit: Option<Unit>) -> ArgError {
+    ArgError::Integer {
+        name,
+        min,
+        max,
+        unit,
+    }
+}
+
+/// A decimal integer in `min..=max`, or the error naming the argument.
+#[inline]
+fn integer(
+    arg: &[u8],
+    name: &'static str,
+    min: u64,
+    max: u64,
+    unit: Option<Unit>,
+) -> Result<u64, ArgError> {
+    match parse_decimal(arg) {
+        Some(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(range(name, min, max, unit)),
+    }
+}
+
+/// A decimal integer with nothing else around it: no sign, no spaces, any
+/// number of leading zeros; `None` past `u64::MAX`. Up to 19 digits cannot
+/// overflow, so those skip the checked arithmetic.
+fn parse_decimal(arg: &[u8]) -> Option<u64> {
+    match arg.len() {
+        0 => None,
+        1..=19 => {
+            let mut n = 0u64;
+            for &b in arg {
+                let digit = b.wrapping_sub(b'0');
+                if digit > 9 {
+                    return None;
+                }
+                n = n * 10 + u64::from(digit);
+            }
+            Some(n)
+        }
+        _ => arg.iter().try_fold(0u64, |n, &b| {
+            let digit = b.wrapping_sub(b'0');
+            if digit > 9 {
+                return None;
+            }
+            n.checked_mul(10)?.checked_add(u64::from(digit))
+        }),
+    }
+}
+
+/// An argument as it may appear in an error message: printable ASCII only,
+/// at most 32 characters.
+pub fn printable(arg: &[u8]) -> String {
+    let mut text: String = arg
+        .iter()
+        .take(32)
+        .map(|&b| {
+            if b.is_ascii_graphic() {
+                char::from(b)
+            } else {
+                '?'
+            }
+        })
+        .collect();
+    if arg.len() > 32 {
+        text.push_str("...");
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,457 @@
+//! Reading the commands' arguments: the single commands, the several-limit
+//! ones and RL.REFUND, each parsed once into typed parameters.
+//!
+//! A spec is read in two steps. First its words are found (`RawSpec`: the
+//! parameters by position, the options by keyword), with the command's own
+//! options (`MS`, `AT`, `QUANTITY`, `ID`); then, with the unit and the
+//! bounds known, each word becomes a value of its `ParamKind` and the
+//! kind's `Limiter::params` makes the typed parameters. No word is looked
+//! at twice, and a text value (a lease id, a zone) is never taken for an
+//! option.
+
+use arrayvec::ArrayVec;
+
+use super::{integer, max_time, printable, range, ArgError, Bounds, MAX_KEYS, MAX_QUANTITY};
+use crate::core::{Limiter, Nanos, Param, ParamError, ParamKind, Unit, Value};
+use crate::kinds::{self, Row, Spec};
+
+/// The most parameters, and options, any kind takes.
+pub(super) const MAX_PARAMS: usize = 4;
+pub(super) const MAX_OPTIONS: usize = 2;
+
+/// A spec's words, found and not yet read: its parameters by position and
+/// its options by keyword (`None` when not given).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RawSpec<'a> {
+    params: [&'a [u8]; MAX_PARAMS],
+    options: [Option<&'a [u8]>; MAX_OPTIONS],
+}
+
+/// A single command's request: its parameters and the options every
+/// limiter command shares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request<'a, P> {
+    pub params: P,
+    /// What the request takes, for a kind that `TAKES_ID`; empty otherwise.
+    pub id: &'a [u8],
+    pub quantity: u64,
+    pub unit: Unit,
+    pub at: Option<Nanos>,
+}
+
+/// The options that follow a call's limits.
+#[derive(Clone, Copy, Debug)]
+pub struct Tail<'a> {
+    pub quantity: u64,
+    pub unit: Unit,
+    /// The master's clock, from `AT`.
+    pub at: Option<Nanos>,
+    /// `ID`: what a several-limit call takes of a kind that `TAKES_ID`.
+    pub id: Option<&'a [u8]>,
+}
+
+/// A several-limit call's options.
+pub type Options<'a> = Tail<'a>;
+
+impl<'a> Tail<'a> {
+    const DEFAULT: Tail<'static> = Tail {
+        quantity: 1,
+        unit: Unit::Seconds,
+        at: None,
+        id: None,
+    };
+
+    /// The bounds the parameters are held to: the configured ones for a
+    /// client, the hard ones for what the master sent (it already checked
+    /// them under its own configuration).
+    fn bounds(&self, configured: Bounds) -> Bounds {
+        match self.at {
+            Some(_) => Bounds::HARD,
+            None => configured,
+        }
+    }
+
+    /// Reads `MS` or `AT ns` at `args[*i]`, moving `i` past a value; false
+    /// when the word is neither.
+    fn ms_or_at(
+        &mut self,
+        args: &[&[u8]],
+        i: &mut usize,
+        trusted: &mut Option<impl FnOnce() -> bool>,
+    ) -> Result<bool, ArgError> {
+        let word = arg(args, *i);
+        if word.eq_ignore_ascii_case(b"MS") {
+            if self.unit == Unit::Millis {
+                return Err(ArgError::Repeated("MS"));
+            }
+            self.unit = Unit::Millis;
+        } else if word.eq_ignore_ascii_case(b"AT") {
+            if !trusted.take().is_some_and(|f| f()) {
+                return Err(ArgError::AtFromClient);
+            }
+            if self.at.is_some() {
+                return Err(ArgError::Repeated("AT"));
+            }
+            *i += 1;
+            self.at = Some(Nanos::new(integer(arg(args, *i), "AT", 0, u64::MAX, None)?));
+        } else {
+            return Ok(false);
+        }
+        Ok(true)
+    }
+}
+
+#[inline]
+fn arg<'a>(args: &[&'a [u8]], i: usize) -> &'a [u8] {
+    args.get(i).copied().unwrap_or_default()
+}
+
+/// The position of `word` among `options` (any case), if it is one.
+fn option_index(options: &[Param], word: &[u8]) -> Option<usize> {
+    options
+        .iter()
+        .position(|o| o.name.len() == word.len() && word.eq_ignore_ascii_case(o.name.as_bytes()))
+}
+
+impl<'a> RawSpec<'a> {
+    /// Records the option at `options[index]` with its value.
+    fn option(&mut self, options: &[Param], index: usize, value: &'a [u8]) -> Result<(), ArgError> {
+        let slot = self
+            .options
+            .get_mut(index)
+            .ok_or(ArgError::Joint("too many options"))?;
+        if slot.is_some() {
+            return Err(ArgError::Repeated(options[index].name));
+        }
+        *slot = Some(value);
+        Ok(())
+    }
+}
+
+/// `RL.<NAME>`'s arguments after the key:
+/// `p1 .. pN [id] [quantity] [MS] [options] [AT ns]`. `trusted` answers
+/// whether the call came from the master or the AOF (asked only when `AT`
+/// is there); `bounds` are the configured ones.
+pub fn limiter<'a, L: Limiter>(
+    args: &[&'a [u8]],
+    trusted: impl FnOnce() -> bool,
+    bounds: Bounds,
+) -> Result<Request<'a, L::Params>, ArgError> {
+    let n = L::PARAMS.len();
+    let mut raw = RawSpec::default();
+    for (slot, &word) in raw.params.iter_mut().zip(args.iter().take(n)) {
+        *slot = word;
+    }
+    let mut i = n;
+    let id = match L::TAKES_ID {
+        true => {
+            i += 1;
+            id(arg(args, n))?
+        }
+        false => b"".as_slice(),
+    };
+    let quantity_at = i;
+    let mut trusted = Some(trusted);
+    let mut tail = Tail::DEFAULT;
+    while let Some(&word) = args.get(i) {
+        if tail.ms_or_at(args, &mut i, &mut trusted)? {
+        } else if let Some(o) = option_index(L::OPTIONS, word) {
+            i += 1;
+            let value = args
+                .get(i)
+                .ok_or_else(|| value_error(&L::OPTIONS[o], tail.unit, bounds))?;
+            raw.option(L::OPTIONS, o, value)?;
+        } else if i == quantity_at
+            && word
+                .first()
+                .is_some_and(|b| b.is_ascii_digit() || *b == b'-')
+        {
+            tail.quantity = integer(word, "quantity", 0, MAX_QUANTITY, None)?;
+        } else {
+            return Err(ArgError::Extra(printable(word)));
+        }
+        i += 1;
+    }
+    let params = params::<L>(&raw, tail.unit, tail.bounds(bounds))?;
+    Ok(Request {
+        params,
+        id,
+        quantity: tail.quantity,
+        unit: tail.unit,
+        at: tail.at,
+    })
+}
+
+/// A lease id: 1 to 128 bytes, any bytes.
+fn id(word: &[u8]) -> Result<&[u8], ArgError> {
+    if (1..=MAX_ID).contains(&word.len()) {
+        Ok(word)
+    } else {
+        Err(ArgError::Text {
+            name: "lease_id",
+            max: MAX_ID,
+        })
+    }
+}
+
+/// The longest id a request may name.
+pub const MAX_ID: usize = 128;
+
+/// The typed parameters of `L` from a spec's words, in `unit`.
+pub fn params<L: Limiter>(
+    raw: &RawSpec<'_>,
+    unit: Unit,
+    bounds: Bounds,
+) -> Result<L::Params, ArgError> {
+    let mut values = [Value::Absent; MAX_PARAMS + MAX_OPTIONS];
+    for ((slot, param), &word) in values.iter_mut().zip(L::PARAMS).zip(&raw.params) {
+        *slot = value(word, param, unit, bounds)?;
+    }
+    let options = &mut values[L::PARAMS.len()..];
+    for ((slot, option), word) in options.iter_mut().zip(L::OPTIONS).zip(raw.options) {
+        if let Some(word) = word {
+            *slot = value(word, option, unit, bounds)?;
+        }
+    }
+    let len = L::PARAMS.len() + L::OPTIONS.len();
+    L::params(values.get(..len).unwrap_or_default()).map_err(|e| match e {
+        ParamError::Param(i) => L::PARAMS
+            .iter()
+            .chain(L::OPTIONS)
+            .nth(i)
+            .map_or(ArgError::Joint("invalid arguments"), |p| {
+                value_error(p, unit, bounds)
+            }),
+        ParamError::Joint(rule) => ArgError::Joint(rule),
+        ParamError::Unknown(text) => ArgError::Unknown(text),
+    })
+}
+
+/// One parameter's value from its word.
+#[inline]
+fn value<'a>(
+    word: &'a [u8],
+    param: &Param,
+    unit: Unit,
+    bounds: Bounds,
+) -> Result<Value<'a>, ArgError> {
+    let (min, max, scale) = match param.kind {
+        ParamKind::Duration => (1, max_time(unit), unit.nanos()),
+        ParamKind::DurationOrZero => (0, max_time(unit), unit.nanos()),
+        ParamKind::Integer { min, max, ceiling } => {
+            (min, ceiling.map_or(max, |c| max.min(bounds.ceiling(c))), 1)
+        }
+        ParamKind::Word(words) => {
+            return words
+                .iter()
+                .position(|w| word.eq_ignore_ascii_case(w.as_bytes()))
+                .map(|i| Value::Number(i as u64))
+                .ok_or_else(|| value_error(param, unit, bounds));
+        }
+        ParamKind::Text { max } => {
+            return match (1..=max).contains(&word.len()) {
+                true => Ok(Value::Text(word)),
+                false => Err(value_error(param, unit, bounds)),
+            };
+        }
+    };
+    match super::parse_decimal(word) {
+        Some(n) if (min..=max).contains(&n) => Ok(Value::Number(n * scale)),
+        _ => Err(value_error(param, unit, bounds)),
+    }
+}
+
+/// What a parameter may be, as the error for a value it may not be.
+#[cold]
+fn value_error(param: &Param, unit: Unit, bounds: Bounds) -> ArgError {
+    match param.kind {
+        ParamKind::Duration => range(param.name, 1, max_time(unit), Some(unit)),
+        ParamKind::DurationOrZero => range(param.name, 0, max_time(unit), Some(unit)),
+        ParamKind::Integer { min, max, ceiling } => range(
+            param.name,
+            min,
+            ceiling.map_or(max, |c| max.min(bounds.ceiling(c))),
+            None,
+        ),
+        ParamKind::Word(words) => ArgError::Word {
+            name: param.name,
+            words,
+        },
+        ParamKind::Text { max } => ArgError::Text {
+            name: param.name,
+            max,
+        },
+    }
+}
+
+/// What a kind's spec takes, for an error: `limit window [PRECISION value]`.
+fn expects(row: &Row) -> String {
+    let mut names: Vec<String> = row.params.iter().map(|p| p.name.to_string()).collect();
+    names.extend(row.options.iter().map(|o| format!("[{} value]", o.name)));
+    names.join(" ")
+}
+
+/// Finds the spec that starts at `args[at]`: its kind and its words, and
+/// the position after it. `index` is the spec's 1-based position in a
+/// several-limit call, 0 for RL.REFUND's one spec.
+fn find_spec<'a>(
+    args: &[&'a [u8]],
+    at: usize,
+    index: usize,
+) -> Result<(&'static Row, RawSpec<'a>, usize), ArgError> {
+    let word = arg(args, at);
+    let row = kinds::by_word(word).ok_or_else(|| ArgError::UnknownKind {
+        index,
+        word: printable(word),
+    })?;
+    let n = row.params.len();
+    if at + n >= args.len() {
+        return Err(ArgError::SpecTooShort {
+            index,
+            kind: row.name,
+            expects: expects(row),
+        });
+    }
+    let mut raw = RawSpec::default();
+    for (slot, &word) in raw.params.iter_mut().zip(&args[at + 1..=at + n]) {
+        *slot = word;
+    }
+    let mut next = at + 1 + n;
+    while let Some(o) = option_index(row.options, arg(args, next)) {
+        let value = args.get(next + 1).ok_or_else(|| {
+            in_spec(
+                index,
+                row,
+                value_error(&row.options[o], Unit::Seconds, Bounds::DEFAULT),
+            )
+        })?;
+        raw.option(row.options, o, value)
+            .map_err(|e| in_spec(index, row, e))?;
+        next += 2;
+    }
+    Ok((row, raw, next))
+}
+
+/// An error of the `index`-th spec, named as such (index 0: as is).
+fn in_spec(index: usize, row: &Row, e: ArgError) -> ArgError {
+    match index {
+        0 => e,
+        _ => ArgError::InSpec {
+            index,
+            kind: row.name,
+            inner: Box::new(e),
+        },
+    }
+}
+
+/// `[QUANTITY q] [MS] [ID id] [AT ns]` from argument `from` on, in any
+/// order; `QUANTITY` and `ID` only where `several`.
+fn tail<'a>(
+    args: &[&'a [u8]],
+    from: usize,
+    several: bool,
+    trusted: impl FnOnce() -> bool,
+) -> Result<Tail<'a>, ArgError> {
+    let mut trusted = Some(trusted);
+    let mut out = Tail::DEFAULT;
+    let mut quantity = false;
+    let mut i = from;
+    while let Some(&word) = args.get(i) {
+        if out.ms_or_at(args, &mut i, &mut trusted)? {
+        } else if several && word.eq_ignore_ascii_case(b"QUANTITY") {
+            if quantity {
+                return Err(ArgError::Repeated("QUANTITY"));
+            }
+            quantity = true;
+            i += 1;
+            out.quantity = integer(arg(args, i), "QUANTITY", 0, MAX_QUANTITY, None)?;
+        } else if several && word.eq_ignore_ascii_case(b"ID") {
+            if out.id.is_some() {
+                return Err(ArgError::Repeated("ID"));
+            }
+            i += 1;
+            out.id = Some(id(arg(args, i))?);
+        } else {
+            return Err(ArgError::Extra(printable(word)));
+        }
+        i += 1;
+    }
+    Ok(out)
+}
+
+/// RL.ALLOW / RL.PEEK's arguments after the command name,
+/// `numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS] [ID id] [AT ns]`:
+/// the specs go to `specs` (one per key, in order; the keys are arguments
+/// `1 ..= specs.len()`), the options are returned. `write` is RL.ALLOW,
+/// which needs `ID` when a spec takes one.
+pub fn several<'a>(
+    args: &[&'a [u8]],
+    write: bool,
+    trusted: impl FnOnce() -> bool,
+    bounds: Bounds,
+    specs: &mut ArrayVec<Spec, MAX_KEYS>,
+) -> Result<Options<'a>, ArgError> {
+    let count = super::numkeys(arg(args, 0))?;
+    if args.len() < 1 + count {
+        return Err(ArgError::MissingSpec {
+            index: 1,
+            keys: count,
+        });
+    }
+    for i in 2..=count {
+        let key = arg(args, i);
+        if (1..i).any(|j| arg(args, j) == key) {
+            return Err(ArgError::RepeatedKey(printable(key)));
+        }
+    }
+    let mut found: ArrayVec<(&'static Row, RawSpec<'a>), MAX_KEYS> = ArrayVec::new();
+    let mut at = 1 + count;
+    for index in 1..=count {
+        if at >= args.len() {
+            return Err(ArgError::MissingSpec { index, keys: count });
+        }
+        let (row, raw, next) = find_spec(args, at, index)?;
+        // `count` is at most MAX_KEYS.
+        found.push((row, raw));
+        at = next;
+    }
+    let options = tail(args, at, true, trusted)?;
+    let bounds = options.bounds(bounds);
+    specs.clear();
+    for (index, (row, raw)) in found.iter().enumerate() {
+        let spec = (row.read)(raw, options.unit, bounds).map_err(|e| in_spec(index + 1, row, e))?;
+        specs.push(spec);
+    }
+    let needs_id = found.iter().find(|(row, _)| row.takes_id);
+    match (needs_id, options.id) {
+        (Some((row, _)), None) if write => return Err(ArgError::IdMissing(row.name)),
+        (None, Some(_)) => return Err(ArgError::IdUnused),
+        _ => {}
+    }
+    Ok(options)
+}
+
+/// `RL.REFUND key spec quantity [MS] [AT ns]`, from the arguments after
+/// the key. The spec's errors read as the single command's.
+pub fn refund<'a>(
+    args: &[&'a [u8]],
+    trusted: impl FnOnce() -> bool,
+    bounds: Bounds,
+) -> Result<(Spec, Tail<'a>), ArgError> {
+    let (row, raw, next) = find_spec(args, 0, 0)?;
+    if !row.refunds {
+        return Err(ArgError::NotRefundable(row.name));
+    }
+    if next >= args.len() {
+        return Err(ArgError::SpecTooShort {
+            index: 0,
+            kind: row.name,
+            expects: format!("{} quantity", expects(row)),
+        });
+    }
+    let quantity = integer(arg(args, next), "quantity", 0, MAX_QUANTITY, None)?;
+    let mut tail = tail(args, next + 1, false, trusted)?;
+    tail.quantity = quantity;
+    let spec = (row.read)(&raw, tail.unit, tail.bounds(bounds))?;
+    Ok((spec, tail))
+}

@@ -1,0 +1,244 @@
+//! The commands about one key of any kind: RL.INSPECT, RL.REFUND, and the
+//! internal RL.STATE that AOF rewrite writes.
+
+use std::ffi::{c_int, CString};
+
+use redis_module::raw;
+
+use super::several::spec_doc;
+use super::{
+    arg_bytes, delete, entry, propagate, recorded, store, unix_ms_ceil, Details, Error, Outcome,
+};
+use crate::core::{Decision, Detail, Nanos};
+use crate::kinds::{Kind, Visit, KINDS};
+use crate::registration::{Access, ArgType, CommandSpec, DocArg, Keys};
+use crate::server::{Ctx, Held, Key};
+use crate::{args, clock, config, stats};
+
+/// `RL.INSPECT key`
+pub fn inspect_command() -> CommandSpec {
+    CommandSpec {
+        name: "RL.INSPECT".to_string(),
+        handler: rl_inspect,
+        flags: "readonly",
+        acl: "read",
+        arity: 2,
+        summary: "What a key of this module holds, in a user's words: type, ttl, memory and the state. Nil for a missing key.",
+        complexity: "O(1), or O(slices) for an RL.SLICE key",
+        since: "0.2.0",
+        keys: Keys::One {
+            pos: 1,
+            access: Access::ReadOnly,
+        },
+        args: vec![DocArg::new("key", ArgType::Key)],
+    }
+}
+
+/// `RL.REFUND key spec quantity [MS]`
+pub fn refund_command() -> CommandSpec {
+    CommandSpec {
+        name: "RL.REFUND".to_string(),
+        handler: rl_refund,
+        flags: "write fast",
+        acl: "write fast",
+        arity: -6,
+        summary: "Gives back up to quantity units the key recorded (the newest first). Replies the five fields a peek gives right after.",
+        complexity: "O(1) amortized, O(slices) at worst for an RL.SLICE key",
+        since: "0.2.0",
+        keys: Keys::One {
+            pos: 1,
+            access: Access::ReadUpdate,
+        },
+        args: vec![
+            DocArg::new("key", ArgType::Key),
+            spec_doc(),
+            DocArg::integer("quantity"),
+            DocArg::flag("ms", "MS").optional(),
+        ],
+    }
+}
+
+/// `RL.STATE key payload`, the form AOF rewrite writes.
+pub fn state_command() -> CommandSpec {
+    CommandSpec {
+        name: "RL.STATE".to_string(),
+        handler: rl_state,
+        flags: "write",
+        acl: "write",
+        arity: 3,
+        summary: "Internal: sets a key to a limiter state, as AOF rewrite writes it. Accepted only from the master or the AOF.",
+        complexity: "O(N) in the size of the state",
+        since: "0.1.0",
+        keys: Keys::One {
+            pos: 1,
+            access: Access::Overwrite,
+        },
+        args: vec![
+            DocArg::new("key", ArgType::Key),
+            DocArg::new("payload", ArgType::String),
+        ],
+    }
+}
+
+/// `RL.INSPECT key`: field-value pairs (a map under RESP3), nil for a
+/// missing key, WRONGTYPE for a key this module did not write.
+extern "C" fn rl_inspect(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    entry(ctx, argv, argc, Some(stats::Stat::INSPECT), |ctx, argv| {
+        if argv.len() != 2 {
+            return Err(Error::Arity);
+        }
+        let now = clock::now();
+        let mut key = ctx.open_key(argv, 1, false);
+        if key.is_empty() {
+            ctx.reply_null();
+            return Ok(Outcome::Answered);
+        }
+        let (name, details) = KINDS
+            .iter()
+            .find_map(|k| (k.inspect)(&mut key, now).map(|d| (k.name, d)))
+            .ok_or(Error::WrongType)?;
+        let ttl = key
+            .expire_ms()
+            .map_or(-1, |at| (at - unix_ms_ceil(now)).max(0));
+        drop(key);
+        let memory = ctx.memory_usage(argv, 1).unwrap_or(-1);
+        let kind = CString::new(name.to_ascii_lowercase()).unwrap_or_default();
+        ctx.reply_map(3 + details.len());
+        ctx.reply_simple(c"type");
+        ctx.reply_simple(&kind);
+        ctx.reply_simple(c"ttl");
+        ctx.reply_integer(ttl);
+        ctx.reply_simple(c"memory");
+        ctx.reply_integer(memory);
+        for (field, detail) in &details {
+            let field = CString::new(*field).unwrap_or_default();
+            ctx.reply_simple(&field);
+            reply_detail(ctx, detail);
+        }
+        Ok(Outcome::Answered)
+    })
+}
+
+fn reply_detail(ctx: Ctx, detail: &Detail) {
+    match detail {
+        Detail::Integer(n) => ctx.reply_integer(*n),
+        Detail::Integers(list) => ctx.reply_integers(list),
+        Detail::Bytes(bytes) => ctx.reply_bytes(bytes),
+        Detail::List(list) => {
+            ctx.reply_array(list.len());
+            list.iter().for_each(|d| reply_detail(ctx, d));
+        }
+    }
+}
+
+/// RL.INSPECT's details of a key holding `L`'s state; `None` for another
+/// type.
+pub fn inspect_key<L: Kind>(key: &mut Key, now: Nanos) -> Option<Details> {
+    match key.value(L::module_type()) {
+        Held::Ours(state) => Some(state.inspect(now)),
+        _ => None,
+    }
+}
+
+/// The most arguments RL.REFUND can have after its key: a spec of at most
+/// a word, four parameters and two options with their values, the
+/// quantity, MS, AT ns.
+const MAX_REFUND_ARGS: usize = 1 + 4 + 4 + 1 + 1 + 2;
+
+/// `RL.REFUND key spec quantity [MS]`
+extern "C" fn rl_refund(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    entry(ctx, argv, argc, Some(stats::Stat::REFUND), |ctx, argv| {
+        if argv.len() < 5 {
+            return Err(Error::Arity);
+        }
+        let words = arg_bytes::<MAX_REFUND_ARGS>(argv, 2)?;
+        let (spec, tail) = args::refund(&words, || ctx.is_from_master_or_aof(), config::bounds())?;
+        let now = tail.at.unwrap_or_else(clock::now);
+        let mut key = ctx.open_key(argv, 1, tail.quantity > 0);
+        let (decision, changed) = spec.visit(RefundKey {
+            key: &mut key,
+            now,
+            quantity: tail.quantity,
+        })?;
+        if changed {
+            propagate(ctx, "REFUND", argv, tail.at, now);
+        }
+        ctx.reply_integers(&decision.reply(now, tail.unit));
+        Ok(Outcome::of(tail.at, decision.limited))
+    })
+}
+
+/// Refunds on a key holding `L`'s state, and answers what a peek answers
+/// right after, and whether the key changed. A key left with nothing
+/// counted is deleted; a missing key stays missing.
+struct RefundKey<'k, 'a> {
+    key: &'k mut Key<'a>,
+    now: Nanos,
+    quantity: u64,
+}
+
+impl Visit for RefundKey<'_, '_> {
+    type Out = Result<(Decision, bool), Error>;
+
+    fn visit<L: Kind>(self, params: &L::Params) -> Self::Out {
+        let (key, now) = (self.key, self.now);
+        let state = match key.value(L::module_type()) {
+            Held::Ours(state) => state,
+            Held::Nothing => return Ok((L::default().decide(now, params, 0).0, false)),
+            Held::Other => return Err(Error::WrongType),
+        };
+        if self.quantity == 0 {
+            return Ok((state.decide(now, params, 0).0, false));
+        }
+        state.refund(now, params, self.quantity);
+        let decision = state.decide(now, params, 0).0;
+        if decision.reset_at <= now {
+            delete(key)?;
+        } else {
+            recorded(key, decision.reset_at);
+        }
+        Ok((decision, true))
+    }
+}
+
+/// `RL.STATE key payload`: sets a key to a limiter state, as AOF rewrite
+/// writes it. Only the master and the AOF may send it.
+extern "C" fn rl_state(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    entry(ctx, argv, argc, None, |ctx, argv| {
+        if argv.len() != 3 {
+            return Err(Error::Arity);
+        }
+        if !ctx.is_from_master_or_aof() {
+            return Err(Error::StateFromClient);
+        }
+        let payload = argv.bytes(2);
+        let mut key = ctx.open_key(argv, 1, true);
+        let (&tag, body) = payload.split_first().ok_or(Error::BadState)?;
+        let kind = KINDS
+            .iter()
+            .find(|k| k.reads_tag(tag))
+            .ok_or(Error::BadState)?;
+        (kind.restore)(&mut key, tag, body)?;
+        key.signal_modified();
+        ctx.reply_ok();
+        Ok(Outcome::FromMasterOrAof)
+    })
+}
+
+/// Sets a key to an `RL.STATE` payload of `L`.
+pub fn restore<L: Kind>(key: &mut Key, tag: u8, body: &[u8]) -> Result<(), Error> {
+    let state = L::decode_tagged(tag, body).map_err(|_| Error::BadState)?;
+    store(key, state)
+}

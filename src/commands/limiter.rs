@@ -1,0 +1,211 @@
+//! `RL.<NAME>`: the command of every kind, and the steps of a limit that
+//! the several-limit commands share (decide one key, commit its update).
+
+use std::ffi::c_int;
+
+use redis_module::raw;
+
+use super::{
+    arg_bytes, entry, extend_expiry, new_state, propagate, recorded, store, Error, Outcome,
+};
+use crate::args::{self, Request};
+use crate::core::throttle::Tat;
+use crate::core::{Decision, Nanos, Param, ParamKind};
+use crate::kinds::{Kind, Staged, Visit};
+use crate::registration::{Access, ArgType, CommandSpec, DocArg, Keys};
+use crate::server::{Argv, Ctx, Held, Key};
+use crate::{clock, config, stats};
+
+/// `RL.<NAME> key <parameters> [id] [quantity] [MS] [options]`
+pub fn limiter_command<L: Kind>() -> CommandSpec {
+    let mut args = vec![DocArg::new("key", ArgType::Key)];
+    args.extend(L::PARAMS.iter().map(doc_param));
+    if L::TAKES_ID {
+        args.push(DocArg::new("lease_id", ArgType::String));
+    }
+    args.push(DocArg::integer("quantity").optional());
+    args.push(DocArg::flag("ms", "MS").optional());
+    args.extend(doc_options(L::OPTIONS));
+    CommandSpec {
+        name: format!("RL.{}", L::NAME),
+        handler: rl_limiter::<L>,
+        flags: "write deny-oom fast",
+        acl: "write fast",
+        arity: -(2 + L::PARAMS.len() as c_int + c_int::from(L::TAKES_ID)),
+        summary: L::SUMMARY,
+        complexity: L::COMPLEXITY,
+        since: L::SINCE,
+        keys: Keys::One {
+            pos: 1,
+            access: Access::ReadUpdate,
+        },
+        args,
+    }
+}
+
+/// RL.THROTTLE again as redis-cell's `CL.THROTTLE` (the `cell-alias`
+/// option).
+pub fn cell_alias() -> CommandSpec {
+    CommandSpec {
+        name: "CL.THROTTLE".to_string(),
+        summary: "RL.THROTTLE under redis-cell's name (the cell-alias option): same arguments, same reply.",
+        ..limiter_command::<Tat>()
+    }
+}
+
+/// A parameter as COMMAND DOCS shows it.
+pub(super) fn doc_param(param: &Param) -> DocArg {
+    match param.kind {
+        ParamKind::Word(words) => DocArg::new(
+            param.name,
+            ArgType::OneOf(words.iter().map(|&w| DocArg::flag(w, w)).collect()),
+        ),
+        ParamKind::Text { .. } => DocArg::new(param.name, ArgType::String),
+        ParamKind::Integer { .. } | ParamKind::Duration | ParamKind::DurationOrZero => {
+            DocArg::integer(param.name)
+        }
+    }
+}
+
+/// A kind's options as COMMAND DOCS shows them: optional, each introduced
+/// by its keyword.
+pub(super) fn doc_options(options: &'static [Param]) -> impl Iterator<Item = DocArg> {
+    options
+        .iter()
+        .map(|o| doc_param(o).token(o.name).optional())
+}
+
+/// The most arguments after the key that any valid call has, and then some.
+const MAX_ARGS: usize = 10;
+
+/// `RL.<NAME> key <parameters> [id] [quantity] [MS] [options]`: the
+/// handler of every kind.
+extern "C" fn rl_limiter<L: Kind>(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    entry(ctx, argv, argc, Some(stats::Stat(L::INDEX)), |ctx, argv| {
+        if argv.len() < 2 + L::PARAMS.len() + usize::from(L::TAKES_ID) {
+            return Err(Error::Arity);
+        }
+        let words = arg_bytes::<MAX_ARGS>(argv, 2)?;
+        let request = args::limiter::<L>(&words, || ctx.is_from_master_or_aof(), config::bounds())?;
+        limit::<L>(ctx, argv, request)
+    })
+}
+
+/// The flow every limiter command shares.
+fn limit<'a, L: Kind>(
+    ctx: Ctx<'a>,
+    argv: Argv<'a>,
+    request: Request<'_, L::Params>,
+) -> Result<Outcome, Error> {
+    // Only a request that takes units can change the key.
+    let takes = request.quantity > 0;
+    let mut key = ctx.open_key(argv, 1, takes);
+    let now = request.at.unwrap_or_else(clock::now);
+    let (params, quantity, id) = (&request.params, request.quantity, request.id);
+    let decision = match key.value(L::module_type()) {
+        Held::Ours(state) => {
+            let (decision, update) = state.decide_as(now, params, quantity, id);
+            match update {
+                Some(update) => {
+                    state.apply(update);
+                    recorded(&key, decision.reset_at);
+                    propagate(ctx, L::NAME, argv, request.at, now);
+                }
+                None => {
+                    if decision.limited && takes && extend_expiry(&key, decision.reset_at) {
+                        propagate(ctx, L::NAME, argv, request.at, now);
+                    }
+                }
+            }
+            decision
+        }
+        held => {
+            let other = matches!(held, Held::Other);
+            let mut state = new_state::<L>(&key, other)?;
+            let (decision, update) = state.decide_as(now, params, quantity, id);
+            if let Some(update) = update {
+                state.apply(update);
+                store(&mut key, state)?;
+                recorded(&key, decision.reset_at);
+                propagate(ctx, L::NAME, argv, request.at, now);
+            }
+            decision
+        }
+    };
+    if decision.limited {
+        key.notify(c"rl.limited");
+    }
+    ctx.reply_integers(&decision.reply(now, request.unit));
+    Ok(Outcome::of(request.at, decision.limited))
+}
+
+/// Decides one limit of a several-limit call on its open key, changing
+/// nothing; the update it would record when the whole call is allowed is
+/// staged (`stage`), not applied.
+pub(super) struct DecideKey<'k, 'a, 'i> {
+    pub key: &'k mut Key<'a>,
+    pub now: Nanos,
+    pub quantity: u64,
+    pub id: &'i [u8],
+    pub stage: bool,
+}
+
+impl Visit for DecideKey<'_, '_, '_> {
+    type Out = Result<(Decision, Staged), Error>;
+
+    fn visit<L: Kind>(self, params: &L::Params) -> Self::Out {
+        let (now, quantity, id) = (self.now, self.quantity, self.id);
+        let (decision, update) = match self.key.value(L::module_type()) {
+            Held::Ours(state) => state.decide_as(now, params, quantity, id),
+            held => {
+                let other = matches!(held, Held::Other);
+                new_state::<L>(self.key, other)?.decide_as(now, params, quantity, id)
+            }
+        };
+        let staged = match update {
+            Some(update) if self.stage => L::staged(update),
+            _ => Staged::Nothing,
+        };
+        Ok((decision, staged))
+    }
+}
+
+/// Records an update staged by `DecideKey` on the same key, still open
+/// for writing: on the state it was decided on, or on a new one.
+pub fn commit<L: Kind>(key: &mut Key, update: L::Update) -> Result<(), Error> {
+    match key.value(L::module_type()) {
+        Held::Ours(state) => {
+            state.apply(update);
+            Ok(())
+        }
+        held => {
+            let other = matches!(held, Held::Other);
+            let mut state = new_state::<L>(key, other)?;
+            state.apply(update);
+            store(key, state)
+        }
+    }
+}
+
+/// In a refused several-limit call, the expiry rule of a limited request
+/// for one key: true when its expiry moved out.
+pub(super) struct ExtendKey<'k, 'a> {
+    pub key: &'k mut Key<'a>,
+    pub now: Nanos,
+}
+
+impl Visit for ExtendKey<'_, '_> {
+    type Out = bool;
+
+    fn visit<L: Kind>(self, params: &L::Params) -> bool {
+        let reset_at = match self.key.value(L::module_type()) {
+            Held::Ours(state) => state.decide(self.now, params, 0).0.reset_at,
+            _ => return false,
+        };
+        extend_expiry(self.key, reset_at)
+    }
+}

@@ -1,0 +1,208 @@
+//! RL.ALLOW and RL.PEEK: several limits, one decision
+//! (docs/DESIGN.md#several-limits).
+
+use std::ffi::c_int;
+
+use arrayvec::ArrayVec;
+use redis_module::raw;
+
+use super::limiter::{doc_options, doc_param, DecideKey, ExtendKey};
+use super::{arg_bytes, entry, propagate, recorded, Error, Outcome};
+use crate::args::{self, MAX_KEYS};
+use crate::core::Decision;
+use crate::kinds::{Staged, KINDS};
+use crate::registration::{Access, ArgType, CommandSpec, DocArg, Handler, Keys};
+use crate::server::{Argv, Ctx, Key};
+use crate::{clock, config, stats};
+
+/// `RL.ALLOW numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS] [ID id]`
+pub fn allow_command() -> CommandSpec {
+    several_command(
+        "RL.ALLOW",
+        rl_allow,
+        "write deny-oom fast",
+        "write fast",
+        Access::ReadUpdate,
+        "Several limits, one atomic all-or-nothing decision. Replies the binding limit's five fields, its index, and every limit's five fields.",
+    )
+}
+
+/// `RL.PEEK numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS] [ID id]`
+pub fn peek_command() -> CommandSpec {
+    several_command(
+        "RL.PEEK",
+        rl_peek,
+        "readonly fast",
+        "read fast",
+        Access::ReadOnly,
+        "What RL.ALLOW with the same arguments would answer now, changing nothing. Works on replicas and in read-only contexts.",
+    )
+}
+
+fn several_command(
+    name: &'static str,
+    handler: Handler,
+    flags: &'static str,
+    acl: &'static str,
+    access: Access,
+    summary: &'static str,
+) -> CommandSpec {
+    let mut args = vec![
+        DocArg::integer("numkeys"),
+        DocArg::new("key", ArgType::Key).multiple(),
+        spec_doc().multiple(),
+        DocArg::integer("quantity").token("QUANTITY").optional(),
+        DocArg::flag("ms", "MS").optional(),
+    ];
+    if KINDS.iter().any(|k| k.takes_id) {
+        args.push(DocArg::new("id", ArgType::String).token("ID").optional());
+    }
+    CommandSpec {
+        name: name.to_string(),
+        handler,
+        flags,
+        acl,
+        arity: -6,
+        summary,
+        complexity: "O(N) in the number of limits, each as its single command",
+        since: "0.2.0",
+        keys: Keys::Counted { pos: 1, access },
+        args,
+    }
+}
+
+/// A `spec` argument as COMMAND DOCS shows it: one of the kinds, each a
+/// block of its word, parameters and options.
+pub(super) fn spec_doc() -> DocArg {
+    DocArg::new(
+        "spec",
+        ArgType::OneOf(
+            KINDS
+                .iter()
+                .map(|k| {
+                    let mut block = vec![DocArg::flag("algorithm", k.name)];
+                    block.extend(k.params.iter().map(doc_param));
+                    block.extend(doc_options(k.options));
+                    DocArg::new(k.name, ArgType::Block(block))
+                })
+                .collect(),
+        ),
+    )
+}
+
+extern "C" fn rl_allow(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    entry(ctx, argv, argc, Some(stats::Stat::ALLOW), |ctx, argv| {
+        several(ctx, argv, true)
+    })
+}
+
+extern "C" fn rl_peek(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    entry(ctx, argv, argc, Some(stats::Stat::PEEK), |ctx, argv| {
+        several(ctx, argv, false)
+    })
+}
+
+/// The most arguments a several-limit call can have: the name, numkeys,
+/// 16 keys, 16 specs of at most 5 words, QUANTITY q, MS, ID id, AT ns.
+const MAX_SEVERAL_ARGS: usize = 2 + MAX_KEYS * 6 + 7;
+
+/// One limit of a several-limit call: its open key, its decision, and what
+/// it would record.
+struct Limit<'a> {
+    key: Key<'a>,
+    decision: Decision,
+    staged: Staged,
+}
+
+/// The flow of RL.ALLOW (`write`) and RL.PEEK: decide every limit at one
+/// instant; when all allow and the request takes units, record it on every
+/// key; otherwise record nothing (a refused RL.ALLOW still moves an expiry
+/// out, per key, as the single commands do). One reply, one propagation.
+fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Error> {
+    if ctx.is_keys_position_request() {
+        // Cluster routing and COMMAND GETKEYS: name the keys, nothing else.
+        if let Ok(count) = args::numkeys(argv.bytes(1)) {
+            (2..(2 + count).min(argv.len())).for_each(|pos| ctx.key_at(pos));
+        }
+        return Ok(Outcome::KeyPositions);
+    }
+    if argv.len() < 6 {
+        return Err(Error::Arity);
+    }
+    // Every argument's bytes, read once, and every spec parsed once.
+    let words = arg_bytes::<{ MAX_SEVERAL_ARGS - 1 }>(argv, 1)?;
+    let mut specs = ArrayVec::new();
+    let options = args::several(
+        &words,
+        write,
+        || ctx.is_from_master_or_aof(),
+        config::bounds(),
+        &mut specs,
+    )?;
+    let takes = write && options.quantity > 0;
+    let now = options.at.unwrap_or_else(clock::now);
+    let id = options.id.unwrap_or_default();
+
+    // Open and decide every limit, staging what each would record.
+    let mut limits: ArrayVec<Limit<'a>, MAX_KEYS> = ArrayVec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        let mut key = ctx.open_key(argv, 2 + i, takes);
+        let (decision, staged) = spec.visit(DecideKey {
+            key: &mut key,
+            now,
+            quantity: options.quantity,
+            id,
+            stage: takes,
+        })?;
+        limits.push(Limit {
+            key,
+            decision,
+            staged,
+        });
+    }
+    let allowed = limits.iter().all(|l| !l.decision.limited);
+
+    if takes {
+        let mut changed = false;
+        for (limit, spec) in limits.iter_mut().zip(&specs) {
+            let key = &mut limit.key;
+            if allowed {
+                std::mem::replace(&mut limit.staged, Staged::Nothing).commit(key)?;
+                recorded(key, limit.decision.reset_at);
+                changed = true;
+            } else {
+                changed |= spec.visit(ExtendKey { key, now });
+                if limit.decision.limited {
+                    key.notify(c"rl.limited");
+                }
+            }
+        }
+        if changed {
+            propagate(ctx, "ALLOW", argv, options.at, now);
+        }
+    }
+
+    let decisions: ArrayVec<Decision, MAX_KEYS> = limits.iter().map(|l| l.decision).collect();
+    // numkeys is 1 or more, so there is a binding limit.
+    let binding = crate::core::binding(&decisions).ok_or(Error::Internal(
+        c"ERR internal error: no binding limit among the decisions (please report it)",
+    ))?;
+    ctx.reply_array(7);
+    for field in decisions[binding].reply(now, options.unit) {
+        ctx.reply_integer(field);
+    }
+    ctx.reply_integer(binding as i64 + 1);
+    ctx.reply_array(decisions.len());
+    for decision in &decisions {
+        ctx.reply_integers(&decision.reply(now, options.unit));
+    }
+    Ok(Outcome::of(options.at, !allowed))
+}

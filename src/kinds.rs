@@ -1,0 +1,169 @@
+//! The one table of limiter kinds (docs/DESIGN.md#one-table-of-kinds).
+//!
+//! Every kind is a `core::Limiter` and one row of [`kinds!`] below. From
+//! that row come, with nothing else to write: its command `RL.<NAME>`, its
+//! spec word in RL.ALLOW / RL.PEEK / RL.REFUND, its custom data type (RDB,
+//! AOF, digest, memory), its `RL.STATE` payloads, its RL.INSPECT type, and
+//! its INFO rows (`<name>_calls`, `<name>_keys`, ...). The glue is generic
+//! over [`Kind`] and never names a kind, except RL.RELEASE, a command of
+//! the LEASE kind alone.
+
+use crate::args::{self, ArgError, Bounds, RawSpec};
+use crate::commands::{self, Error};
+use crate::core::{slice, slide, throttle, Limiter, Nanos, Param, Unit};
+use crate::server::{Key, ModuleType};
+
+/// A kind as the glue sees it: its `Limiter` plus what the table gives it.
+pub trait Kind: Limiter {
+    /// Its row in [`KINDS`], which is also its INFO row.
+    const INDEX: usize;
+    /// Its custom data type.
+    fn module_type() -> &'static ModuleType<Self>;
+    /// Its parameters as a [`Spec`].
+    fn spec(params: Self::Params) -> Spec;
+    /// Its update as a [`Staged`] one.
+    fn staged(update: Self::Update) -> Staged;
+}
+
+/// What a several-limit command does with one spec, for any kind.
+pub trait Visit {
+    type Out;
+    fn visit<L: Kind>(self, params: &L::Params) -> Self::Out;
+}
+
+/// One kind, type-erased: what the commands that find a kind by its word,
+/// its tag or a key's type need of it.
+pub struct Row {
+    pub name: &'static str,
+    pub params: &'static [Param],
+    pub options: &'static [Param],
+    pub takes_id: bool,
+    pub refunds: bool,
+    /// Today's tag and the legacy ones of `RL.STATE` payloads.
+    pub tag: u8,
+    pub legacy: &'static [(i32, u8)],
+    /// The parameters of a spec, read once into a typed [`Spec`].
+    pub read: fn(&RawSpec<'_>, Unit, Bounds) -> Result<Spec, ArgError>,
+    /// RL.INSPECT's fields of a key holding this kind; `None` for another
+    /// type.
+    pub inspect: fn(&mut Key<'_>, Nanos) -> Option<commands::Details>,
+    /// Sets a key to a decoded `RL.STATE` payload of this kind.
+    pub restore: fn(&mut Key<'_>, u8, &[u8]) -> Result<(), Error>,
+    /// The command `RL.<NAME>`.
+    pub command: fn() -> crate::registration::CommandSpec,
+    /// Creates the data type at load.
+    pub create_type: fn(*mut redis_module::raw::RedisModuleCtx) -> Result<(), String>,
+}
+
+impl Row {
+    const fn of<L: Kind>() -> Row {
+        Row {
+            name: L::NAME,
+            params: L::PARAMS,
+            options: L::OPTIONS,
+            takes_id: L::TAKES_ID,
+            refunds: L::REFUNDS,
+            tag: L::TAG,
+            legacy: L::LEGACY,
+            read: read::<L>,
+            inspect: commands::inspect_key::<L>,
+            restore: commands::restore::<L>,
+            command: commands::limiter_command::<L>,
+            create_type: crate::types::create::<L>,
+        }
+    }
+
+    /// Whether an `RL.STATE` payload's tag names this kind's state.
+    pub fn reads_tag(&self, tag: u8) -> bool {
+        self.tag == tag || self.legacy.iter().any(|&(_, t)| t == tag)
+    }
+}
+
+fn read<L: Kind>(raw: &RawSpec<'_>, unit: Unit, bounds: Bounds) -> Result<Spec, ArgError> {
+    args::params::<L>(raw, unit, bounds).map(L::spec)
+}
+
+/// The table: one row per kind, `Variant => state type`, in the order of
+/// the commands and of INFO.
+macro_rules! kinds {
+    ($($variant:ident => $ty:ty),+ $(,)?) => {
+        /// One limit of a command, parsed once: its kind and its validated
+        /// parameters.
+        #[derive(Clone, Copy, Debug)]
+        pub enum Spec {
+            $($variant(<$ty as Limiter>::Params)),+
+        }
+
+        /// What one limit of a several-limit call records when the whole
+        /// call is allowed: its kind's update, or nothing.
+        pub enum Staged {
+            Nothing,
+            $($variant(<$ty as Limiter>::Update)),+
+        }
+
+        /// The kinds, in the table's order.
+        pub const KINDS: &[Row] = &[$(Row::of::<$ty>()),+];
+
+        impl Spec {
+            /// Runs `v` with this spec's kind and parameters.
+            pub fn visit<V: Visit>(&self, v: V) -> V::Out {
+                match self {
+                    $(Spec::$variant(params) => v.visit::<$ty>(params)),+
+                }
+            }
+        }
+
+        impl Staged {
+            /// Records the staged update on its key (opened for writing).
+            pub fn commit(self, key: &mut Key<'_>) -> Result<(), Error> {
+                match self {
+                    Staged::Nothing => Ok(()),
+                    $(Staged::$variant(update) => commands::commit::<$ty>(key, update)),+
+                }
+            }
+        }
+
+        kinds!(@impl 0usize; $($variant => $ty),+);
+    };
+    (@impl $index:expr; $variant:ident => $ty:ty $(, $rest:ident => $rest_ty:ty)*) => {
+        impl Kind for $ty {
+            const INDEX: usize = $index;
+            fn module_type() -> &'static ModuleType<$ty> {
+                static TYPE: ModuleType<$ty> = crate::types::module_type::<$ty>();
+                &TYPE
+            }
+            fn spec(params: <$ty as Limiter>::Params) -> Spec {
+                Spec::$variant(params)
+            }
+            fn staged(update: <$ty as Limiter>::Update) -> Staged {
+                Staged::$variant(update)
+            }
+        }
+        kinds!(@impl $index + 1; $($rest => $rest_ty),*);
+    };
+    (@impl $index:expr;) => {};
+}
+
+kinds! {
+    Throttle => throttle::Tat,
+    Slide => slide::SlideLog,
+    Slice => slice::SliceWindow,
+}
+
+/// The kind whose word is `word` (any case).
+pub fn by_word(word: &[u8]) -> Option<&'static Row> {
+    let first = word.first()?.to_ascii_uppercase();
+    KINDS.iter().find(|k| {
+        let name = k.name.as_bytes();
+        name.len() == word.len() && name.first() == Some(&first) && word.eq_ignore_ascii_case(name)
+    })
+}
+
+/// The kinds' words for an error message: `A, B or C`.
+pub fn words() -> String {
+    let names: Vec<&str> = KINDS.iter().map(|k| k.name).collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.join(""),
+    }
+}
