@@ -12,6 +12,7 @@
 pub mod codec;
 pub mod decision;
 pub mod gcra;
+pub mod lease;
 pub mod slice;
 pub mod slide;
 #[cfg(test)]
@@ -127,6 +128,12 @@ pub trait Limiter: Clone + Default + Sized {
 pub enum Detail {
     Integer(i64),
     Integers(Vec<i64>),
+    /// A bulk string (a lease id).
+    #[allow(dead_code)]
+    Bytes(Vec<u8>),
+    /// A nested array (RL.LEASE's holders, each a list itself).
+    #[allow(dead_code)]
+    List(Vec<Detail>),
 }
 
 /// A duration in whole milliseconds, rounded up, for RL.INSPECT.
