@@ -15,6 +15,7 @@
 
 mod fixtures;
 mod gcra;
+mod lease;
 mod slice;
 mod slide;
 
