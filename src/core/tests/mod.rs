@@ -20,6 +20,7 @@
 //! of a range. A pair shrinks towards `(0, 0)`, the simplest value.
 
 mod fixtures;
+mod lease;
 mod refund;
 mod slice;
 mod slide;
