@@ -12,6 +12,7 @@
 pub mod codec;
 pub mod decision;
 pub mod gcra;
+pub mod quota;
 pub mod slice;
 pub mod slide;
 #[cfg(test)]
