@@ -128,6 +128,8 @@ pub trait Limiter: Clone + Default + Sized {
 pub enum Detail {
     Integer(i64),
     Integers(Vec<i64>),
+    /// A string of any bytes (a bulk string).
+    Bytes(Vec<u8>),
 }
 
 /// A duration in whole milliseconds, rounded up, for RL.INSPECT.
