@@ -15,6 +15,7 @@
 
 mod fixtures;
 mod gcra;
+mod quota;
 mod slice;
 mod slide;
 
