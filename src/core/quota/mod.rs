@@ -12,7 +12,10 @@
 //! - **until**: the instant until which `used` counts under the key's own
 //!   unit and zone, stored when the key records. It is the end of the
 //!   period of `last` (`end`), or later after a change of unit or zone
-//!   (below). At `until` the key is as good as missing: its expiry.
+//!   (below). From `until` on the key counts nothing under its own unit
+//!   and zone; its expiry is the latest reset a call reported, which is
+//!   `until` unless a call under another unit or zone reported a later
+//!   one (below).
 //!
 //! Worked example: 500 per DAY in `Europe/Berlin`. A first unit at
 //! 2026-03-28 10:00 UTC records used 1, start 2026-03-27 23:00 UTC (local
