@@ -13,6 +13,7 @@
 pub mod codec;
 pub mod decision;
 pub mod lease;
+pub mod quota;
 pub mod slice;
 pub mod slide;
 #[cfg(test)]

@@ -21,6 +21,7 @@
 
 mod fixtures;
 mod lease;
+mod quota;
 mod refund;
 mod slice;
 mod slide;
