@@ -6,11 +6,11 @@
 //! AOF, digest, memory), its `RL.STATE` payloads, its RL.INSPECT type, and
 //! its INFO rows (`<name>_calls`, `<name>_keys`, ...). The glue is generic
 //! over [`Kind`] and never names a kind, except RL.RELEASE, a command of
-//! the LEASE kind alone.
+//! the LEASE kind alone, and INFO's line of RL.QUOTA's time-zone rules.
 
 use crate::args::{self, ArgError, Bounds, RawSpec};
 use crate::commands::{self, Error};
-use crate::core::{slice, slide, throttle, Limiter, Nanos, Param, Unit};
+use crate::core::{lease, quota, slice, slide, throttle, Limiter, Nanos, Param, Unit};
 use crate::server::{Key, ModuleType};
 
 /// A kind as the glue sees it: its `Limiter` plus what the table gives it.
@@ -148,6 +148,8 @@ kinds! {
     Throttle => throttle::Tat,
     Slide => slide::SlideLog,
     Slice => slice::SliceWindow,
+    Lease => lease::Leases,
+    Quota => quota::Quota,
 }
 
 /// The kind whose word is `word` (any case).

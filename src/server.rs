@@ -104,6 +104,7 @@ api_table! {
     register_info_func = RedisModule_RegisterInfoFunc: fn(*mut RedisModuleCtx, RedisModuleInfoFunc) -> c_int;
     info_add_section = RedisModule_InfoAddSection: fn(*mut RedisModuleInfoCtx, *const c_char) -> c_int;
     info_add_field_ulonglong = RedisModule_InfoAddFieldULongLong: fn(*mut RedisModuleInfoCtx, *const c_char, c_ulonglong) -> c_int;
+    info_add_field_cstring = RedisModule_InfoAddFieldCString: fn(*mut RedisModuleInfoCtx, *const c_char, *const c_char) -> c_int;
     register_command_filter = RedisModule_RegisterCommandFilter: fn(*mut RedisModuleCtx, RedisModuleCommandFilterFunc, c_int) -> *mut raw::RedisModuleCommandFilter;
     command_filter_args_count = RedisModule_CommandFilterArgsCount: fn(*mut RedisModuleCommandFilterCtx) -> c_int;
     command_filter_arg_get = RedisModule_CommandFilterArgGet: fn(*mut RedisModuleCommandFilterCtx, c_int) -> *mut RedisModuleString;
@@ -394,6 +395,58 @@ impl<'a> Ctx<'a> {
                 c"AT".as_ptr(),
                 at as c_longlong,
             );
+        }
+    }
+}
+
+impl<'a> Ctx<'a> {
+    /// Sends `RL.STATE <key> <payload> [PXAT <ms>]` to the replicas and
+    /// the AOF: a key's resulting state and its expiry, for a kind that
+    /// replicates its state.
+    pub fn replicate_state(&self, key: &Key<'a>, payload: &[u8], pxat: Option<i64>) {
+        if key.name.is_null() {
+            return;
+        }
+        let Some(pxat) = pxat else {
+            // SAFETY: as below, without the last two arguments.
+            unsafe {
+                (self.api.replicate)(
+                    self.raw,
+                    c"RL.STATE".as_ptr(),
+                    c"sb".as_ptr(),
+                    key.name,
+                    payload.as_ptr().cast::<c_char>(),
+                    payload.len(),
+                );
+            }
+            return;
+        };
+        // SAFETY: each variadic argument has the C type its format letter
+        // names: 's' a server string (the key's name, an argument of the
+        // running command), 'b' a buffer and its length, 'c' a C string,
+        // 'l' a long long.
+        unsafe {
+            (self.api.replicate)(
+                self.raw,
+                c"RL.STATE".as_ptr(),
+                c"sbcl".as_ptr(),
+                key.name,
+                payload.as_ptr().cast::<c_char>(),
+                payload.len(),
+                c"PXAT".as_ptr(),
+                pxat as c_longlong,
+            );
+        }
+    }
+
+    /// Sends `DEL <key>` to the replicas and the AOF.
+    pub fn replicate_delete(&self, key: &Key<'a>) {
+        if key.name.is_null() {
+            return;
+        }
+        // SAFETY: as in `replicate_state`: 's' a server string.
+        unsafe {
+            (self.api.replicate)(self.raw, c"DEL".as_ptr(), c"s".as_ptr(), key.name);
         }
     }
 }

@@ -1,5 +1,7 @@
 //! The `ratelimit` section of INFO: per command, calls, allowed, limited
-//! and errors; per type, the keys that hold one (all databases). The
+//! (not for RL.INSPECT and RL.RELEASE, which decide nothing) and errors;
+//! per kind, the keys that hold one (all databases); the version of the
+//! time-zone rules RL.QUOTA carries (`tzdb_version`). The
 //! counters count client calls (not commands replayed from the master or
 //! the AOF) and are reset by `CONFIG RESETSTAT`, which a command filter
 //! watches for.
@@ -24,10 +26,11 @@ impl Stat {
     pub const PEEK: Stat = Stat(KINDS.len() + 1);
     pub const INSPECT: Stat = Stat(KINDS.len() + 2);
     pub const REFUND: Stat = Stat(KINDS.len() + 3);
+    pub const RELEASE: Stat = Stat(KINDS.len() + 4);
 }
 
 /// The rows after the kinds', named as INFO shows them.
-const OTHER_ROWS: [&str; 4] = ["allow", "peek", "inspect", "refund"];
+const OTHER_ROWS: [&str; 5] = ["allow", "peek", "inspect", "refund", "release"];
 const ROWS: usize = KINDS.len() + OTHER_ROWS.len();
 
 /// The name of row `i`: the kind's name in lower case, or the command's.
@@ -127,12 +130,14 @@ pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_i
             section(ctx, c"".as_ptr());
             for (i, c) in COUNTERS.iter().enumerate() {
                 let name = row_name(i);
-                for (what, value) in [
-                    ("calls", &c.calls),
-                    ("allowed", &c.allowed),
-                    ("limited", &c.limited),
-                    ("errors", &c.errors),
-                ] {
+                // RL.INSPECT and RL.RELEASE decide nothing: no outcomes.
+                let decides = i != Stat::INSPECT.0 && i != Stat::RELEASE.0;
+                let outcomes = [("allowed", &c.allowed), ("limited", &c.limited)];
+                let fields = [("calls", &c.calls)]
+                    .into_iter()
+                    .chain(outcomes.into_iter().filter(|_| decides))
+                    .chain([("errors", &c.errors)]);
+                for (what, value) in fields {
                     let label =
                         std::ffi::CString::new(format!("{name}_{what}")).unwrap_or_default();
                     field(ctx, label.as_ptr(), value.load(Ordering::Relaxed));
@@ -147,6 +152,10 @@ pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_i
                     u64::try_from(keys.load(Ordering::Relaxed)).unwrap_or(0),
                 );
             }
+            // The version of the time-zone rules RL.QUOTA carries.
+            let version =
+                std::ffi::CString::new(crate::core::quota::tzdb_version()).unwrap_or_default();
+            (api.info_add_field_cstring)(ctx, c"tzdb_version".as_ptr(), version.as_ptr());
         }
     });
 }

@@ -13,7 +13,7 @@ mod spec;
 
 use std::ffi::CString;
 
-pub use spec::{limiter, params, refund, several, RawSpec, Request};
+pub use spec::{lease_id, limiter, params, refund, several, RawSpec, Request};
 
 use crate::core::{slice, slide, Ceiling, Unit, MAX_DURATION_SECONDS};
 
@@ -187,6 +187,17 @@ impl ArgError {
 pub fn numkeys(arg: &[u8]) -> Result<usize, ArgError> {
     let n = integer(arg, "numkeys", 1, MAX_KEYS as u64, None)?;
     usize::try_from(n).map_err(|_| range("numkeys", 1, MAX_KEYS as u64, None))
+}
+
+/// `AT ns`'s value: the master's clock.
+pub fn at(arg: &[u8]) -> Result<crate::core::Nanos, ArgError> {
+    integer(arg, "AT", 0, u64::MAX, None).map(crate::core::Nanos::new)
+}
+
+/// `PXAT ms`'s value: a Unix time in milliseconds.
+pub fn unix_ms(arg: &[u8]) -> Result<i64, ArgError> {
+    let ms = integer(arg, "PXAT", 0, i64::MAX as u64, None)?;
+    i64::try_from(ms).map_err(|_| range("PXAT", 0, i64::MAX as u64, None))
 }
 
 /// The largest time a parameter may have in `unit`.

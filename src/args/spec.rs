@@ -146,7 +146,7 @@ pub fn limiter<'a, L: Limiter>(
     let id = match L::TAKES_ID {
         true => {
             i += 1;
-            id(arg(args, n))?
+            lease_id(arg(args, n))?
         }
         false => b"".as_slice(),
     };
@@ -183,7 +183,7 @@ pub fn limiter<'a, L: Limiter>(
 }
 
 /// A lease id: 1 to 128 bytes, any bytes.
-fn id(word: &[u8]) -> Result<&[u8], ArgError> {
+pub fn lease_id(word: &[u8]) -> Result<&[u8], ArgError> {
     if (1..=MAX_ID).contains(&word.len()) {
         Ok(word)
     } else {
@@ -370,7 +370,7 @@ fn tail<'a>(
                 return Err(ArgError::Repeated("ID"));
             }
             i += 1;
-            out.id = Some(id(arg(args, i))?);
+            out.id = Some(lease_id(arg(args, i))?);
         } else {
             return Err(ArgError::Extra(printable(word)));
         }

@@ -9,6 +9,8 @@ use super::several::spec_doc;
 use super::{
     arg_bytes, delete, entry, propagate, recorded, store, unix_ms_ceil, Details, Error, Outcome,
 };
+use crate::args::ArgError;
+use crate::core::lease::Leases;
 use crate::core::{Decision, Detail, Nanos};
 use crate::kinds::{Kind, Visit, KINDS};
 use crate::registration::{Access, ArgType, CommandSpec, DocArg, Keys};
@@ -58,15 +60,39 @@ pub fn refund_command() -> CommandSpec {
     }
 }
 
-/// `RL.STATE key payload`, the form AOF rewrite writes.
+/// `RL.RELEASE key lease_id`
+pub fn release_command() -> CommandSpec {
+    CommandSpec {
+        name: "RL.RELEASE".to_string(),
+        handler: rl_release,
+        flags: "write fast",
+        acl: "write fast",
+        arity: 3,
+        summary: "Releases the named lease of an RL.LEASE key. Replies 1 when a lease was released, 0 when the key holds no unexpired lease with that id.",
+        complexity: "O(log N) in the N leases held",
+        since: "0.3.0",
+        keys: Keys::One {
+            pos: 1,
+            access: Access::ReadUpdate,
+        },
+        args: vec![
+            DocArg::new("key", ArgType::Key),
+            DocArg::new("lease_id", ArgType::String),
+        ],
+    }
+}
+
+/// `RL.STATE key payload [PXAT ms]`: the form AOF rewrite writes (without
+/// PXAT), and the one that carries a state-replicating kind's change to
+/// replicas and the AOF (with it).
 pub fn state_command() -> CommandSpec {
     CommandSpec {
         name: "RL.STATE".to_string(),
         handler: rl_state,
         flags: "write",
         acl: "write",
-        arity: 3,
-        summary: "Internal: sets a key to a limiter state, as AOF rewrite writes it. Accepted only from the master or the AOF.",
+        arity: -3,
+        summary: "Internal: sets a key to a limiter state (and its expiry), as AOF rewrite and the master write it. Accepted only from the master or the AOF.",
         complexity: "O(N) in the size of the state",
         since: "0.1.0",
         keys: Keys::One {
@@ -76,6 +102,9 @@ pub fn state_command() -> CommandSpec {
         args: vec![
             DocArg::new("key", ArgType::Key),
             DocArg::new("payload", ArgType::String),
+            DocArg::integer("unix-time-milliseconds")
+                .token("PXAT")
+                .optional(),
         ],
     }
 }
@@ -209,17 +238,23 @@ impl Visit for RefundKey<'_, '_> {
     }
 }
 
-/// `RL.STATE key payload`: sets a key to a limiter state, as AOF rewrite
-/// writes it. Only the master and the AOF may send it.
+/// `RL.STATE key payload [PXAT ms]`: sets a key to a limiter state, and
+/// its expiry to `ms` when given. Only the master and the AOF may send it.
 extern "C" fn rl_state(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
     entry(ctx, argv, argc, None, |ctx, argv| {
-        if argv.len() != 3 {
-            return Err(Error::Arity);
-        }
+        let pxat = match argv.len() {
+            3 => None,
+            5 if argv.bytes(3).eq_ignore_ascii_case(b"PXAT") => {
+                let ms = args::unix_ms(argv.bytes(4))?;
+                Some(ms)
+            }
+            5 => return Err(ArgError::Extra(args::printable(argv.bytes(3))).into()),
+            _ => return Err(Error::Arity),
+        };
         if !ctx.is_from_master_or_aof() {
             return Err(Error::StateFromClient);
         }
@@ -231,9 +266,60 @@ extern "C" fn rl_state(
             .find(|k| k.reads_tag(tag))
             .ok_or(Error::BadState)?;
         (kind.restore)(&mut key, tag, body)?;
+        if let Some(ms) = pxat {
+            key.expire_at_ms(ms);
+        }
         key.signal_modified();
+        // A replica's own AOF and sub-replicas hear of it as it came.
+        ctx.replicate_verbatim();
         ctx.reply_ok();
         Ok(Outcome::FromMasterOrAof)
+    })
+}
+
+/// `RL.RELEASE key lease_id [AT ns]`: removes the named lease. `AT`
+/// carries the master's clock (expired leases are dropped at that instant).
+extern "C" fn rl_release(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    entry(ctx, argv, argc, Some(stats::Stat::RELEASE), |ctx, argv| {
+        let at = match argv.len() {
+            3 => None,
+            5 if argv.bytes(3).eq_ignore_ascii_case(b"AT") => {
+                if !ctx.is_from_master_or_aof() {
+                    return Err(ArgError::AtFromClient.into());
+                }
+                Some(args::at(argv.bytes(4))?)
+            }
+            5 => return Err(ArgError::Extra(args::printable(argv.bytes(3))).into()),
+            _ => return Err(Error::Arity),
+        };
+        let id = args::lease_id(argv.bytes(2))?;
+        let now = at.unwrap_or_else(clock::now);
+        let mut key = ctx.open_key(argv, 1, true);
+        let released = match key.value(Leases::module_type()) {
+            Held::Ours(leases) => {
+                let released = leases.release(now, id);
+                let empty = leases.is_empty_at(now);
+                if empty {
+                    delete(&mut key)?;
+                } else {
+                    key.signal_modified();
+                }
+                // Expired leases may have gone even when none was released.
+                propagate(ctx, "RELEASE", argv, at, now);
+                released
+            }
+            Held::Nothing => false,
+            Held::Other => return Err(Error::WrongType),
+        };
+        ctx.reply_integer(i64::from(released));
+        Ok(match at {
+            Some(_) => Outcome::FromMasterOrAof,
+            None => Outcome::Answered,
+        })
     })
 }
 

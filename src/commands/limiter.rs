@@ -6,7 +6,7 @@ use std::ffi::c_int;
 use redis_module::raw;
 
 use super::{
-    arg_bytes, entry, extend_expiry, new_state, propagate, recorded, store, Error, Outcome,
+    arg_bytes, entry, extend_expiry, new_state, propagate_change, recorded, store, Error, Outcome,
 };
 use crate::args::{self, Request};
 use crate::core::throttle::Tat;
@@ -106,36 +106,35 @@ fn limit<'a, L: Kind>(
     let mut key = ctx.open_key(argv, 1, takes);
     let now = request.at.unwrap_or_else(clock::now);
     let (params, quantity, id) = (&request.params, request.quantity, request.id);
-    let decision = match key.value(L::module_type()) {
+    let (decision, changed) = match key.value(L::module_type()) {
         Held::Ours(state) => {
             let (decision, update) = state.decide_as(now, params, quantity, id);
-            match update {
+            let changed = match update {
                 Some(update) => {
                     state.apply(update);
                     recorded(&key, decision.reset_at);
-                    propagate(ctx, L::NAME, argv, request.at, now);
+                    true
                 }
-                None => {
-                    if decision.limited && takes && extend_expiry(&key, decision.reset_at) {
-                        propagate(ctx, L::NAME, argv, request.at, now);
-                    }
-                }
-            }
-            decision
+                None => decision.limited && takes && extend_expiry(&key, decision.reset_at),
+            };
+            (decision, changed)
         }
         held => {
             let other = matches!(held, Held::Other);
             let mut state = new_state::<L>(&key, other)?;
             let (decision, update) = state.decide_as(now, params, quantity, id);
+            let changed = update.is_some();
             if let Some(update) = update {
                 state.apply(update);
                 store(&mut key, state)?;
                 recorded(&key, decision.reset_at);
-                propagate(ctx, L::NAME, argv, request.at, now);
             }
-            decision
+            (decision, changed)
         }
     };
+    if changed {
+        propagate_change::<L>(ctx, &mut key, L::NAME, argv, request.at, now);
+    }
     if decision.limited {
         key.notify(c"rl.limited");
     }
@@ -187,6 +186,24 @@ pub fn commit<L: Kind>(key: &mut Key, update: L::Update) -> Result<(), Error> {
             let mut state = new_state::<L>(key, other)?;
             state.apply(update);
             store(key, state)
+        }
+    }
+}
+
+/// After a several-limit call changed a key, its state for the replicas
+/// and the AOF when its kind replicates its state (the call itself went as
+/// `RL.ALLOW ... AT ns`, which a replica runs first).
+pub(super) struct ReplicateState<'k, 'a> {
+    pub ctx: Ctx<'a>,
+    pub key: &'k mut Key<'a>,
+}
+
+impl Visit for ReplicateState<'_, '_> {
+    type Out = ();
+
+    fn visit<L: Kind>(self, _params: &L::Params) {
+        if L::REPLICATES_STATE {
+            super::replicate_state::<L>(self.ctx, self.key);
         }
     }
 }

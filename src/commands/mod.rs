@@ -5,7 +5,7 @@
 //!   `limiter::limit`: parse, open the key, read the clock once, decide,
 //!   store, expire, propagate, reply;
 //! - `several`: RL.ALLOW and RL.PEEK;
-//! - `keys`: RL.INSPECT, RL.REFUND and the internal RL.STATE.
+//! - `keys`: RL.INSPECT, RL.REFUND, RL.RELEASE and the internal RL.STATE.
 //!
 //! What reaches the replicas and the AOF is never the command as the client
 //! sent it but its canonical time-carrying form,
@@ -45,6 +45,7 @@ pub fn commands() -> Vec<CommandSpec> {
     commands.push(several::peek_command());
     commands.push(keys::inspect_command());
     commands.push(keys::refund_command());
+    commands.push(keys::release_command());
     commands.push(keys::state_command());
     commands
 }
@@ -216,6 +217,38 @@ fn propagate<'a>(ctx: Ctx<'a>, name: &str, argv: Argv<'a>, at: Option<Nanos>, no
     } else {
         ctx.replicate_verbatim();
     }
+}
+
+/// Sends the change of `key`, which holds `L` (or was deleted), to the
+/// replicas and the AOF: as the command with the master's clock
+/// (`propagate`), or, for a kind that replicates its state, as the state
+/// itself (`RL.STATE key payload PXAT ms`, or `DEL key`).
+fn propagate_change<'a, L: Kind>(
+    ctx: Ctx<'a>,
+    key: &mut Key<'a>,
+    name: &str,
+    argv: Argv<'a>,
+    at: Option<Nanos>,
+    now: Nanos,
+) {
+    if !L::REPLICATES_STATE {
+        propagate(ctx, name, argv, at, now);
+    } else if at.is_some() || !replication::needs_clock() {
+        ctx.replicate_verbatim();
+    } else {
+        replicate_state::<L>(ctx, key);
+    }
+}
+
+/// `RL.STATE key payload PXAT ms` for the state `key` holds, or `DEL key`
+/// when it holds none.
+fn replicate_state<'a, L: Kind>(ctx: Ctx<'a>, key: &mut Key<'a>) {
+    let expire = key.expire_ms();
+    let payload = match key.value(L::module_type()) {
+        server::Held::Ours(state) => crate::types::tagged(state),
+        _ => return ctx.replicate_delete(key),
+    };
+    ctx.replicate_state(key, &payload, expire);
 }
 
 /// `RL.<name>` as a C string in `buf`, without allocating; `None` if too

@@ -6,14 +6,14 @@ use std::ffi::c_int;
 use arrayvec::ArrayVec;
 use redis_module::raw;
 
-use super::limiter::{doc_options, doc_param, DecideKey, ExtendKey};
+use super::limiter::{doc_options, doc_param, DecideKey, ExtendKey, ReplicateState};
 use super::{arg_bytes, entry, propagate, recorded, Error, Outcome};
 use crate::args::{self, MAX_KEYS};
 use crate::core::Decision;
 use crate::kinds::{Staged, KINDS};
 use crate::registration::{Access, ArgType, CommandSpec, DocArg, Handler, Keys};
 use crate::server::{Argv, Ctx, Key};
-use crate::{clock, config, stats};
+use crate::{clock, config, replication, stats};
 
 /// `RL.ALLOW numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS] [ID id]`
 pub fn allow_command() -> CommandSpec {
@@ -120,6 +120,8 @@ struct Limit<'a> {
     key: Key<'a>,
     decision: Decision,
     staged: Staged,
+    /// Whether the call changed the key.
+    changed: bool,
 }
 
 /// The flow of RL.ALLOW (`write`) and RL.PEEK: decide every limit at one
@@ -166,27 +168,35 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
             key,
             decision,
             staged,
+            changed: false,
         });
     }
     let allowed = limits.iter().all(|l| !l.decision.limited);
 
     if takes {
-        let mut changed = false;
         for (limit, spec) in limits.iter_mut().zip(&specs) {
             let key = &mut limit.key;
             if allowed {
                 std::mem::replace(&mut limit.staged, Staged::Nothing).commit(key)?;
                 recorded(key, limit.decision.reset_at);
-                changed = true;
+                limit.changed = true;
             } else {
-                changed |= spec.visit(ExtendKey { key, now });
+                limit.changed = spec.visit(ExtendKey { key, now });
                 if limit.decision.limited {
                     key.notify(c"rl.limited");
                 }
             }
         }
-        if changed {
+        if limits.iter().any(|l| l.changed) {
             propagate(ctx, "ALLOW", argv, options.at, now);
+            if options.at.is_none() && replication::needs_clock() {
+                for (limit, spec) in limits.iter_mut().zip(&specs) {
+                    if limit.changed {
+                        let key = &mut limit.key;
+                        spec.visit(ReplicateState { ctx, key });
+                    }
+                }
+            }
         }
     }
 

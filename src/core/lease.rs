@@ -136,7 +136,6 @@
 //! `decode` refuses any payload that breaks it.
 
 // Until the glue wires RL.LEASE in, nothing outside the tests calls this.
-#![allow(dead_code)]
 
 use std::cmp::Ordering;
 use std::collections::hash_map::RandomState;
@@ -149,7 +148,9 @@ use hashbrown::HashTable;
 
 use super::codec::{Reader, Writer};
 use super::time::Nanos;
-use super::{millis, Decision, DecodeError, Detail, Retry};
+use super::{
+    millis, Decision, DecodeError, Detail, Limiter, Param, ParamError, ParamKind, Retry, Value,
+};
 
 /// The largest `limit`; a key never holds more weight than this.
 pub const MAX_LIMIT: u64 = 1_000_000;
@@ -192,13 +193,6 @@ pub struct LeaseUpdate {
     /// takes when it still holds that id, saving a hash.
     hint: Handle,
     id: ArrayVec<u8, MAX_ID_LEN>,
-}
-
-impl LeaseUpdate {
-    /// The instant the granted lease expires.
-    pub fn expiry(&self) -> Nanos {
-        self.expiry
-    }
 }
 
 /// The leases of one key. The `Default` state holds none: a missing key.
@@ -1273,5 +1267,86 @@ impl Leases {
     /// The height of the tree.
     pub(crate) fn height(&self) -> u32 {
         self.node(self.root).height()
+    }
+}
+
+impl Limiter for Leases {
+    type Params = LeaseParams;
+    type Update = LeaseUpdate;
+
+    const NAME: &'static str = "LEASE";
+    const TYPE_NAME: &'static str = "rl-lease-";
+    const TAG: u8 = b'E';
+    const PARAMS: &'static [Param] = &[
+        Param {
+            name: "limit",
+            kind: ParamKind::Integer {
+                min: 1,
+                max: MAX_LIMIT,
+                ceiling: None,
+            },
+        },
+        Param {
+            name: "ttl",
+            kind: ParamKind::Duration,
+        },
+    ];
+    const TAKES_ID: bool = true;
+    const REFUNDS: bool = false;
+    const SUMMARY: &'static str = "Concurrency limit: grants or renews the named lease, which expires by itself. Replies limited, limit, remaining, retry_after, reset_after.";
+    const COMPLEXITY: &'static str = "O(log N) in the N leases held";
+    const SINCE: &'static str = "0.3.0";
+
+    fn params(values: &[Value<'_>]) -> Result<LeaseParams, ParamError> {
+        let [limit, ttl] = Value::numbers(values)?;
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(ParamError::Param(0));
+        }
+        LeaseParams::new(limit, Nanos::new(ttl)).ok_or(ParamError::Param(1))
+    }
+
+    /// A request that names no lease: the question whether a new one would
+    /// be granted (RL.PEEK without `ID`).
+    fn decide(
+        &self,
+        now: Nanos,
+        params: &LeaseParams,
+        quantity: u64,
+    ) -> (Decision, Option<LeaseUpdate>) {
+        Leases::decide(self, now, params, b"", quantity)
+    }
+
+    fn decide_as(
+        &self,
+        now: Nanos,
+        params: &LeaseParams,
+        quantity: u64,
+        id: &[u8],
+    ) -> (Decision, Option<LeaseUpdate>) {
+        Leases::decide(self, now, params, id, quantity)
+    }
+
+    fn apply(&mut self, update: LeaseUpdate) {
+        Leases::apply(self, update)
+    }
+
+    /// Never called: a lease is given back by RL.RELEASE, and RL.REFUND
+    /// refuses a LEASE spec (`REFUNDS` is false). Gives nothing back.
+    fn refund(&mut self, _now: Nanos, _params: &LeaseParams, _quantity: u64) {}
+
+    fn inspect(&self, now: Nanos) -> Vec<(&'static str, Detail)> {
+        Leases::inspect(self, now)
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        Leases::encode(self)
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Leases, DecodeError> {
+        Leases::decode(bytes)
+    }
+
+    fn mem_usage(&self) -> usize {
+        Leases::mem_usage(self)
     }
 }

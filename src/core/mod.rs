@@ -74,6 +74,12 @@ pub trait Limiter: Clone + Default + Sized + 'static {
     const TAKES_ID: bool = false;
     /// Whether RL.REFUND may give units back to this kind.
     const REFUNDS: bool = true;
+    /// Whether a change reaches replicas and the AOF as the resulting state
+    /// (`RL.STATE key payload PXAT ms`) rather than as the command with the
+    /// master's clock: for a kind whose decision reads data that another
+    /// node might hold in another version (RL.QUOTA's time-zone rules), so
+    /// that no replica recomputes it (docs/DESIGN.md#replication).
+    const REPLICATES_STATE: bool = false;
     /// COMMAND DOCS: what the command does, its complexity, and the module
     /// version that introduced it.
     const SUMMARY: &'static str;

@@ -56,7 +56,10 @@ pub use calendar::{period, CalendarUnit};
 pub use zone::{tzdb_version, Zone, MAX_ZONE_NAME};
 
 use super::codec::{Reader, Writer};
-use super::{millis, Decision, DecodeError, Detail, Nanos, Retry};
+use super::{
+    millis, Decision, DecodeError, Detail, Limiter, Nanos, Param, ParamError, ParamKind, Retry,
+    Value,
+};
 
 /// The largest `limit`: 10^15.
 pub const MAX_LIMIT: u64 = 1_000_000_000_000_000;
@@ -96,15 +99,7 @@ pub struct Quota {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QuotaUpdate(Quota);
 
-#[allow(dead_code)] // wired in by the glue
 impl Quota {
-    /// The kind's name: RL.QUOTA, and the spec word in RL.ALLOW.
-    pub const NAME: &'static str = "QUOTA";
-    /// What `TYPE key` answers: nine characters.
-    pub const TYPE_NAME: &'static str = "rl-quota-";
-    /// The first byte of the state-carrying payload of `encode`'s format.
-    pub const TAG: u8 = b'Q';
-
     /// Decides a request for `quantity` units at `now` (0 is a peek).
     ///
     /// Returns the decision and, when the request is allowed and takes
@@ -354,5 +349,85 @@ impl Quota {
             unit,
             zone,
         })
+    }
+}
+
+impl Limiter for Quota {
+    type Params = QuotaParams;
+    type Update = QuotaUpdate;
+
+    const NAME: &'static str = "QUOTA";
+    const TYPE_NAME: &'static str = "rl-quota-";
+    const TAG: u8 = b'Q';
+    const PARAMS: &'static [Param] = &[
+        Param {
+            name: "limit",
+            kind: ParamKind::Integer {
+                min: 1,
+                max: MAX_LIMIT,
+                ceiling: None,
+            },
+        },
+        Param {
+            name: "unit",
+            kind: ParamKind::Word(&CalendarUnit::WORDS),
+        },
+    ];
+    const OPTIONS: &'static [Param] = &[Param {
+        name: "TZ",
+        kind: ParamKind::Text {
+            max: zone::MAX_ZONE_NAME,
+        },
+    }];
+    const REPLICATES_STATE: bool = true;
+    const SUMMARY: &'static str = "Calendar quota (minute to year) in a time zone. Replies limited, limit, remaining, retry_after, reset_after.";
+    const COMPLEXITY: &'static str =
+        "O(1) within a period; O(log R) in the zone's rules when a period starts";
+    const SINCE: &'static str = "0.3.0";
+
+    fn params(values: &[Value<'_>]) -> Result<QuotaParams, ParamError> {
+        let [limit, unit] = Value::numbers(values)?;
+        let unit = usize::try_from(unit)
+            .ok()
+            .and_then(CalendarUnit::from_index)
+            .ok_or(ParamError::Param(1))?;
+        let zone = match values.get(2) {
+            Some(Value::Text(name)) => Zone::parse(name).map_err(ParamError::Unknown)?,
+            _ => Zone::UTC,
+        };
+        Ok(QuotaParams { limit, unit, zone })
+    }
+
+    fn decide(
+        &self,
+        now: Nanos,
+        params: &QuotaParams,
+        quantity: u64,
+    ) -> (Decision, Option<QuotaUpdate>) {
+        Quota::decide(self, now, params, quantity)
+    }
+
+    fn apply(&mut self, update: QuotaUpdate) {
+        Quota::apply(self, update)
+    }
+
+    fn refund(&mut self, now: Nanos, params: &QuotaParams, quantity: u64) {
+        Quota::refund(self, now, params, quantity)
+    }
+
+    fn inspect(&self, now: Nanos) -> Vec<(&'static str, Detail)> {
+        Quota::inspect(self, now)
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        Quota::encode(self)
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Quota, DecodeError> {
+        Quota::decode(bytes)
+    }
+
+    fn mem_usage(&self) -> usize {
+        Quota::mem_usage(self)
     }
 }
