@@ -343,7 +343,15 @@ mod tests {
         let names: Vec<String> = commands().into_iter().map(|c| c.name).collect();
         let mut expected: Vec<String> = KINDS.iter().map(|k| format!("RL.{}", k.name)).collect();
         expected.extend(
-            ["RL.ALLOW", "RL.PEEK", "RL.INSPECT", "RL.REFUND", "RL.STATE"].map(String::from),
+            [
+                "RL.ALLOW",
+                "RL.PEEK",
+                "RL.INSPECT",
+                "RL.REFUND",
+                "RL.RELEASE",
+                "RL.STATE",
+            ]
+            .map(String::from),
         );
         assert_eq!(names, expected);
     }
