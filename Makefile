@@ -36,7 +36,7 @@ test:
 
 bench: build
 	cargo build --release --example floor
-	python3 scripts/bench.py --module $(MODULE) --floor target/release/examples/libfloor.so
+	python3 scripts/bench --module $(MODULE) --floor target/release/examples/libfloor.so
 
 clean:
 	cargo clean

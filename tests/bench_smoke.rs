@@ -1,4 +1,4 @@
-//! The benchmark's smoke run: `python3 scripts/bench.py --quick --module
+//! The benchmark's smoke run: `python3 scripts/bench --quick --module
 //! <the .so this cargo test built> --json <tmp>` must exit 0 and report every
 //! row with a positive throughput in every regime and a positive memory
 //! figure, the expirations of every run, and, for the kept-state regimes,
@@ -6,7 +6,7 @@
 //! assertions: the figures of a quick run on a shared machine mean nothing,
 //! only their presence.
 //!
-//! bench.py builds nothing when given `--module`, so this test starts no
+//! The benchmark builds nothing when given `--module`, so this test starts no
 //! nested release build. python3, redis-server (`$REDIS_SERVER`) and
 //! redis-benchmark (`$REDIS_BENCHMARK`) are required: a missing one fails
 //! the test with the command that installs it.
@@ -35,7 +35,7 @@ const ROWS: &[&str] = &[
     "lua:gcra",
     "lua:fixed_window",
 ];
-/// In the order bench.py runs them (its `REGIMES`).
+/// In the order the benchmark runs them (`REGIMES` in scripts/bench/regimes.py).
 const REGIMES: &[&str] = &["hot_P16", "rand_P16", "rand_churn_P16", "hot_P1", "rand_P1"];
 /// The regimes on random keys that keep their state between calls.
 const KEPT: &[&str] = &["rand_P16", "rand_P1"];
@@ -83,7 +83,7 @@ fn quick_benchmark_reports_every_row() {
         floor.display()
     );
     let out = Command::new("python3")
-        .arg("scripts/bench.py")
+        .arg("scripts/bench")
         .arg("--quick")
         .arg("--module")
         .arg(&module)
@@ -93,24 +93,24 @@ fn quick_benchmark_reports_every_row() {
         .arg(&json_path)
         .current_dir(root)
         .output()
-        .expect("run python3 scripts/bench.py");
+        .expect("run python3 scripts/bench");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "bench.py --quick failed ({}):\n{stdout}\n{stderr}",
+        "scripts/bench --quick failed ({}):\n{stdout}\n{stderr}",
         out.status
     );
     assert!(
         !stderr.contains("cargo build"),
-        "bench.py built the module although it was given one:\n{stderr}"
+        "scripts/bench built the module although it was given one:\n{stderr}"
     );
     assert!(
         stdout.contains(&module.display().to_string()),
         "the report does not name the module it was given:\n{stdout}"
     );
 
-    let text = std::fs::read_to_string(&json_path).expect("bench.py wrote no JSON");
+    let text = std::fs::read_to_string(&json_path).expect("scripts/bench wrote no JSON");
     let report: Value =
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("bad JSON ({e}):\n{text}"));
     let regimes: Vec<&str> = report["regimes"]
