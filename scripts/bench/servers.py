@@ -29,8 +29,10 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, binary: str, modules, workdir: str):
+    def __init__(self, binary: str, modules, workdir: str, wrapper=(), start_timeout_s: float = 10):
+        """`wrapper`: a command line the server runs under (valgrind's)."""
         self.binary, self.modules, self.workdir = binary, modules, workdir
+        self.wrapper, self.start_timeout_s = list(wrapper), start_timeout_s
         self.proc = None
         self.port = None
 
@@ -38,7 +40,7 @@ class Server:
         for attempt in range(3):
             self.port = free_port()
             log = os.path.join(self.workdir, "redis-%d.log" % self.port)
-            cmd = [
+            cmd = self.wrapper + [
                 self.binary,
                 "--port", str(self.port),
                 "--bind", "127.0.0.1",
@@ -49,8 +51,12 @@ class Server:
             ]
             for so in self.modules:
                 cmd += ["--loadmodule", so]
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-            deadline = time.monotonic() + 10
+            # A wrapper's own messages (valgrind's) go to a file beside the log.
+            stderr = open(log + ".stderr", "w") if self.wrapper else None
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
+            if stderr:
+                stderr.close()
+            deadline = time.monotonic() + self.start_timeout_s
             while time.monotonic() < deadline:
                 if self.proc.poll() is not None:
                     break
@@ -81,7 +87,7 @@ class Server:
                 c = Client(self.port, timeout=2)
                 c.sock.sendall(encode(["SHUTDOWN", "NOSAVE"]))
                 c.close()
-                self.proc.wait(timeout=5)
+                self.proc.wait(timeout=30 if self.wrapper else 5)
             except (OSError, subprocess.TimeoutExpired):
                 pass
         if self.proc.poll() is None:
@@ -93,3 +99,10 @@ class Server:
                 self.proc.wait()
         self.proc = None
 
+
+
+def has_command(con: Client, name: str) -> bool:
+    """Whether the server (its loaded modules included) has the command:
+    COMMAND INFO answers a nil element for a name it does not know."""
+    reply = con.call("COMMAND", "INFO", name)
+    return bool(reply) and reply[0] is not None
