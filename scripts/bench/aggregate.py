@@ -25,6 +25,7 @@ from .regimes import (
     median,
 )
 from .rows import display_args
+from .targets import judge
 
 
 def build_report(raw: dict, run: dict) -> dict:
@@ -34,7 +35,7 @@ def build_report(raw: dict, run: dict) -> dict:
     kept_checks, kept_bounds, mem = raw["kept_checks"], raw["kept_bounds"], raw["mem"]
     scaling, scale_results = raw["scaling"], raw["scale_results"]
     floor_allow_results = raw["floor_allow_results"]
-    slide_levels, slice_levels = run["slide_levels"], run["slice_levels"]
+    slide_levels, slice_levels, allow_levels = run["slide_levels"], run["slice_levels"], run["allow_levels"]
     keys = run["keys"]
 
     out_rows = []
@@ -56,11 +57,21 @@ def build_report(raw: dict, run: dict) -> dict:
             base = results[(rg_id, "INCR")]
             ratios = [r["rps"] / i["rps"] for r, i in zip(runs, base)]
             floor_ratios = [r["rps"] / f["rps"] for r, f in zip(runs, results[(rg_id, "FLOOR.THROTTLE")])]
+            keep = results[(rg_id, "FLOOR.KEEP")]
+            keep_ratios = [r["rps"] / k["rps"] for r, k in zip(runs, keep)]
+            # FLOOR.KEEP's server CPU per call / the row's: the throughput
+            # ratio the server alone would give, steadier than the client's.
+            keep_cpu_ratios = [k["server_cpu_us_per_cmd"] / r["server_cpu_us_per_cmd"] for r, k in zip(runs, keep)]
             entry["throughput"][rg_id] = {
                 "rps_median": median([r["rps"] for r in runs]),
                 "ratio_to_incr_median": median(ratios),
                 "ratio_to_floor_median": median(floor_ratios),
                 "floor_ratios": floor_ratios,
+                "ratio_to_keep_median": median(keep_ratios),
+                "keep_ratios": keep_ratios,
+                "cpu_ratio_to_keep_median": median(keep_cpu_ratios),
+                "keep_cpu_ratios": keep_cpu_ratios,
+                "usec_per_call_median": median([r["usec_per_call"] for r in runs]),
                 "server_cpu_us_per_cmd_median": median([r["server_cpu_us_per_cmd"] for r in runs]),
                 "errors": sum(r["errors"] for r in runs),
                 "expired": sum(r["expired"] for r in runs),
@@ -75,9 +86,14 @@ def build_report(raw: dict, run: dict) -> dict:
     kept_expired = {"expired": sum(r["expired"] for r in kept_runs), "calls": sum(r["n"] for r in kept_runs)}
 
     scale_out = {}
-    for family, levels in (("RL.SLIDE", slide_levels), ("RL.SLICE", slice_levels)):
+    for family, levels in (("RL.SLIDE", slide_levels), ("RL.SLICE", slice_levels), ("RL.ALLOW", allow_levels)):
         lo, hi = scale_results[(family, min(levels))], scale_results[(family, max(levels))]
-        ratios = [h["rps"] / l["rps"] for h, l in zip(hi, lo)]
+        # Per key (RL.ALLOW's levels are its keys; the others have one).
+        k_lo, k_hi = (min(levels), max(levels)) if family == "RL.ALLOW" else (1, 1)
+        ratios = [h["rps"] * k_hi / (l["rps"] * k_lo) for h, l in zip(hi, lo)]
+        cost_ratios = [
+            (h["server_cpu_us_per_cmd"] / k_hi) / (l["server_cpu_us_per_cmd"] / k_lo) for h, l in zip(hi, lo)
+        ]
         scale_out[family] = {
             "levels": {
                 str(lv): {
@@ -93,6 +109,9 @@ def build_report(raw: dict, run: dict) -> dict:
             },
             "largest_over_smallest_ratios": ratios,
             "largest_over_smallest_median": median(ratios),
+            "per_key": family == "RL.ALLOW",
+            "cost_largest_over_smallest_ratios": cost_ratios,
+            "cost_largest_over_smallest_median": median(cost_ratios),
         }
 
     # ---- RL.ALLOW of three limits against the three single calls: server
@@ -119,6 +138,9 @@ def build_report(raw: dict, run: dict) -> dict:
         "floor_allow_cpu_us_per_call": floor_allow_cpu,
         "floor_allow_ratios": [f / p for f, p in zip(floor_allow_cpu, parts_cpu) if p],
         "floor_allow_runs": floor_allow_results,
+        "floor_allow_keep_ratios": [
+            f["rps"] / k["rps"] for f, k in zip(floor_allow_results, results[("hot_P16", "FLOOR.KEEP")])
+        ],
         "bound_cpu_us_per_call": bound_cpu,
         "bound_ratios": [b_ / p for b_, p in zip(bound_cpu, parts_cpu) if p],
     }
@@ -184,5 +206,15 @@ def build_report(raw: dict, run: dict) -> dict:
         "same_job": same_job,
         "allow_vs_singles": allow_out,
         "total_seconds": None,
+        "machine_info": run["machine_info"],
+        "skipped": raw["skipped"],
+        "instructions": run["instructions"],
+        "workloads": {
+            w.name: {"title": w.title, "raw": raw["workloads"][w.name], "figures": w.figures(raw["workloads"][w.name])}
+            for w in raw["workload_objects"]
+        },
     }
+    report["targets"] = judge(
+        report, rows, raw["workload_objects"], raw["skipped_rows"], raw["skipped_workloads"]
+    )
     return report

@@ -7,6 +7,7 @@ import argparse
 import datetime
 import json
 import os
+import platform
 import shlex
 import signal
 import subprocess
@@ -18,7 +19,10 @@ from pathlib import Path
 from . import __doc__ as PACKAGE_DOC
 from .aggregate import build_report
 from .regimes import FLOOR, MODULE, ROOT, BenchError
-from .report import print_report
+from . import instructions
+from .regimes import SCRIPTS
+from .report import print_instructions, print_report
+from .rows import make_rows
 from .servers import Server, find_binary
 from .session import measure
 
@@ -42,6 +46,17 @@ def main(argv=None) -> int:
         help="the floor module (default: %s, built with the module, or next to --module's in examples/)"
         % FLOOR.relative_to(ROOT),
     )
+    ap.add_argument(
+        "--no-instructions",
+        action="store_true",
+        help="leave out the instruction counts (callgrind; taken by default when valgrind is installed)",
+    )
+    ap.add_argument(
+        "--instructions-only",
+        action="store_true",
+        help="only count instructions per command under callgrind and print them (scripts/profile.sh)",
+    )
+    ap.add_argument("--top", type=int, default=0, metavar="N", help="with the counts, the N costliest functions")
     opts = ap.parse_args(argv)
     quick = opts.quick
     reps = opts.reps if opts.reps is not None else (1 if quick else 3)
@@ -49,8 +64,12 @@ def main(argv=None) -> int:
         ap.error("--reps must be at least 1")
     keys = opts.keys if opts.keys is not None else (1_000 if quick else 100_000)
     unit_sizes = [100, 1_000] if quick else [1_000, 100_000]
-    slide_levels = [10, 100, 1_000] if quick else [10, 1_000, 100_000]
-    slice_levels = [10, 60, 600] if quick else [10, 600, 3_600]
+    slide_levels = [10, 100, 1_000] if quick else [10, 1_000, 1_000_000]
+    slice_levels = [2, 60, 600] if quick else [2, 60, 1_000]
+    allow_levels = [1, 4, 16]
+    # Calls per command under callgrind (scripts/profile.sh's figures), and
+    # the warm-up calls before the counters are zeroed.
+    instr_calls, instr_warm = (2_000, 500) if quick else (20_000, 2_000)
 
     t_start = time.monotonic()
     started_at = datetime.datetime.now(datetime.timezone.utc)
@@ -102,15 +121,42 @@ def main(argv=None) -> int:
         "unit_sizes": unit_sizes,
         "slide_levels": slide_levels,
         "slice_levels": slice_levels,
+        "allow_levels": allow_levels,
         "cell": bool(cell),
     }
+    machine = machine_info()
     with tempfile.TemporaryDirectory(prefix="rl-bench-") as workdir:
+
+        def count_instructions(rows):
+            if opts.no_instructions:
+                return {"available": False, "reason": "left out (--no-instructions)"}
+            return instructions.count(
+                server_bin,
+                modules,
+                benchmark,
+                instructions.commands_of(rows),
+                instr_calls,
+                instr_warm,
+                workdir,
+                top=opts.top,
+                progress=progress,
+            )
+
+        if opts.instructions_only:
+            rows = make_rows({name: "0" * 40 for name in SCRIPTS}, False)
+            counts = count_instructions(rows)
+            print_instructions(counts, machine, reproduce)
+            return 0 if counts["available"] else 1
         server = Server(server_bin, modules, workdir)
         try:
             server.start()
             raw = measure(opts, server, benchmark, settings, progress)
         finally:
             server.stop()
+        # After the throughput runs, on a server of its own.
+        counts = count_instructions(raw["rows"])
+        if not counts["available"]:
+            progress("instructions: not counted (%s)" % counts["reason"])
 
     run = dict(
         settings,
@@ -122,6 +168,8 @@ def main(argv=None) -> int:
         floor=floor,
         cell=cell,
         t_start=t_start,
+        instructions=counts,
+        machine_info=machine,
     )
     report = build_report(raw, run)
     print_report(report, run)
@@ -130,6 +178,35 @@ def main(argv=None) -> int:
         with open(opts.json, "w") as f:
             json.dump(report, f, indent=2, default=str)
     return 0
+
+
+def machine_info() -> dict:
+    """The CPU model and cores of this machine (Linux: /proc/cpuinfo), the
+    cores this process may use and the load average at the start."""
+    model = None
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = None
+    try:
+        load = list(os.getloadavg())
+    except OSError:
+        load = None
+    return {
+        "cpu_model": model or platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "usable_cores": usable,
+        "arch": platform.machine(),
+        "loadavg_at_start": load,
+    }
 
 
 def _terminate(signum, frame):

@@ -1,73 +1,117 @@
-"""The report: Markdown tables on standard output, from the dictionary
-aggregate.build_report returns."""
+"""The report on standard output, from the dictionary
+aggregate.build_report returns: a header (machine, date, server, how to
+reproduce), one table of every command (instructions and throughput
+ratios), the targets with PASS / FAIL and the measured value, then the
+details (report_details.py) and the workloads' sections."""
 
 from __future__ import annotations
 
-import os
-import platform
 import sys
 import time
 
-from .regimes import CHURN_DB, CLIENTS, MEMORY_LIMIT, MEMORY_WINDOW_S, RAND_KEYS, REGIMES, SLICES, THROUGHPUT_LIMIT
-from .regimes import KEPT_LIMIT, KEPT_WINDOW_S, THROUGHPUT_WINDOW_S, median
+from .regimes import (
+    CHURN_DB,
+    CLIENTS,
+    KEPT_LIMIT,
+    KEPT_WINDOW_S,
+    MEMORY_LIMIT,
+    MEMORY_WINDOW_S,
+    RAND_KEYS,
+    REGIMES,
+    THROUGHPUT_LIMIT,
+    THROUGHPUT_WINDOW_S,
+    median,
+)
+from .report_details import print_details
+from .report_fmt import fmt_num, fmt_ratio, fmt_rps, markdown_table
+from .workloads import WORKLOADS
+
+# The instruction counts' reference: each command's interface keeping
+# state (examples/floor.rs).
+INSTR_FLOOR = {"RL.ALLOW": "FLOOR.ALLOW", "RL.PEEK": "FLOOR.ALLOW"}
 
 
-def fmt_rps(x):
-    return "-" if x is None else "{:,.0f}".format(x)
-
-
-def fmt_ratio(x):
-    return "-" if x is None else "%.2fx" % x
-
-
-def fmt_num(x, digits=1):
-    return "-" if x is None else "{:,.{d}f}".format(x, d=digits)
-
-
-def markdown_table(header, rows) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    for r in rows:
-        lines.append("| " + " | ".join(str(c) for c in r) + " |")
-    return "\n".join(lines)
-
+def header_lines(report: dict, run: dict) -> list:
+    m = report["machine_info"]
+    cores = "%s cores" % m["cores"]
+    if m["usable_cores"] and m["usable_cores"] != m["cores"]:
+        cores += " (%s usable)" % m["usable_cores"]
+    load = m["loadavg_at_start"]
+    lines = [
+        "- machine: %s, %s, %s; load average at the start %s; the client (redis-benchmark) and the server share "
+        "the cores" % (m["cpu_model"], cores, m["arch"], " ".join("%.2f" % x for x in load) if load else "-"),
+        "- date: %s" % report["date"],
+        "- server: redis %s (%s), module %s, floor %s%s"
+        % (
+            report["redis_version"],
+            report["server_binary"],
+            run["module"],
+            run["floor"],
+            ", redis-cell " + run["cell"] if run["cell"] else "",
+        ),
+        "- reproduce, from the repository root: `%s`" % report["reproduce"],
+        "- %d repetitions, rows interleaved, %d clients; every ratio is the median of the ratios of the "
+        "repetitions (each row against the reference measured in the same repetition and regime)"
+        % (report["reps"], CLIENTS),
+    ]
+    for name, why in report["skipped"].items():
+        lines.append("- %s: not measured, %s" % (name, why))
+    return lines
 
 
 def print_report(report: dict, run: dict) -> None:
     """Prints `report`; `run`: module, floor, cell, keys, unit_sizes,
     t_start. Sets report["total_seconds"]."""
-    quick, reps, version = report["quick"], report["reps"], report["redis_version"]
-    server_bin, reproduce = report["server_binary"], report["reproduce"]
-    module, floor, cell, keys, t_start = run["module"], run["floor"], run["cell"], run["keys"], run["t_start"]
-    unit_sizes = run["unit_sizes"]
-    out_rows, allow_out, same_job = report["rows"], report["allow_vs_singles"], report["same_job"]
-    per_unit, precision = report["memory_per_unit"], report["memory_precision"]
-    slices60, scale_out = report["memory_slices60"], report["scaling"]
-    kept_expired = {"expired": report["kept_state"]["expired_during_runs"], "calls": report["kept_state"]["calls"]}
-    kept_bounds = {e["name"]: e["kept_state"] for e in out_rows if e["kept_state"] and "bound_calls_per_key" in e["kept_state"]}
-    titles = {e["name"]: e["title"] for e in out_rows}
-
-    # ---- Print.
     p = print
-    p("# redis-ratelimit: side-by-side benchmark%s" % (" (QUICK smoke run: figures not meaningful)" if quick else ""))
+    quick = report["quick"]
+    p("# redis-ratelimit: benchmark%s" % (" (QUICK smoke run: figures not meaningful)" if quick else ""))
     p()
-    p("- date: %s" % report["date"])
+    for line in header_lines(report, run):
+        p(line)
+    p()
+    print_table(report, run, p)
+    p()
+    print_targets(report, p)
+    p()
+    p("## Details")
+    p()
+    print_details(report, run, p)
+    for name, w in report["workloads"].items():
+        p("### %s" % w["title"])
+        p()
+        for line in run_workload_report(report, name):
+            p(line)
+        p()
+    total = time.monotonic() - run["t_start"]
+    report["total_seconds"] = total
+    p("Total time: %.0f s (%.1f min)" % (total, total / 60))
+    sys.stdout.flush()
+
+
+def run_workload_report(report, name):
+    w = next(w for w in WORKLOADS if w.name == name)
+    return w.report(report["workloads"][name]["figures"])
+
+
+def print_table(report: dict, run: dict, p) -> None:
+    out_rows = report["rows"]
+    kept_bounds = [(e["kept_state"] or {}).get("bound_calls_per_key") or 0 for e in out_rows]
+    instr = report["instructions"]
+    per_call = instr.get("per_call", {}) if instr.get("available") else {}
+    p("## Every command")
+    p()
     p(
-        "- server: redis %s (%s), module %s, floor %s%s"
-        % (version, server_bin, module, floor, ", redis-cell " + cell if cell else "")
-    )
-    p("- CPUs: %s (%s); the client (redis-benchmark) and the server share them" % (os.cpu_count(), platform.machine()))
-    p("- reproduce, from the repository root: `%s`" % reproduce)
-    p(
-        "- %d repetitions, rows interleaved; medians; ratio = row / INCR in the same repetition, "
-        "median of the ratios (the figures that count on a shared machine; the range over the repetitions "
-        "follows in parentheses); %d clients" % (reps, CLIENTS)
+        "Instructions: per call, counted by callgrind inside a server of its own on one hot key, "
+        "`redis-benchmark -c 10 -P 16`, %s calls (scripts/bench/instructions.py), and as a share of the same "
+        "count for the command's interface keeping state and deciding nothing: FLOOR.KEEP (examples/floor.rs), "
+        "for RL.ALLOW and RL.PEEK FLOOR.ALLOW (three keys). Exact and repeatable whatever the machine's load%s."
+        % (fmt_rps(instr.get("calls")), "" if per_call else " (**not counted here: %s**)" % instr.get("reason"))
     )
     p()
     p(
-        "## Throughput: requests per second, ratio to INCR and to the floor\n\n"
-        "The floor is FLOOR.THROTTLE (examples/floor.rs): RL.THROTTLE's arguments and reply, opens its key, "
-        "decides nothing. Hot key: `b:<row>:hot`, every limiter **%s units per %d s, quantity 1**, so "
-        "practically every call is allowed and takes its full write path. "
+        "Throughput, per regime: requests per second / FLOOR.KEEP's and / INCR's in the same repetition "
+        "(the reference's own req/s in its cell). Hot key: `b:<row>:hot`, every limiter **%s units per %d s, "
+        "quantity 1**, so practically every call is allowed and takes its full write path. "
         "100k keys, kept state: `b:<row>:__rand_int__` with `-r %s`, every limiter **%s units per %s s**, "
         "each key created before the calibration and keeping its state between its calls (as INCR's counters "
         "do), every call allowed (at most %s calls on a key, bound computed from the request counts; "
@@ -75,8 +119,10 @@ def print_report(report: dict, run: dict) -> None:
         "100k keys, state emptied between calls: the hot-key limit on the same key names in database %d, "
         "emptied before and after each run; a GCRA key is empty 1 us after a call and expires before the "
         "key's next call, so a call may delete an expired key and create a new one; expired/call = keys "
-        "expired during the run (INFO stats expired_keys) / calls, median over the repetitions. "
-        "Memory column: **limit %d per %d s**, %s keys `rl:<12 digits>`, (used_memory delta) / keys, expiry "
+        "expired during the run (INFO stats expired_keys) / calls. "
+        "Kept state, -P 16, also the server's figures: CPU per call (INFO cpu) and the command's own time "
+        "per call (INFO commandstats usec_per_call, without reading the request and writing the reply). "
+        "bytes/key: **limit %d per %d s**, %s keys `rl:<12 digits>`, (used_memory delta) / keys, expiry "
         "entries included where the row sets one."
         % (
             "{:,}".format(THROUGHPUT_LIMIT),
@@ -84,54 +130,43 @@ def print_report(report: dict, run: dict) -> None:
             RAND_KEYS,
             "{:,}".format(KEPT_LIMIT),
             "{:,}".format(KEPT_WINDOW_S),
-            "{:,.0f}".format(max([v["bound_calls_per_key"] for v in kept_bounds.values()] or [0])),
+            "{:,.0f}".format(max(kept_bounds or [0])),
             CHURN_DB,
             MEMORY_LIMIT,
             MEMORY_WINDOW_S,
-            "{:,}".format(keys),
+            "{:,}".format(run["keys"]),
         )
     )
     p()
-    header = ["command"]
+    header = ["command", "instructions/call", "x its floor's"]
     for _, title, _, kind in REGIMES:
-        header += [title + " req/s", "x INCR", "x floor"]
+        header += [title + ": x FLOOR.KEEP", "x INCR"]
         if kind == "churn":
             header.append("expired/call")
-    header += ["server us/cmd (hot, -P 16)", "bytes/key"]
+    header += ["kept, -P 16: server CPU us/call", "usec_per_call", "bytes/key"]
     body = []
+    allow_out = report["allow_vs_singles"]
     for e in out_rows:
-        cells = [e["title"]]
-        for rg_id, _, _, kind in REGIMES:
-            t = e["throughput"][rg_id]
-            mark = " (%d errors!)" % t["errors"] if t["errors"] else ""
-            ratio = fmt_ratio(t["ratio_to_incr_median"])
-            if len(t["ratios"]) > 1 and e["name"] != "INCR":
-                ratio += " (%.2f-%.2f)" % (min(t["ratios"]), max(t["ratios"]))
-            cells += [fmt_rps(t["rps_median"]) + mark, ratio, fmt_ratio(t["ratio_to_floor_median"])]
-            if kind == "churn":
-                cells.append(fmt_num(t["expired_per_call_median"], 3))
-        cells.append(fmt_num(e["throughput"]["hot_P16"]["server_cpu_us_per_cmd_median"], 2))
-        bpk = e["bytes_per_key"]
-        m = e["memory"]
-        note = ""
-        if m and m["dbsize"] != m["keys"]:
-            note = " (DBSIZE %d!)" % m["dbsize"]
-        cells.append(fmt_num(bpk) + note if bpk is not None else "n/a")
-        body.append(cells)
+        body.append(row_cells(e, per_call))
+        if e["name"] == "FLOOR.KEEP":
+            body.append(floor_allow_cells(allow_out, per_call))
+        if e["name"] == "RL.ALLOW" and "RL.PEEK" in per_call:
+            body.append(instructions_only_cells("RL.PEEK (RL.ALLOW's limits, peeked)", "RL.PEEK", per_call))
     p(markdown_table(header, body))
     p()
+    kept = report["kept_state"]
     p(
         "Kept state: %s keys expired during the %s calls of the kept-state runs (keys other steps left: "
         "hot keys, limit checks), against about one a call for a GCRA row in the churn regime."
-        % ("{:,}".format(kept_expired["expired"]), "{:,}".format(kept_expired["calls"]))
+        % ("{:,}".format(kept["expired_during_runs"]), "{:,}".format(kept["calls"]))
     )
     p()
     p("Commands (KEY as above; hot key and state emptied / kept state):")
     p()
     for e in out_rows:
-        check = "" if e["limit_check"] in ("ok", "n/a") else "  **limit check FAILED: %s**" % e["limit_check"]
+        check = "" if e["limit_check"] in ("ok", "n/a") else "  **limit check wrong: %s**" % e["limit_check"]
         if e["kept_check"] not in ("ok", "n/a"):
-            check += "  **kept-state check FAILED: %s**" % e["kept_check"]
+            check += "  **kept-state check wrong: %s**" % e["kept_check"]
         kept = e["kept_state"] or {}
         if "max_used" in kept:
             check += " (kept state: at most %s of %s units used on a key)" % (
@@ -139,152 +174,96 @@ def print_report(report: dict, run: dict) -> None:
                 "{:,}".format(kept["limit"]),
             )
         p("- %s: `%s` / `%s`%s" % (e["title"], e["command"], e["command_kept"], check))
-    p()
-    rs = allow_out["ratios"]
-    p(
-        "## RL.ALLOW of three limits against three single calls\n\n"
-        "Server CPU per call, hot keys, -P 16: RL.ALLOW deciding THROTTLE + SLIDE + SLICE on three keys, "
-        "divided by the sum of the three single commands' CPU per call, same repetition (median; range). "
-        "Below 1, one RL.ALLOW is cheaper than the three calls it replaces. Next to it, FLOOR.ALLOW "
-        "(examples/floor.rs: RL.ALLOW's arguments and reply, its three keys kept with an expiry, nothing "
-        "decided), and the least any RL.ALLOW of these limits can cost: FLOOR.ALLOW plus what each single "
-        "command costs beyond FLOOR.KEEP (parsing its numbers, deciding, recording), all of which RL.ALLOW "
-        "does for each of its limits."
-    )
-    p()
-    def ratio_cell(ratios):
-        if not ratios:
-            return "-"
-        return fmt_ratio(median(ratios)) + (" (%.2f-%.2f)" % (min(ratios), max(ratios)) if len(ratios) > 1 else "")
 
+
+def instr_cells(name, per_call):
+    count = per_call.get(name)
+    floor = per_call.get(INSTR_FLOOR.get(name, "FLOOR.KEEP"))
+    if count is None:
+        return ["-", "-"]
+    ratio = "-" if not floor or name.startswith("FLOOR.") else "%.2fx" % (count / floor)
+    return [fmt_num(count, 0), ratio]
+
+
+def row_cells(e, per_call) -> list:
+    cells = [e["title"]] + instr_cells(e["name"], per_call)
+    for rg_id, _, _, kind in REGIMES:
+        t = e["throughput"][rg_id]
+        mark = " (%d errors!)" % t["errors"] if t["errors"] else ""
+        keep = fmt_ratio(t["ratio_to_keep_median"])
+        incr = fmt_ratio(t["ratio_to_incr_median"])
+        if e["name"] == "FLOOR.KEEP":
+            keep += " (%s/s)" % fmt_rps(t["rps_median"])
+        if e["name"] == "INCR":
+            incr += " (%s/s)" % fmt_rps(t["rps_median"])
+        cells += [keep + mark, incr]
+        if kind == "churn":
+            cells.append(fmt_num(t["expired_per_call_median"], 3))
+    kept = e["throughput"]["rand_P16"]
+    cells += [fmt_num(kept["server_cpu_us_per_cmd_median"], 2), fmt_num(kept["usec_per_call_median"], 2)]
+    bpk, m = e["bytes_per_key"], e["memory"]
+    note = " (DBSIZE %d!)" % m["dbsize"] if m and m["dbsize"] != m["keys"] else ""
+    cells.append(fmt_num(bpk) + note if bpk is not None else "n/a")
+    return cells
+
+
+def floor_allow_cells(allow_out, per_call) -> list:
+    """FLOOR.ALLOW: measured on hot keys at -P 16 only (next to RL.ALLOW)."""
+    cells = ["floor of RL.ALLOW's interface, three keys kept (FLOOR.ALLOW)"] + instr_cells("FLOOR.ALLOW", per_call)
+    for rg_id, _, _, kind in REGIMES:
+        if rg_id == "hot_P16":
+            rs = allow_out["floor_allow_keep_ratios"]
+            cells += [fmt_ratio(median(rs)), "-"]
+        else:
+            cells += ["-", "-"]
+        if kind == "churn":
+            cells.append("-")
+    return cells + ["-", "-", "n/a"]
+
+
+def instructions_only_cells(title, name, per_call) -> list:
+    cells = [title] + instr_cells(name, per_call)
+    for _, _, _, kind in REGIMES:
+        cells += ["-", "-"] + (["-"] if kind == "churn" else [])
+    return cells + ["-", "-", "n/a"]
+
+
+def print_targets(report: dict, p) -> None:
+    p("## Targets")
+    p()
+    if report["quick"]:
+        p("(A QUICK run: its figures, and so these verdicts, mean nothing; only the full run's count.)")
+        p()
+    counts = {}
+    for t in report["targets"]:
+        v = t["verdict"].split(":")[0]
+        counts[v] = counts.get(v, 0) + 1
+    p("%s." % ", ".join("%d %s" % (n, v) for v, n in counts.items()))
+    p()
     p(
         markdown_table(
-            ["command", "us/call", "x the three singles"],
-            [
-                ["sum of RL.THROTTLE, RL.SLIDE, RL.SLICE", fmt_num(median(allow_out["singles_cpu_us_sum"]), 2), "1"],
-                ["RL.ALLOW", fmt_num(median(allow_out["allow_cpu_us_per_call"]), 2), ratio_cell(rs)],
-                [
-                    "FLOOR.ALLOW (the interface, deciding nothing)",
-                    fmt_num(median(allow_out["floor_allow_cpu_us_per_call"]), 2),
-                    ratio_cell(allow_out["floor_allow_ratios"]),
-                ],
-                [
-                    "least possible: FLOOR.ALLOW + each single's cost beyond FLOOR.KEEP",
-                    fmt_num(median(allow_out["bound_cpu_us_per_call"]), 2),
-                    ratio_cell(allow_out["bound_ratios"]),
-                ],
-            ],
+            ["#", "target", "measured", "verdict"],
+            [[t["group"], t["target"], t["measured"], t["verdict"]] for t in report["targets"]],
         )
     )
-    p()
-    p(
-        "## Memory per recorded unit: exact sliding logs\n\n"
-        "One key, limit %s per 3,600 s, filled with N admitted units (one call per unit); "
-        "MEMORY USAGE key SAMPLES 0 / N. Marginal = usage difference / unit difference."
-        % "{:,}".format(per_unit["limit"])
-    )
-    p()
-    header = ["command"] + ["%s units: bytes/unit" % "{:,}".format(n) for n in unit_sizes] + ["marginal bytes/unit"]
-    body = []
-    for name in ("RL.SLIDE", "lua:zset_log"):
-        cells = [titles[name]]
-        for n in unit_sizes:
-            d = per_unit["sizes"][str(n)][name]
-            cells.append("%s (%s B, %s units)" % (fmt_num(d["bytes_per_unit"], 2), "{:,}".format(d["memory_usage"] or 0), "{:,}".format(d["units"])))
-        cells.append(fmt_num(per_unit.get("marginal_bytes_per_unit", {}).get(name), 2))
-        body.append(cells)
-    p(markdown_table(header, body))
-    p()
-    p(
-        "## Memory with PRECISION: entries drawn by the traffic\n\n"
-        "RL.SLIDE, limit %s per 3,600 s. With PRECISION 36 s (1%%), units arriving less than 36 s after an "
-        "entry's first unit join it; without the option a call is an entry (calls in one microsecond share one). MEMORY USAGE key SAMPLES 0; "
-        "entries from RL.INSPECT. The last row is the issue's \"100,000 units over a minute\" scaled down 100 "
-        "times (window 36,000 ms, PRECISION 360 ms, %d calls of 1,000 units every 6 ms, %.0f ms in all)."
-        % ("{:,}".format(precision["limit"]), precision["scaled_minute"]["calls"], precision["scaled_minute"]["span_ms"])
-    )
-    p()
-    minute = precision["scaled_minute"]
-    p(
-        markdown_table(
-            ["key", "units", "entries", "MEMORY USAGE (bytes)"],
-            [
-                ["PRECISION 36, %s calls pipelined" % "{:,}".format(precision["units"]), precision["p:prec"]["admitted"], precision["p:prec"]["entries"], "{:,}".format(precision["p:prec"]["memory_usage"] or 0)],
-                ["no PRECISION, the same calls", precision["p:exact"]["admitted"], precision["p:exact"]["entries"], "{:,}".format(precision["p:exact"]["memory_usage"] or 0)],
-                ["PRECISION 1%, traffic over the window's sixtieth (scaled)", minute["units"], minute["entries"], "{:,}".format(minute["memory_usage"] or 0)],
-            ],
-        )
-    )
-    p()
-    p(
-        "## Memory per key at 60 slices\n\n"
-        "Limit 1,000,000 per %d ms in %d slices (%d ms each); both keys called every ~4 ms for %.1f s "
-        "(%d calls each), so every slice of the window holds units; MEMORY USAGE key SAMPLES 0."
-        % (slices60["window_ms"], SLICES, slices60["window_ms"] // SLICES, (slices60["window_ms"] + 100) / 1000, slices60["calls_each"])
-    )
-    p()
-    p(
-        markdown_table(
-            ["command", "bytes per key", "bytes per slice"],
-            [
-                [titles["RL.SLICE"], slices60["RL.SLICE"]["memory_usage"], fmt_num(slices60["RL.SLICE"]["memory_usage"] / SLICES)],
-                [
-                    titles["lua:hash_slices"] + " (%d fields)" % slices60["lua:hash_slices"]["fields"],
-                    slices60["lua:hash_slices"]["memory_usage"],
-                    fmt_num(slices60["lua:hash_slices"]["memory_usage"] / SLICES),
-                ],
-            ],
-        )
-    )
-    p()
-    p(
-        "## Scaling (hot key, -P 16)\n\n"
-        "RL.SLIDE: limit L per 3,600 s, log pre-filled with L units, then quantity 1 (every call limited, log stays full). "
-        "RL.SLICE: limit 1,000,000,000 per 1 s in S slices, every call allowed, slices rolling over."
-    )
-    p()
-    body = []
-    for family in ("RL.SLIDE", "RL.SLICE"):
-        s = scale_out[family]
-        for lv, d in s["levels"].items():
-            setup = d["setup"]
-            extra = ""
-            if family == "RL.SLIDE":
-                extra = " (pre-filled %s, remaining %s)" % ("{:,}".format(setup["prefilled"]), setup["remaining_after_fill"])
-            body.append(
-                [
-                    "`%s`%s" % (" ".join(setup["cmd"]), extra),
-                    fmt_rps(d["rps_median"]),
-                    fmt_num(d["server_cpu_us_per_cmd_median"], 2),
-                    "",
-                ]
-            )
-        rs = s["largest_over_smallest_ratios"]
-        body[-1][3] = "largest/smallest: %s%s" % (
-            fmt_ratio(s["largest_over_smallest_median"]),
-            " (%.2f-%.2f)" % (min(rs), max(rs)) if len(rs) > 1 else "",
-        )
-    p(markdown_table(["command", "req/s", "server us/cmd", "ratio"], body))
-    p()
-    p(
-        "## The module against the Lua script doing the same job\n\n"
-        "Throughput of the command / throughput of the script, in the same repetition and regime "
-        "(median; range over the repetitions in parentheses). Above 1 the module is faster."
-    )
-    p()
-    body = []
-    for pair in same_job:
-        cells = [pair["command"], titles[pair["script"]]]
-        for rg_id, _, _, _ in REGIMES:
-            rs = pair["ratios"][rg_id]
-            cell = fmt_ratio(pair["ratio_median"][rg_id])
-            if len(rs) > 1:
-                cell += " (%.2f-%.2f)" % (min(rs), max(rs))
-            cells.append(cell)
-        body.append(cells)
-    p(markdown_table(["command", "script"] + [title for _, title, _, _ in REGIMES], body))
-    p()
-    total = time.monotonic() - t_start
-    report["total_seconds"] = total
-    p("Total time: %.0f s (%.1f min)" % (total, total / 60))
-    sys.stdout.flush()
+
+
+def print_instructions(counts: dict, machine: dict, reproduce: str) -> None:
+    """--instructions-only (scripts/profile.sh): the counts, as a share of
+    FLOOR.THROTTLE's (x floor) and of the interface keeping state (x keep,
+    > 1: the command costs more)."""
+    if not counts["available"]:
+        print("instructions not counted: %s" % counts["reason"], file=sys.stderr)
+        return
+    per_call = counts["per_call"]
+    print("# %s (%s cores); `%s`" % (machine["cpu_model"], machine["cores"], reproduce))
+    print("%-16s %12s %10s %10s" % ("command", "instr/cmd", "x floor", "x keep"))
+    for name, count in per_call.items():
+        floor = per_call.get("FLOOR.THROTTLE")
+        keep = per_call.get(INSTR_FLOOR.get(name, "FLOOR.KEEP"))
+        x_keep = "-" if name.startswith("FLOOR.") or not keep else "%.2f" % (count / keep)
+        print("%-16s %12.0f %10s %10s" % (name, count, "%.2f" % (count / floor) if floor else "-", x_keep))
+        for cost, function in counts.get("top", {}).get(name, []):
+            print("    %8d  %s" % (cost, function))
+    for name in counts.get("skipped", []):
+        print("%-16s not in the loaded module" % name)

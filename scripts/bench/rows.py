@@ -10,7 +10,19 @@ class Row:
     command line for a limiter of `limit` units per `window_s` seconds."""
 
     def __init__(
-        self, name, title, build, limiter=True, script=None, keys_per_call=1, five=True, keeps=True, expiry_s=None
+        self,
+        name,
+        title,
+        build,
+        limiter=True,
+        script=None,
+        keys_per_call=1,
+        five=True,
+        keeps=True,
+        expiry_s=None,
+        single=False,
+        requires=None,
+        targets=None,
     ):
         self.name = name
         self.title = title
@@ -25,6 +37,17 @@ class Row:
         self.keeps = keeps
         # The state's lifetime after a call when the arguments do not set it.
         self.expiry_s = expiry_s
+        # A single-key limiter of the module: the targets on every single
+        # command (instructions against FLOOR.KEEP's, kept-state throughput)
+        # cover it.
+        self.single = single
+        # The command the loaded module must have (COMMAND INFO) for the row
+        # to be measured; without it the row is left out and the report
+        # says so.
+        self.requires = requires
+        # The row's own targets: {regime id: least throughput ratio to
+        # FLOOR.KEEP (judged on server CPU per call)}.
+        self.targets = targets or {}
         self.id = name.replace("lua:", "").replace("RL.", "rl_").replace("CL.", "cl_").lower()
 
     def args(self, key, limit, window_s, slices=SLICES):
@@ -59,9 +82,18 @@ def make_rows(shas: dict, with_cell: bool):
             # examples/floor.rs: one minute after the call, whatever the limit.
             expiry_s=60,
         ),
-        Row("RL.THROTTLE", "RL.THROTTLE (GCRA)", lambda k, l, w, s: ["RL.THROTTLE", k, l - 1, l, w]),
-        Row("RL.SLIDE", "RL.SLIDE (exact log)", lambda k, l, w, s: ["RL.SLIDE", k, l, w]),
-        Row("RL.SLICE", "RL.SLICE (60 slices)", lambda k, l, w, s: ["RL.SLICE", k, l, w, s]),
+        Row("RL.THROTTLE", "RL.THROTTLE (GCRA)", lambda k, l, w, s: ["RL.THROTTLE", k, l - 1, l, w], single=True),
+        Row("RL.SLIDE", "RL.SLIDE (exact log)", lambda k, l, w, s: ["RL.SLIDE", k, l, w], single=True),
+        Row("RL.SLICE", "RL.SLICE (60 slices)", lambda k, l, w, s: ["RL.SLICE", k, l, w, s], single=True),
+        # Measured once the module has it (the calendar quota).
+        Row(
+            "RL.QUOTA",
+            "RL.QUOTA (calendar quota)",
+            lambda k, l, w, s: ["RL.QUOTA", k] + quota_limit(l, w),
+            single=True,
+            requires="RL.QUOTA",
+            targets={"hot_P16": 0.92, "rand_P16": 0.9},
+        ),
         Row(
             "RL.ALLOW",
             "RL.ALLOW (the three above at once)",
@@ -95,6 +127,21 @@ def make_rows(shas: dict, with_cell: bool):
             Row("CL.THROTTLE", "CL.THROTTLE (redis-cell)", lambda k, l, w, s: ["CL.THROTTLE", k, l - 1, l, w])
         )
     return rows
+
+
+def quota_limit(limit, window_s) -> list:
+    """RL.QUOTA's `limit unit` for the other rows' `limit` units per
+    `window_s` seconds: the shortest calendar unit not shorter than the
+    window, with the limit scaled to the unit's length when the window is
+    shorter, so that the rate is at least the same. Hot keys (1,000,000
+    per 1 s): 3,600,000,000 per hour; kept state (10,000 per 10,000,000 s):
+    10,000 per month (a run that crosses the month's end, UTC, finds the
+    keys emptied); the limit check (3 per 3,600 s): 3 per hour; memory
+    (100 per 3,600 s): 100 per hour."""
+    for unit, seconds in (("hour", 3600), ("day", 86400)):
+        if window_s <= seconds:
+            return [limit * (seconds // window_s), unit]
+    return [limit, "month"]
 
 
 def display_args(row: Row, limit, window_s, key="KEY") -> str:

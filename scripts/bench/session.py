@@ -22,7 +22,9 @@ from .regimes import (
     THROUGHPUT_WINDOW_S,
     BenchError,
 )
-from .resp import Client
+from .resp import Client, encode
+from .servers import has_command
+from .workloads import WORKLOADS
 from .rows import make_rows
 from .runner import (
     Bench,
@@ -41,12 +43,30 @@ def measure(opts, server, benchmark, settings, progress) -> dict:
     quick, reps, keys = settings["quick"], settings["reps"], settings["keys"]
     unit_sizes = settings["unit_sizes"]
     slide_levels, slice_levels = settings["slide_levels"], settings["slice_levels"]
+    allow_levels = settings["allow_levels"]
     b = Bench(opts, server, benchmark)
     version = b.con.info("server")["redis_version"]
     shas = {}
     for name in SCRIPTS:
         shas[name] = b.con.call("SCRIPT", "LOAD", (BENCH_DIR / (name + ".lua")).read_bytes()).decode()
     rows = make_rows(shas, settings["cell"])
+    # Rows and workloads of commands the loaded module does not have yet.
+    skipped = {}
+    for row in rows:
+        if row.requires and not has_command(b.con, row.requires):
+            skipped[row.name] = "%s is not in the loaded module" % row.requires
+    skipped_rows = [r for r in rows if r.name in skipped]
+    rows = [r for r in rows if r.name not in skipped]
+    workloads, skipped_workloads = [], []
+    for w in WORKLOADS:
+        missing = [c for c in w.requires if not has_command(b.con, c)]
+        if missing:
+            skipped[w.name] = "%s not in the loaded module" % " and ".join(missing)
+            skipped_workloads.append(w)
+        else:
+            workloads.append(w)
+    for name, why in skipped.items():
+        progress("%s: not measured (%s)" % (name, why))
     by_name = {r.name: r for r in rows}
 
     checks = {r.name: check_limits(b.con, r) for r in rows if r.limiter}
@@ -90,21 +110,38 @@ def measure(opts, server, benchmark, settings, progress) -> dict:
     for level in slide_levels:
         key = "b:scale:slide:%d" % level
         cmd = ["RL.SLIDE", key, str(level), "3600"]
-        admitted = allowed_count(fill_keys(server.port, [cmd] * level))
+        admitted = allowed_count(fill_keys(server.port, [encode(cmd)] * level, encoded=True))
         peek = b.con.call("RL.SLIDE", key, str(level), "3600", "0")
         scaling.append(
-            {"family": "RL.SLIDE", "level": level, "cmd": cmd, "prefilled": admitted, "remaining_after_fill": peek[2]}
+            {
+                "family": "RL.SLIDE",
+                "level": level,
+                "keys": 1,
+                "cmd": cmd,
+                "prefilled": admitted,
+                "remaining_after_fill": peek[2],
+            }
         )
     for level in slice_levels:
         key = "b:scale:slice:%d" % level
         cmd = ["RL.SLICE", key, "1000000000", "1", str(level)]
-        scaling.append({"family": "RL.SLICE", "level": level, "cmd": cmd})
+        scaling.append({"family": "RL.SLICE", "level": level, "keys": 1, "cmd": cmd})
+    # RL.ALLOW of `level` limits, each a hot key's RL.THROTTLE limit of the
+    # hot-key regimes (every call allowed): its cost per key.
+    for level in allow_levels:
+        keys_ = ["{b:scale:allow:%d}:%d" % (level, i) for i in range(level)]
+        spec = ["THROTTLE", str(THROUGHPUT_LIMIT - 1), str(THROUGHPUT_LIMIT), str(THROUGHPUT_WINDOW_S)]
+        cmd = ["RL.ALLOW", str(level)] + keys_ + spec * level
+        scaling.append({"family": "RL.ALLOW", "level": level, "keys": level, "cmd": cmd})
 
     # The kept-state regimes' keys, created once (see the docstring).
     progress("creating %s random keys per row for the kept-state regimes" % "{:,}".format(RAND_KEYS))
     for row in rows:
         if row.keeps and not row.expiry_s:
             create_rand_keys(server.port, row, row_cmd(row, "kept"))
+    for w in workloads:
+        progress("%s: set-up" % w.name)
+        w.setup(b, quick)
 
     # Request counts: fixed in quick mode, else from a calibration run.
     def calibration_n(pipe):
@@ -172,6 +209,8 @@ def measure(opts, server, benchmark, settings, progress) -> dict:
         res = b.run(FLOOR_ALLOW, n_for["floor_allow"], 16, False)
         res["rep"] = rep
         floor_allow_results.append(res)
+        for w in workloads:
+            w.repetition(b, rep)
 
     # Every kept-state key still there, every call allowed.
     progress("checking the kept-state keys")
@@ -210,8 +249,14 @@ def measure(opts, server, benchmark, settings, progress) -> dict:
     precision = memory_precision(b, max(unit_sizes))
     progress("memory: 60 slices")
     slices60 = memory_slices(b, by_name)
+    workloads_raw = {w.name: w.finish(b) for w in workloads}
     b.con.close()
     return {
+        "skipped": skipped,
+        "workloads": workloads_raw,
+        "workload_objects": workloads,
+        "skipped_rows": skipped_rows,
+        "skipped_workloads": skipped_workloads,
         "version": version,
         "rows": rows,
         "by_name": by_name,
