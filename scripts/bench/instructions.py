@@ -58,7 +58,12 @@ def count(server_bin, modules, benchmark, commands, n, warm, workdir, top=0, pro
         return {"available": False, "reason": "%s not found: apt-get install valgrind" % ", ".join(missing)}
     out = os.path.join(workdir, "callgrind")
     os.makedirs(out, exist_ok=True)
-    wrapper = ["valgrind", "--tool=callgrind", "--callgrind-out-file=%s/cg.%%p" % out]
+    # A vgdb prefix of its own: a callgrind_control without a pid (as
+    # scripts/profile.sh ran it before, zeroing and dumping every callgrind
+    # run of the machine) does not find this server, and this one reaches
+    # no other.
+    prefix = "--vgdb-prefix=%s/vgdb" % out
+    wrapper = ["valgrind", "--tool=callgrind", prefix, "--callgrind-out-file=%s/cg.%%p" % out]
     server = Server(server_bin, modules, out, wrapper=wrapper, start_timeout_s=120)
     progress("instructions: redis-server under callgrind, %s calls per command" % "{:,}".format(n))
     server.start()
@@ -78,18 +83,25 @@ def count(server_bin, modules, benchmark, commands, n, warm, workdir, top=0, pro
                 raise BenchError("redis-benchmark under callgrind failed: %s\n%s" % (" ".join(args), p.stderr))
 
         def control(*args):
-            p = subprocess.run(["callgrind_control"] + list(args) + [str(pid)], capture_output=True, text=True)
+            cmd = ["callgrind_control", prefix] + list(args) + [str(pid)]
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
             if p.returncode != 0:
                 raise BenchError("callgrind_control %s failed: %s" % (" ".join(args), p.stderr))
 
         for _, args in commands:
             bench(warm, args)  # the keys exist before the counting
-        control("-z")
+        control("-d", "zero")  # a dump zeroes the counters, and shows it did
         for name, args in commands:
             bench(n, args)
             control("-d", dump_name(name))
     finally:
         server.stop()
+    # Every dump of this server is one of these (the last, at its exit,
+    # has no trigger name): anything else dumped its counters meanwhile.
+    mine = {dump_name(name) for name, _ in commands} | {"zero"}
+    foreign = [t for t in triggers(out, pid) if t is not None and t not in mine]
+    if foreign:
+        raise BenchError("callgrind dumps this benchmark did not ask for (%s): counts unusable" % ", ".join(foreign))
     per_call, tops = {}, {}
     for name, _ in commands:
         path = find_dump(out, pid, dump_name(name))
@@ -107,6 +119,24 @@ def count(server_bin, modules, benchmark, commands, n, warm, workdir, top=0, pro
 def dump_name(name: str) -> str:
     """A dump's trigger word: the command's name without blanks."""
     return re.sub(r"\W", "_", name)
+
+
+def triggers(out, pid) -> list:
+    """The dump names (`dump <name>` triggers) of the server's dump files;
+    None for a dump without one."""
+    names = []
+    for path in glob.glob(os.path.join(out, "cg.%d*" % pid)):
+        name = None
+        with open(path, errors="replace") as f:
+            for line in f:
+                if line.startswith("desc: Trigger:"):
+                    m = re.search(r"dump (\S+)$", line.rstrip("\n"))
+                    name = m.group(1) if m else None
+                    break
+                if line.startswith(("positions:", "events:", "fn=")):
+                    break  # past the header
+        names.append(name)
+    return names
 
 
 def find_dump(out, pid, name):
