@@ -1,7 +1,7 @@
 """Side-by-side benchmark: the module's commands against INCR and the Lua
 scripts people use today. Standard library only.
 
-    python3 scripts/bench                    # the full run (about 9 minutes on 2 cores)
+    python3 scripts/bench                    # the full run (about 10 minutes on 2 cores)
     python3 scripts/bench --quick            # a smoke run (tiny counts, about 30 s)
     python3 scripts/bench --json out.json    # also write the results as JSON
     python3 scripts/bench --module PATH      # benchmark this .so, build nothing
@@ -21,10 +21,12 @@ Two references. INCR, Redis's own per-command cost on the same keys; and
 the floor: FLOOR.THROTTLE from examples/floor.rs, a module command with
 RL.THROTTLE's arguments and five-integer reply that opens its key and
 decides nothing, the least any module limiter with this interface can cost.
-Every row is reported as a ratio to both, measured in the same repetition.
 A third row, FLOOR.KEEP, also keeps state the way a limiter must (a value
 per key, its expiry read and moved out on every call, WATCH told): what a
-command costs beyond it is its own parsing, deciding and replying.
+command costs beyond it is its own parsing, deciding and replying, so it
+is the reference of the report's table and of the targets. Every row's
+ratio to each of the three, measured in the same repetition, is in the
+JSON; the table shows FLOOR.KEEP's and INCR's.
 
 Throughput: five regimes, each row in each, 50 clients (the ids are the
 JSON keys `throughput.<regime>`, in the order they run):
@@ -99,12 +101,14 @@ Every run records its expirations; in the other regimes they are a
 handful (hot keys and limit-check keys of earlier steps), reported in
 total. Each repetition runs every row once per regime, in order
 (interleaved), so slow phases of a shared machine hit all rows alike; each
-row's throughput is divided by INCR's (and the floor's) in the same
-repetition and regime, and the median of those ratios is reported next to
-the median requests per second. The ratios are the figures that count. The
-request count per measurement is chosen from a short calibration run so
-that each takes about `--seconds` (default 2 s). The server's own CPU time
-per command (INFO cpu) is recorded as well.
+row's throughput is divided by FLOOR.KEEP's and INCR's (and the floor's)
+in the same repetition and regime, and the median of those ratios is
+reported. The ratios are the figures that count. The request count per
+measurement is chosen from a short calibration run so that each takes
+about `--seconds` (default 2 s). The server's own CPU time per command
+(INFO cpu) is recorded as well, and the command's own time per call (INFO
+commandstats, before and after the run: `usec_per_call`, without reading
+the request and writing the reply).
 
 RL.ALLOW against the three single calls. Server CPU per call (INFO cpu),
 hot keys, -P 16, per repetition: the RL.ALLOW row (THROTTLE + SLIDE + SLICE
@@ -147,16 +151,51 @@ Memory at 60 slices: one RL.SLICE key and one hash-script key, limit
 1.3 s of real time, so that all slices of the window hold units (HLEN of the
 hash shows how many fields it holds); then MEMORY USAGE of each key.
 
-Scaling. RL.SLIDE on a hot key with limit 10, 1,000 and 100,000 in a
-3,600 s window: each key is first filled with `limit` admitted units (one
-call per unit), so its log is full; the benchmark then calls it with
-quantity 1, every call is limited (it must find when the oldest unit
-leaves) and the log stays full. RL.SLICE on a hot key with 10, 600 and 3,600
-slices, limit 1,000,000,000 per 1 s: every call is allowed and, at thousands
-of calls per second, every slice of the window holds units while slices roll
-over continuously (one every 278 us at 3,600 slices). Both at -P 16, 50
-clients, interleaved in each repetition; ratio = throughput at the largest
-setting / at the smallest, per repetition, median.
+Scaling. RL.SLIDE on a hot key with limit 10, 1,000 and 1,000,000 (its
+default maximum) in a 3,600 s window: each key is first filled with `limit`
+admitted units (one call per unit), so its log is full; the benchmark then
+calls it with quantity 1, every call is limited (it must find when the
+oldest unit leaves) and the log stays full. RL.SLICE on a hot key with 2, 60
+and 1,000 slices, limit 1,000,000,000 per 1 s: every call is allowed and, at
+thousands of calls per second, every slice of the window holds units while
+slices roll over continuously (one every 1 ms at 1,000 slices). RL.ALLOW of
+1, 4 and 16 limits, each an RL.THROTTLE limit of the hot-key regimes on a
+key of its own (every call allowed), its figures per key. All at -P 16, 50
+clients, interleaved in each repetition; ratios = the largest setting / the
+smallest, per repetition, median: throughput, and cost (server CPU per
+call), the figure the scale target judges.
+
+Instructions. After the runs, a second redis-server with the same modules
+runs under valgrind's callgrind (instructions.py, the method
+scripts/profile.sh always used; that script now runs only this part):
+FLOOR.THROTTLE, FLOOR.KEEP, FLOOR.ALLOW, INCR, every single command,
+RL.ALLOW and RL.PEEK of the three limits, each on a hot key with the
+hot-key limits, `redis-benchmark -c 10 -P 16`, 20,000 calls after 2,000 of
+warm-up; instructions per call = the dump's total / the calls. About half
+a minute. Without valgrind (`apt-get install valgrind`), or with
+`--no-instructions`, the counts are left out and the report says why.
+
+The report. A header (CPU model, cores, load average, date, server,
+reproduce); one table of every command: its instructions per call and
+their ratio to its interface's floor (FLOOR.KEEP; FLOOR.ALLOW for RL.ALLOW
+and RL.PEEK), then for each regime its throughput / FLOOR.KEEP's and /
+INCR's (medians of the per-repetition ratios), expirations per call in the
+churn regime, and on 100k keys with state kept at -P 16 the server's CPU
+per call (INFO cpu) and the command's own time per call (INFO commandstats
+`usec_per_call`), and bytes per key. So the two methods are combined per
+command: instructions from callgrind, throughput and CPU from the runs.
+Then the targets (targets.py: each with its measured value and PASS,
+FAIL or "not measured" and why), and the details below (report_details.py).
+
+Commands still to come. RL.QUOTA (calendar quota) is one Row of rows.py,
+`RL.QUOTA key limit unit` with the shortest of hour, day, month not shorter
+than the regime's window (rows.quota_limit), in every regime and counted
+under callgrind, with its own targets (hot key >= 0.92x FLOOR.KEEP, 100k
+keys >= 0.9x). RL.LEASE / RL.RELEASE (concurrency leases) is one Workload
+of workloads.py: acquire and release in pairs at 10 and 10,000 leases held,
+next to FLOOR.KEEP pairs, and MEMORY USAGE per lease (its docstring says
+how). Each is measured only when COMMAND INFO shows the loaded module has
+its commands; otherwise the header and the targets say "not measured".
 
 The module against the scripts. Each module command next to the Lua
 script doing the same job (RL.THROTTLE: the GCRA and the token bucket
