@@ -1,5 +1,6 @@
-"""The targets the report judges, each with its measured value and PASS,
-FAIL or "not measured" (and why):
+"""The targets the report judges, each with its measured value (the
+judged figure to three decimals, so that a 0.897 is not shown as the 0.90
+it fails) and PASS, FAIL or "not measured" (and why):
 
 1. hot key, every single command: instructions per call <= 1.05x
    FLOOR.KEEP's (callgrind);
@@ -56,7 +57,7 @@ def judge(report: dict, rows, workloads, skipped_rows, skipped_workloads) -> lis
             out.append(target(1, text, "-", None, no_instr))
         else:
             x = per_call[name] / keep
-            out.append(target(1, text, "%.2fx (%s against %s)" % (x, n(per_call[name]), n(keep)), x <= 1.05))
+            out.append(target(1, text, "%.3fx (%s against %s)" % (x, n(per_call[name]), n(keep)), x <= 1.05))
 
     # 2. RL.ALLOW and RL.PEEK against the floor and the singles' own work.
     text = "RL.ALLOW of 3 limits: instructions <= FLOOR.ALLOW's + 1.25 x the singles' own work (single - FLOOR.KEEP)"
@@ -65,7 +66,7 @@ def judge(report: dict, rows, workloads, skipped_rows, skipped_workloads) -> lis
         own = sum(per_call[p] - keep for p in ALLOW_PARTS)
         bound = per_call["FLOOR.ALLOW"] + 1.25 * own
         allow = per_call["RL.ALLOW"]
-        measured = "%s against at most %s (%s + 1.25 x %s): %.2fx the bound" % (
+        measured = "%s against at most %s (%s + 1.25 x %s): %.3fx the bound" % (
             n(allow),
             n(bound),
             n(per_call["FLOOR.ALLOW"]),
@@ -98,7 +99,7 @@ def judge(report: dict, rows, workloads, skipped_rows, skipped_workloads) -> lis
         levels = sorted(int(lv) for lv in s["levels"])
         text = "scale: %s at %s: cost within 1.3x" % (family, what % (n(levels[-1]), n(levels[0])))
         x = s["cost_largest_over_smallest_median"]
-        measured = "%.2fx server CPU per call%s (throughput %.2fx)" % (
+        measured = "%.3fx server CPU per call%s (throughput %.2fx)" % (
             x,
             " per key" if s["per_key"] else "",
             s["largest_over_smallest_median"],
@@ -126,7 +127,7 @@ def keep_ratio_target(group, text, by_name, name, rg_id, least):
     t = by_name[name]["throughput"][rg_id]
     x, rs = t["cpu_ratio_to_keep_median"], t["keep_cpu_ratios"]
     keep = by_name["FLOOR.KEEP"]["throughput"][rg_id]
-    measured = "%.2fx server CPU per call%s; throughput %.2fx; usec_per_call %s against FLOOR.KEEP's %s" % (
+    measured = "%.3fx server CPU per call%s; throughput %.2fx; usec_per_call %s against FLOOR.KEEP's %s" % (
         x,
         " (%.2f-%.2f)" % (min(rs), max(rs)) if len(rs) > 1 else "",
         t["ratio_to_keep_median"],

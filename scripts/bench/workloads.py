@@ -175,7 +175,7 @@ class Leases(Workload):
                     "lease %s on a key holding 10 leases >= 0.85x FLOOR.KEEP's throughput (server CPU per call)"
                     % name,
                     lambda f, cmd=cmd: f["%s_10" % cmd]["ratio_to_keep_median"],
-                    "%.2fx",
+                    "%.3fx",
                     lambda x: x >= 0.85,
                 )
             )
@@ -184,7 +184,7 @@ class Leases(Workload):
                 (
                     "lease %s with 10,000 leases held <= 1.3x its cost with 10 (server CPU per call)" % name,
                     lambda f, cmd=cmd: f["%s_scale_median" % cmd],
-                    "%.2fx",
+                    "%.3fx",
                     lambda x: x <= 1.3,
                 )
             )
