@@ -1,7 +1,8 @@
 # make run    build the module and start redis-server with it (127.0.0.1:$(PORT))
 # make test   the set-up for the tests (scripts/deps.sh --test), then formatting,
 #             lints, unit tests, and the integration tests against every server
-# make bench  the side-by-side benchmark
+# make bench  the side-by-side benchmark (python3 scripts/bench): throughput,
+#             instruction counts when valgrind is installed, the targets
 SHELL := /bin/bash
 PORT ?= 6379
 # The servers the integration tests run against: add one per line.
@@ -36,7 +37,7 @@ test:
 
 bench: build
 	cargo build --release --example floor
-	python3 scripts/bench.py --module $(MODULE) --floor target/release/examples/libfloor.so
+	python3 scripts/bench --module $(MODULE) --floor target/release/examples/libfloor.so
 
 clean:
 	cargo clean

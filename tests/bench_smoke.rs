@@ -1,12 +1,14 @@
-//! The benchmark's smoke run: `python3 scripts/bench.py --quick --module
+//! The benchmark's smoke run: `python3 scripts/bench --quick --module
 //! <the .so this cargo test built> --json <tmp>` must exit 0 and report every
 //! row with a positive throughput in every regime and a positive memory
 //! figure, the expirations of every run, and, for the kept-state regimes,
-//! every row's random keys still there and every call allowed. No timing
-//! assertions: the figures of a quick run on a shared machine mean nothing,
-//! only their presence.
+//! every row's random keys still there and every call allowed; the
+//! machine in the header, the instruction counts (when valgrind is
+//! installed, else the reason they are missing) and the targets, each with
+//! a verdict, PASS and FAIL nowhere else. No timing assertions: the figures
+//! of a quick run on a shared machine mean nothing, only their presence.
 //!
-//! bench.py builds nothing when given `--module`, so this test starts no
+//! The benchmark builds nothing when given `--module`, so this test starts no
 //! nested release build. python3, redis-server (`$REDIS_SERVER`) and
 //! redis-benchmark (`$REDIS_BENCHMARK`) are required: a missing one fails
 //! the test with the command that installs it.
@@ -35,7 +37,7 @@ const ROWS: &[&str] = &[
     "lua:gcra",
     "lua:fixed_window",
 ];
-/// In the order bench.py runs them (its `REGIMES`).
+/// In the order the benchmark runs them (`REGIMES` in scripts/bench/regimes.py).
 const REGIMES: &[&str] = &["hot_P16", "rand_P16", "rand_churn_P16", "hot_P1", "rand_P1"];
 /// The regimes on random keys that keep their state between calls.
 const KEPT: &[&str] = &["rand_P16", "rand_P1"];
@@ -83,7 +85,7 @@ fn quick_benchmark_reports_every_row() {
         floor.display()
     );
     let out = Command::new("python3")
-        .arg("scripts/bench.py")
+        .arg("scripts/bench")
         .arg("--quick")
         .arg("--module")
         .arg(&module)
@@ -93,24 +95,24 @@ fn quick_benchmark_reports_every_row() {
         .arg(&json_path)
         .current_dir(root)
         .output()
-        .expect("run python3 scripts/bench.py");
+        .expect("run python3 scripts/bench");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "bench.py --quick failed ({}):\n{stdout}\n{stderr}",
+        "scripts/bench --quick failed ({}):\n{stdout}\n{stderr}",
         out.status
     );
     assert!(
         !stderr.contains("cargo build"),
-        "bench.py built the module although it was given one:\n{stderr}"
+        "scripts/bench built the module although it was given one:\n{stderr}"
     );
     assert!(
         stdout.contains(&module.display().to_string()),
         "the report does not name the module it was given:\n{stdout}"
     );
 
-    let text = std::fs::read_to_string(&json_path).expect("bench.py wrote no JSON");
+    let text = std::fs::read_to_string(&json_path).expect("scripts/bench wrote no JSON");
     let report: Value =
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("bad JSON ({e}):\n{text}"));
     let regimes: Vec<&str> = report["regimes"]
@@ -144,6 +146,11 @@ fn quick_benchmark_reports_every_row() {
             assert!(rps.is_some_and(|x| x > 0.0), "{name} {regime}: rps {rps:?}");
             let errors = num(row, &["throughput", regime, "errors"]);
             assert_eq!(errors, Some(0.0), "{name} {regime}: error replies");
+            let usec = num(row, &["throughput", regime, "usec_per_call_median"]);
+            assert!(
+                usec.is_some_and(|x| x >= 0.0),
+                "{name} {regime}: commandstats usec_per_call {usec:?}"
+            );
             let expired = num(row, &["throughput", regime, "expired_per_call_median"]);
             assert!(
                 expired.is_some_and(|x| x >= 0.0),
@@ -232,12 +239,14 @@ fn quick_benchmark_reports_every_row() {
         let v = num(&report, path);
         assert!(v.is_some_and(|x| x > 0.0), "{path:?}: {v:?}");
     }
-    for family in ["RL.SLIDE", "RL.SLICE"] {
-        let v = num(
-            &report,
-            &["scaling", family, "largest_over_smallest_median"],
-        );
-        assert!(v.is_some_and(|x| x > 0.0), "{family}: scaling ratio {v:?}");
+    for family in ["RL.SLIDE", "RL.SLICE", "RL.ALLOW"] {
+        for figure in [
+            "largest_over_smallest_median",
+            "cost_largest_over_smallest_median",
+        ] {
+            let v = num(&report, &["scaling", family, figure]);
+            assert!(v.is_some_and(|x| x > 0.0), "{family}: {figure} {v:?}");
+        }
     }
     // Each command against the script doing the same job, in every regime.
     let pairs = report["same_job"].as_array().expect("same_job");
@@ -272,8 +281,79 @@ fn quick_benchmark_reports_every_row() {
         stdout.contains("| command |"),
         "no Markdown table:\n{stdout}"
     );
+    machine_and_instructions(&report);
+    targets(&report, &stdout);
+}
+
+fn machine_and_instructions(report: &Value) {
+    let model = report["machine_info"]["cpu_model"].as_str().unwrap_or("");
     assert!(
-        !stdout.contains("PASS") && !stdout.contains("FAIL"),
-        "the report judges figures against targets it does not explain:\n{stdout}"
+        !model.is_empty(),
+        "no CPU model: {}",
+        report["machine_info"]
     );
+    let cores = num(report, &["machine_info", "cores"]);
+    assert!(cores.is_some_and(|x| x >= 1.0), "cores {cores:?}");
+    let instructions = &report["instructions"];
+    if instructions["available"].as_bool() == Some(true) {
+        for name in [
+            "FLOOR.THROTTLE",
+            "FLOOR.KEEP",
+            "FLOOR.ALLOW",
+            "INCR",
+            "RL.THROTTLE",
+            "RL.SLIDE",
+            "RL.SLICE",
+            "RL.ALLOW",
+            "RL.PEEK",
+        ] {
+            let v = num(instructions, &["per_call", name]);
+            assert!(v.is_some_and(|x| x > 0.0), "{name}: instructions {v:?}");
+        }
+    } else {
+        // valgrind missing: the counts are left out, with the reason.
+        let reason = instructions["reason"].as_str().unwrap_or("");
+        assert!(
+            !reason.is_empty(),
+            "no instructions and no reason: {instructions}"
+        );
+    }
+}
+
+/// Every target judged or said not measured (with why), the commands not
+/// in the module yet among them; PASS and FAIL only in the targets section.
+fn targets(report: &Value, stdout: &str) {
+    let targets = report["targets"].as_array().expect("targets");
+    for group in ["1", "2", "3", "4", "RL.QUOTA", "RL.LEASE"] {
+        assert!(
+            targets.iter().any(|t| match &t["group"] {
+                Value::Number(n) => n.to_string() == group,
+                v => v.as_str() == Some(group),
+            }),
+            "no target of group {group}: {targets:?}"
+        );
+    }
+    for t in targets {
+        let verdict = t["verdict"].as_str().expect("verdict");
+        assert!(
+            verdict == "PASS" || verdict == "FAIL" || verdict.starts_with("not measured"),
+            "verdict {verdict:?} of {t}"
+        );
+        let text = t["target"].as_str().unwrap_or("");
+        let measured = t["measured"].as_str().unwrap_or("");
+        assert!(!text.is_empty() && !measured.is_empty(), "{t}");
+    }
+    let section = stdout
+        .split("## Targets")
+        .nth(1)
+        .and_then(|rest| rest.split("## Details").next())
+        .unwrap_or_else(|| panic!("no targets section:\n{stdout}"));
+    for line in stdout.lines() {
+        if line.contains("PASS") || line.contains("FAIL") {
+            assert!(
+                section.contains(line),
+                "PASS or FAIL outside the targets section: {line}"
+            );
+        }
+    }
 }

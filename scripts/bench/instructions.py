@@ -1,0 +1,177 @@
+"""Instructions per command, counted by valgrind's callgrind inside a
+redis-server of its own (the method scripts/profile.sh has always used):
+each command on one hot key, `redis-benchmark -c 10 -P 16`, after a
+warm-up that creates the keys; the counters are zeroed before the first
+command and dumped after each (`callgrind_control -z` / `-d <name>`, to this
+server's process only), and a dump's total divided by the calls is the
+figure. Counts do not depend on the machine's load, so they are the steady
+figures where throughput moves by 10 to 30 % between runs; keeping state
+moves them by a few hundred instructions (how often an expiry moves
+depends on the pace of the calls under valgrind).
+
+Without valgrind the counts are left out and the report says so
+(`apt-get install valgrind`)."""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+
+from .regimes import FLOOR_ALLOW, THROUGHPUT_LIMIT, THROUGHPUT_WINDOW_S, BenchError
+from .resp import Client
+from .servers import Server, has_command
+
+
+def commands_of(rows) -> list:
+    """What is counted: the floors, INCR, every single command, RL.ALLOW
+    and RL.PEEK of three limits; each on its hot key with the hot-key
+    regimes' limit (1,000,000 per second), as [(name, args, requires)]."""
+    by = {r.name: r for r in rows}
+
+    def hot(row):
+        return row.args("c:%s" % row.id, THROUGHPUT_LIMIT, THROUGHPUT_WINDOW_S)
+
+    out = [(name, hot(by[name]), None) for name in ("FLOOR.THROTTLE", "FLOOR.KEEP")]
+    out.append(("FLOOR.ALLOW", list(FLOOR_ALLOW), None))
+    out.append(("INCR", hot(by["INCR"]), None))
+    out += [(r.name, hot(r), r.requires) for r in rows if r.single]
+    allow = by["RL.ALLOW"]
+    out.append(("RL.ALLOW", hot(allow), None))
+    out.append(("RL.PEEK", allow.peek_args("c:%s" % allow.id, THROUGHPUT_LIMIT, THROUGHPUT_WINDOW_S), None))
+    return out
+
+
+def missing_tools():
+    return [t for t in ("valgrind", "callgrind_control", "callgrind_annotate") if not shutil.which(t)]
+
+
+def count(server_bin, modules, benchmark, commands, n, warm, workdir, top=0, progress=print) -> dict:
+    """`commands`: [(name, args, required command or None)], counted in
+    this order, those the server lacks left out ("skipped"). Returns
+    {"available", "calls", "per_call": {name: instructions}, "top": {name:
+    [(instructions per call, function)]}} or, without valgrind, why not."""
+    missing = missing_tools()
+    if missing:
+        return {"available": False, "reason": "%s not found: apt-get install valgrind" % ", ".join(missing)}
+    out = os.path.join(workdir, "callgrind")
+    os.makedirs(out, exist_ok=True)
+    # A vgdb prefix of its own: a callgrind_control without a pid (as
+    # scripts/profile.sh ran it before, zeroing and dumping every callgrind
+    # run of the machine) does not find this server, and this one reaches
+    # no other.
+    prefix = "--vgdb-prefix=%s/vgdb" % out
+    wrapper = ["valgrind", "--tool=callgrind", prefix, "--callgrind-out-file=%s/cg.%%p" % out]
+    server = Server(server_bin, modules, out, wrapper=wrapper, start_timeout_s=120)
+    progress("instructions: redis-server under callgrind, %s calls per command" % "{:,}".format(n))
+    server.start()
+    try:
+        pid = server.proc.pid
+        con = Client(server.port, timeout=120)
+        try:
+            skipped = [name for name, _, req in commands if req and not has_command(con, req)]
+        finally:
+            con.close()
+        commands = [(name, args) for name, args, _ in commands if name not in skipped]
+
+        def bench(calls, args):
+            cmd = [benchmark, "-h", "127.0.0.1", "-p", str(server.port), "-c", "10", "-n", str(calls)]
+            p = subprocess.run(cmd + ["-P", "16", "-q"] + args, capture_output=True, text=True, timeout=900)
+            if p.returncode != 0:
+                raise BenchError("redis-benchmark under callgrind failed: %s\n%s" % (" ".join(args), p.stderr))
+
+        def control(*args):
+            cmd = ["callgrind_control", prefix] + list(args) + [str(pid)]
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            if p.returncode != 0:
+                raise BenchError("callgrind_control %s failed: %s" % (" ".join(args), p.stderr))
+
+        for _, args in commands:
+            bench(warm, args)  # the keys exist before the counting
+        control("-d", "zero")  # a dump zeroes the counters, and shows it did
+        for name, args in commands:
+            bench(n, args)
+            control("-d", dump_name(name))
+    finally:
+        server.stop()
+    # Every dump of this server is one of these (the last, at its exit,
+    # has no trigger name): anything else dumped its counters meanwhile.
+    mine = {dump_name(name) for name, _ in commands} | {"zero"}
+    foreign = [t for t in triggers(out, pid) if t is not None and t not in mine]
+    if foreign:
+        raise BenchError("callgrind dumps this benchmark did not ask for (%s): counts unusable" % ", ".join(foreign))
+    per_call, tops = {}, {}
+    for name, _ in commands:
+        path = find_dump(out, pid, dump_name(name))
+        if path is None:
+            raise BenchError("no callgrind dump for %s in %s" % (name, out))
+        per_call[name] = summary(path) / n
+        if top:
+            tops[name] = top_functions(path, n, top)
+    result = {"available": True, "calls": n, "warm_up_calls": warm, "per_call": per_call, "skipped": skipped}
+    if top:
+        result["top"] = tops
+    return result
+
+
+def dump_name(name: str) -> str:
+    """A dump's trigger word: the command's name without blanks."""
+    return re.sub(r"\W", "_", name)
+
+
+def triggers(out, pid) -> list:
+    """The dump names (`dump <name>` triggers) of the server's dump files;
+    None for a dump without one."""
+    names = []
+    for path in glob.glob(os.path.join(out, "cg.%d*" % pid)):
+        name = None
+        with open(path, errors="replace") as f:
+            for line in f:
+                if line.startswith("desc: Trigger:"):
+                    m = re.search(r"dump (\S+)$", line.rstrip("\n"))
+                    name = m.group(1) if m else None
+                    break
+                if line.startswith(("positions:", "events:", "fn=")):
+                    break  # past the header
+        names.append(name)
+    return names
+
+
+def find_dump(out, pid, name):
+    for path in sorted(glob.glob(os.path.join(out, "cg.%d.*" % pid))):
+        with open(path, errors="replace") as f:
+            for line in f:
+                if line.startswith("desc: Trigger:"):
+                    if line.rstrip("\n").endswith("dump " + name):
+                        return path
+                    break
+    return None
+
+
+def summary(path) -> int:
+    with open(path, errors="replace") as f:
+        for line in f:
+            if line.startswith("summary:") or line.startswith("totals:"):
+                return int(line.split()[1])
+    raise BenchError("no summary line in %s" % path)
+
+
+def top_functions(path, n, top):
+    """The `top` costliest functions (their own instructions), per call,
+    from callgrind_annotate."""
+    p = subprocess.run(["callgrind_annotate", "--threshold=100", path], capture_output=True, text=True)
+    rows, total = [], None
+    for line in p.stdout.splitlines():
+        m = re.match(r"\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(\S.*)", line)
+        if not m:
+            continue
+        cost = int(m.group(1).replace(",", ""))
+        if total is None:
+            total = cost  # PROGRAM TOTALS
+        elif cost < 0.99 * total:
+            # Leaving out the functions on the stack at every dump (main
+            # and what calls it), counted with the whole program.
+            rows.append((cost // n, m.group(2)[:110]))
+    return rows[:top]
