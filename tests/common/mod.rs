@@ -762,23 +762,29 @@ pub fn assert_same_dataset(got: &Dataset, want: &Dataset, min_keys: usize, what:
 }
 
 /// What MEMORY USAGE may add to a module value's own figure (`mem_usage`)
-/// for a key whose name has at most six bytes: the key's name, its entry
+/// for a key whose name has at most five bytes: the key's name, its entry
 /// in the keyspace, its expiry. Measured on the servers of the test matrix;
 /// `None` on others, where only the relation below is checked.
 ///
 /// - Redis 7.0 (jemalloc): 32 bytes, always.
-/// - Valkey 9.1 embeds the key and its expiry in the value's object, and
-///   the build used here allocates with libc malloc (INFO: `malloc=libc`),
-///   whose usable size for that object is 40 bytes or, depending on the
-///   heap (a realloc when the expiry is set), 16 bytes more.
+/// - Redis 8.2 (jemalloc) embeds the key and its expiry in the value's
+///   object: 32 bytes too, for names of at most five bytes (a six-byte
+///   name costs 8 bytes more).
+/// - Valkey 8.1 and 9.1 embed the key and its expiry in the value's
+///   object, and the builds used here allocate with libc malloc (INFO:
+///   `malloc=libc`), whose usable size for that object is 40 bytes or,
+///   depending on the heap (a realloc when the expiry is set), 16 bytes
+///   more.
 pub fn known_key_overheads(con: &mut Connection) -> Option<Vec<i64>> {
     let info: String = redis::cmd("INFO")
         .arg("server")
         .query(con)
         .expect("INFO server");
-    if info.contains("valkey_version:9.1.") {
+    if info.contains("valkey_version:9.1.") || info.contains("valkey_version:8.1.") {
         Some(vec![40, 56])
-    } else if info.contains("redis_version:7.0.") && !info.contains("valkey") {
+    } else if !info.contains("valkey")
+        && (info.contains("redis_version:7.0.") || info.contains("redis_version:8.2."))
+    {
         Some(vec![32])
     } else {
         None
@@ -787,9 +793,9 @@ pub fn known_key_overheads(con: &mut Connection) -> Option<Vec<i64>> {
 
 /// Asserts MEMORY USAGE of each key against the bytes its state computes
 /// (`computed`). On a known server, MEMORY USAGE minus `computed` must be
-/// one of the server's known overheads, so with Redis 7.0 every key's
-/// figure is exact; on another server it must at least be the same for
-/// every key (names of at most six bytes cost a server the same), so every
+/// one of the server's known overheads, so with Redis 7.0 and 8.2 every
+/// key's figure is exact; on another server it must at least be the same for
+/// every key (names of at most five bytes cost a server the same), so every
 /// difference between two keys equals the difference of their computed
 /// figures.
 pub fn assert_memory_usage(con: &mut Connection, keys: &[(&str, i64)]) {
@@ -797,7 +803,7 @@ pub fn assert_memory_usage(con: &mut Connection, keys: &[(&str, i64)]) {
     let known = known_key_overheads(con);
     let mut overheads = Vec::new();
     for &(key, computed) in keys {
-        assert!(key.len() <= 6, "{key}: use names of at most six bytes");
+        assert!(key.len() <= 5, "{key}: use names of at most five bytes");
         let usage = memory_usage(con, key);
         println!("MEMORY USAGE {key}: {usage} bytes, computed {computed}");
         overheads.push((key, usage - computed));
