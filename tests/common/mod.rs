@@ -1,7 +1,9 @@
 //! A real redis-server with the freshly built module, on a free loopback
 //! port, stopped when dropped.
 //!
-//! The server binary is `$REDIS_SERVER` (default `redis-server` on PATH).
+//! The server binary is `$REDIS_SERVER` (default `redis-server` on PATH),
+//! or one that a test names with extra environment (`Server::start_env`:
+//! a server under libfaketime).
 //! The module is the `.so` that this very `cargo test` built, next to the
 //! test binary; a missing server or module, or a module older than the
 //! sources, fails the test loudly rather than skipping it.
@@ -84,6 +86,8 @@ pub struct Server {
     _tmp: Option<tempfile::TempDir>,
     extra: Vec<String>,
     module_args: Vec<String>,
+    binary: String,
+    env: Vec<(String, String)>,
 }
 
 impl Server {
@@ -99,16 +103,30 @@ impl Server {
 
     /// A server whose `loadmodule` line passes `module_args`.
     pub fn start_with_module_args(module_args: &[&str], extra: &[&str]) -> Server {
-        Server::start_full(module_args, extra, |_| {})
+        Server::start_full(module_args, extra, |_| {}, server_binary(), &[])
     }
 
     /// A server started on data that `prepare` puts into its (empty) data
     /// directory first: an RDB file, an AOF directory.
     pub fn start_prepared(prepare: impl FnOnce(&Path), extra: &[&str]) -> Server {
-        Server::start_full(&[], extra, prepare)
+        Server::start_full(&[], extra, prepare, server_binary(), &[])
     }
 
-    fn start_full(module_args: &[&str], extra: &[&str], prepare: impl FnOnce(&Path)) -> Server {
+    /// The server `binary` (whatever `$REDIS_SERVER` says) with `env` added
+    /// to its environment, and extra configuration arguments; kept across
+    /// `restart`.
+    pub fn start_env(binary: &Path, env: &[(&str, &str)], extra: &[&str]) -> Server {
+        let binary = binary.to_string_lossy().into_owned();
+        Server::start_full(&[], extra, |_| {}, binary, env)
+    }
+
+    fn start_full(
+        module_args: &[&str],
+        extra: &[&str],
+        prepare: impl FnOnce(&Path),
+        binary: String,
+        env: &[(&str, &str)],
+    ) -> Server {
         let tmp = tempfile::Builder::new()
             .prefix("rl-test-")
             .tempdir()
@@ -123,6 +141,11 @@ impl Server {
             _tmp: Some(tmp),
             extra,
             module_args: module_args.iter().map(|s| s.to_string()).collect(),
+            binary,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         server.launch();
         server
@@ -133,7 +156,7 @@ impl Server {
         let mut last_log = String::new();
         for _attempt in 0..5 {
             let port = free_port();
-            let mut cmd = Command::new(server_binary());
+            let mut cmd = Command::new(&self.binary);
             cmd.arg("--port")
                 .arg(port.to_string())
                 .args(["--bind", "127.0.0.1", "--daemonize", "no"])
@@ -146,13 +169,14 @@ impl Server {
                 .args(&self.module_args)
                 .args(["--enable-debug-command", "yes"])
                 .args(&self.extra)
+                .envs(self.env.iter().map(|(k, v)| (k, v)))
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
             let child = cmd.spawn().unwrap_or_else(|e| {
                 panic!(
-                    "cannot start {}: {e}. Run `scripts/deps.sh --test` (or `make test`, which runs it), which installs redis-server, or set REDIS_SERVER",
-                    server_binary()
+                    "cannot start {}: {e}. Run `scripts/deps.sh --test` (or `make test`, which runs it), which installs redis-server and the other servers into tmp/, or set REDIS_SERVER",
+                    self.binary
                 )
             });
             self.child = Some(child);
