@@ -42,6 +42,9 @@ macro_rules! api_table {
             pub call: unsafe extern "C" fn(
                 *mut RedisModuleCtx, *const c_char, *const c_char, ...
             ) -> *mut raw::RedisModuleCallReply,
+            /// The server's time of the running command, in µs since the
+            /// epoch (`clock::now`); absent before Redis 7.2.
+            pub cached_microseconds: Option<unsafe extern "C" fn() -> raw::ustime_t>,
         }
 
         impl Api {
@@ -56,6 +59,7 @@ macro_rules! api_table {
                         replicate: raw::RedisModule_Replicate.ok_or("RedisModule_Replicate")?,
                         emit_aof: raw::RedisModule_EmitAOF.ok_or("RedisModule_EmitAOF")?,
                         call: raw::RedisModule_Call.ok_or("RedisModule_Call")?,
+                        cached_microseconds: raw::RedisModule_CachedMicroseconds,
                     })
                 }
             }

@@ -25,8 +25,9 @@
 //! module value in DUMP once loaded (the type's module id, which carries
 //! the type name and today's encoding version, then today's encoding as
 //! one string), DEBUG DIGEST-VALUE, PEXPIRETIME, TYPE, MEMORY USAGE and
-//! the peek replies. The same fixtures load on Redis 7.0 and Valkey 9
-//! alike (Valkey reads Redis 7.0's RDB and multi-part AOF).
+//! the peek replies. The same fixtures load on every server of the test
+//! matrix alike (Redis 8.2 and Valkey 8.1 and 9 read Redis 7.0's RDB and
+//! multi-part AOF).
 //!
 //! The two slide logs were saved in SLIDE's first format (encoding version
 //! 1, tag `L`: one u64 of ns per unit). Today's build reads them into its

@@ -1,7 +1,9 @@
 //! A real redis-server with the freshly built module, on a free loopback
 //! port, stopped when dropped.
 //!
-//! The server binary is `$REDIS_SERVER` (default `redis-server` on PATH).
+//! The server binary is `$REDIS_SERVER` (default `redis-server` on PATH),
+//! or one that a test names with extra environment (`Server::start_env`:
+//! a server under libfaketime).
 //! The module is the `.so` that this very `cargo test` built, next to the
 //! test binary; a missing server or module, or a module older than the
 //! sources, fails the test loudly rather than skipping it.
@@ -84,6 +86,8 @@ pub struct Server {
     _tmp: Option<tempfile::TempDir>,
     extra: Vec<String>,
     module_args: Vec<String>,
+    binary: String,
+    env: Vec<(String, String)>,
 }
 
 impl Server {
@@ -99,16 +103,30 @@ impl Server {
 
     /// A server whose `loadmodule` line passes `module_args`.
     pub fn start_with_module_args(module_args: &[&str], extra: &[&str]) -> Server {
-        Server::start_full(module_args, extra, |_| {})
+        Server::start_full(module_args, extra, |_| {}, server_binary(), &[])
     }
 
     /// A server started on data that `prepare` puts into its (empty) data
     /// directory first: an RDB file, an AOF directory.
     pub fn start_prepared(prepare: impl FnOnce(&Path), extra: &[&str]) -> Server {
-        Server::start_full(&[], extra, prepare)
+        Server::start_full(&[], extra, prepare, server_binary(), &[])
     }
 
-    fn start_full(module_args: &[&str], extra: &[&str], prepare: impl FnOnce(&Path)) -> Server {
+    /// The server `binary` (whatever `$REDIS_SERVER` says) with `env` added
+    /// to its environment, and extra configuration arguments; kept across
+    /// `restart`.
+    pub fn start_env(binary: &Path, env: &[(&str, &str)], extra: &[&str]) -> Server {
+        let binary = binary.to_string_lossy().into_owned();
+        Server::start_full(&[], extra, |_| {}, binary, env)
+    }
+
+    fn start_full(
+        module_args: &[&str],
+        extra: &[&str],
+        prepare: impl FnOnce(&Path),
+        binary: String,
+        env: &[(&str, &str)],
+    ) -> Server {
         let tmp = tempfile::Builder::new()
             .prefix("rl-test-")
             .tempdir()
@@ -123,6 +141,11 @@ impl Server {
             _tmp: Some(tmp),
             extra,
             module_args: module_args.iter().map(|s| s.to_string()).collect(),
+            binary,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         server.launch();
         server
@@ -133,7 +156,7 @@ impl Server {
         let mut last_log = String::new();
         for _attempt in 0..5 {
             let port = free_port();
-            let mut cmd = Command::new(server_binary());
+            let mut cmd = Command::new(&self.binary);
             cmd.arg("--port")
                 .arg(port.to_string())
                 .args(["--bind", "127.0.0.1", "--daemonize", "no"])
@@ -146,13 +169,14 @@ impl Server {
                 .args(&self.module_args)
                 .args(["--enable-debug-command", "yes"])
                 .args(&self.extra)
+                .envs(self.env.iter().map(|(k, v)| (k, v)))
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
             let child = cmd.spawn().unwrap_or_else(|e| {
                 panic!(
-                    "cannot start {}: {e}. Run `scripts/deps.sh --test` (or `make test`, which runs it), which installs redis-server, or set REDIS_SERVER",
-                    server_binary()
+                    "cannot start {}: {e}. Run `scripts/deps.sh --test` (or `make test`, which runs it), which installs redis-server and the other servers into tmp/, or set REDIS_SERVER",
+                    self.binary
                 )
             });
             self.child = Some(child);
@@ -762,23 +786,29 @@ pub fn assert_same_dataset(got: &Dataset, want: &Dataset, min_keys: usize, what:
 }
 
 /// What MEMORY USAGE may add to a module value's own figure (`mem_usage`)
-/// for a key whose name has at most six bytes: the key's name, its entry
+/// for a key whose name has at most five bytes: the key's name, its entry
 /// in the keyspace, its expiry. Measured on the servers of the test matrix;
 /// `None` on others, where only the relation below is checked.
 ///
 /// - Redis 7.0 (jemalloc): 32 bytes, always.
-/// - Valkey 9.1 embeds the key and its expiry in the value's object, and
-///   the build used here allocates with libc malloc (INFO: `malloc=libc`),
-///   whose usable size for that object is 40 bytes or, depending on the
-///   heap (a realloc when the expiry is set), 16 bytes more.
+/// - Redis 8.2 (jemalloc) embeds the key and its expiry in the value's
+///   object: 32 bytes too, for names of at most five bytes (a six-byte
+///   name costs 8 bytes more).
+/// - Valkey 8.1 and 9.1 embed the key and its expiry in the value's
+///   object, and the builds used here allocate with libc malloc (INFO:
+///   `malloc=libc`), whose usable size for that object is 40 bytes or,
+///   depending on the heap (a realloc when the expiry is set), 16 bytes
+///   more.
 pub fn known_key_overheads(con: &mut Connection) -> Option<Vec<i64>> {
     let info: String = redis::cmd("INFO")
         .arg("server")
         .query(con)
         .expect("INFO server");
-    if info.contains("valkey_version:9.1.") {
+    if info.contains("valkey_version:9.1.") || info.contains("valkey_version:8.1.") {
         Some(vec![40, 56])
-    } else if info.contains("redis_version:7.0.") && !info.contains("valkey") {
+    } else if !info.contains("valkey")
+        && (info.contains("redis_version:7.0.") || info.contains("redis_version:8.2."))
+    {
         Some(vec![32])
     } else {
         None
@@ -787,9 +817,9 @@ pub fn known_key_overheads(con: &mut Connection) -> Option<Vec<i64>> {
 
 /// Asserts MEMORY USAGE of each key against the bytes its state computes
 /// (`computed`). On a known server, MEMORY USAGE minus `computed` must be
-/// one of the server's known overheads, so with Redis 7.0 every key's
-/// figure is exact; on another server it must at least be the same for
-/// every key (names of at most six bytes cost a server the same), so every
+/// one of the server's known overheads, so with Redis 7.0 and 8.2 every
+/// key's figure is exact; on another server it must at least be the same for
+/// every key (names of at most five bytes cost a server the same), so every
 /// difference between two keys equals the difference of their computed
 /// figures.
 pub fn assert_memory_usage(con: &mut Connection, keys: &[(&str, i64)]) {
@@ -797,7 +827,7 @@ pub fn assert_memory_usage(con: &mut Connection, keys: &[(&str, i64)]) {
     let known = known_key_overheads(con);
     let mut overheads = Vec::new();
     for &(key, computed) in keys {
-        assert!(key.len() <= 6, "{key}: use names of at most six bytes");
+        assert!(key.len() <= 5, "{key}: use names of at most five bytes");
         let usage = memory_usage(con, key);
         println!("MEMORY USAGE {key}: {usage} bytes, computed {computed}");
         overheads.push((key, usage - computed));
