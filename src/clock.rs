@@ -52,10 +52,10 @@
 //!
 //! Replication is unchanged by the choice: the master's reading is what the
 //! command propagates (the `AT` form), and a replica or an AOF replay
-//! decides with that time, never its own. `tests/clock.rs` checks the three
-//! properties: an expiry on a server under libfaketime follows its faked
-//! clock, a replica of a faked master keeps the master's time, and inside
-//! MULTI/EXEC the module's instant is the server's `TIME`.
+//! decides with that time, never its own. `tests/clock.rs` checks it all:
+//! an expiry on a server under libfaketime follows its faked clock, a
+//! replica of a faked master keeps the master's time, and inside MULTI/EXEC
+//! and a Lua script every call's instant is the server's `TIME`.
 
 use crate::core::Nanos;
 use crate::server;
