@@ -47,15 +47,15 @@
 //! The one exception in the servers: while a script runs for longer than
 //! `busy-reply-threshold`, the server serves a few clients between its
 //! steps and renews `server.ustime` (not the millisecond snapshot), so a
-//! long script's later calls may read a later time. That time only moves
-//! forward, and a clock that moves is what the algorithms expect.
+//! long script's later calls may read a later time: a fresher reading of
+//! the same clock, as between two commands, which the algorithms handle.
 //!
 //! Replication is unchanged by the choice: the master's reading is what the
 //! command propagates (the `AT` form), and a replica or an AOF replay
-//! decides with that time, never its own. `tests/clock.rs` checks the three
-//! properties: an expiry on a server under libfaketime follows its faked
-//! clock, a replica of a faked master keeps the master's time, and inside
-//! MULTI/EXEC the module's instant is the server's `TIME`.
+//! decides with that time, never its own. `tests/clock.rs` checks it all:
+//! an expiry on a server under libfaketime follows its faked clock, a
+//! replica of a faked master keeps the master's time, and inside MULTI/EXEC
+//! and a Lua script every call's instant is the server's `TIME`.
 
 use crate::core::Nanos;
 use crate::server;

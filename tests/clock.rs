@@ -1,9 +1,9 @@
 //! The module's clock is the server's: under libfaketime (which shifts the
 //! server's clock, but not a direct `clock_gettime` from the module) an
 //! RL.THROTTLE key expires on the server's faked time; a replica of a
-//! faked master keeps the master's time; and inside a transaction the
-//! module reads the same instant as the server's own TIME and expiry logic
-//! (on servers with `RedisModule_CachedMicroseconds`: Redis 7.2+, Valkey).
+//! faked master keeps the master's time; and inside a transaction or a
+//! script the module reads one instant, the server's own TIME (on servers
+//! with `RedisModule_CachedMicroseconds`: Redis 7.2+, Valkey).
 //!
 //! The faked-clock tests always run Valkey 8.1.8 from `tmp/` (its libc
 //! malloc works under libfaketime; jemalloc builds hang at start), whatever
@@ -179,5 +179,36 @@ fn a_transaction_reads_one_instant_the_servers() {
         println!("no RedisModule_CachedMicroseconds: each call reads the wall clock");
         assert!(b - a >= 19, "{a} then {b}: 20 ms apart");
         assert!(expiry_of_one_unit_at(sent) <= a && b <= expiry_of_one_unit_at(received));
+    }
+}
+
+#[test]
+fn a_script_reads_one_instant_the_servers() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let cached = has_cached_microseconds(&mut con);
+    // Two calls with some work between them inside one script, then the
+    // server's TIME as the script sees it.
+    let script = "redis.call('RL.THROTTLE', KEYS[1], 0, 1, 60) \
+                  local x = 0 for i = 1, 1000000 do x = x + i end \
+                  redis.call('RL.THROTTLE', KEYS[2], 0, 1, 60) \
+                  return redis.call('TIME')";
+    let (s, us): (i128, i128) = redis::cmd("EVAL")
+        .arg(script)
+        .arg(2)
+        .arg("a")
+        .arg("b")
+        .query(&mut con)
+        .expect("EVAL");
+    let time = s * 1_000_000 + us;
+    let (a, b) = (pexpiretime(&mut con, "a"), pexpiretime(&mut con, "b"));
+    if cached {
+        assert_eq!(
+            (a, b),
+            (expiry_of_one_unit_at(time), expiry_of_one_unit_at(time))
+        );
+    } else {
+        println!("no RedisModule_CachedMicroseconds: each call reads the wall clock");
+        assert!(a <= b, "{a} then {b}");
     }
 }
