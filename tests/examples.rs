@@ -523,39 +523,85 @@ fn ratelimit_item(value: &str) -> (String, i64, i64) {
     )
 }
 
-/// `"default";r=<remaining>;t=<reset>` → (remaining, reset).
+/// `"default";r=<remaining>;t=<seconds>` → (remaining, t).
 fn ratelimit_field(value: &str) -> (i64, i64) {
     let (name, r, t) = ratelimit_item(value);
     assert_eq!(name, "default", "RateLimit {value:?}");
     (r, t)
 }
 
-/// The binding limit's fields in the response: its name, then remaining and
-/// reset from RateLimit, checked to be repeated in the earlier drafts'
-/// RateLimit-Remaining and RateLimit-Reset (and RateLimit-Limit equal to
-/// `limit`).
+/// The rate limit fields that a response of the limiter carries: the
+/// draft's two, the X- trio, and Retry-After on a 429. No others (not the
+/// earlier drafts' RateLimit-Limit, -Remaining, -Reset).
+const DECIDED_FIELDS: [&str; 5] = [
+    "RateLimit-Policy",
+    "RateLimit",
+    "X-RateLimit-Limit",
+    "X-RateLimit-Remaining",
+    "X-RateLimit-Reset",
+];
+
+/// The names of the response's rate limit fields (any name with
+/// "ratelimit" in it, and Retry-After), lowercase and sorted, repeats
+/// included.
+fn rate_limit_fields(r: &Response) -> Vec<String> {
+    let mut names: Vec<String> = r
+        .headers
+        .iter()
+        .map(|(n, _)| n.to_ascii_lowercase())
+        .filter(|n| n.contains("ratelimit") || n == "retry-after")
+        .collect();
+    names.sort();
+    names
+}
+
+/// Asserts that the response's rate limit fields are exactly `want`, each
+/// once.
+fn assert_rate_limit_fields(r: &Response, want: &[&str], ctx: &str) {
+    let mut want: Vec<String> = want.iter().map(|n| n.to_ascii_lowercase()).collect();
+    want.sort();
+    assert_eq!(rate_limit_fields(r), want, "the rate limit fields: {ctx}");
+}
+
+/// The binding limit's fields in the response, after checking that it
+/// carries exactly the rate limit fields of a decision: its name and
+/// remaining from RateLimit, and X-RateLimit-Reset (seconds until the
+/// limiter is full again). X-RateLimit-Limit is `limit` and
+/// X-RateLimit-Remaining RateLimit's r. RateLimit's t is X-RateLimit-Reset,
+/// except on a 429, where it is Retry-After (no later than the reset).
 fn binding_headers(r: &Response, limit: i64, ctx: &str) -> (String, i64, i64) {
-    let value = r
-        .header("RateLimit")
-        .unwrap_or_else(|| panic!("no RateLimit: {ctx}"));
-    let (name, remaining, reset) = ratelimit_item(value);
-    let legacy = |h: &str| -> i64 {
+    let mut want = DECIDED_FIELDS.to_vec();
+    if r.status == 429 {
+        want.push("Retry-After");
+    }
+    assert_rate_limit_fields(r, &want, ctx);
+    let (name, remaining, t) = ratelimit_item(r.header("RateLimit").expect("RateLimit"));
+    let int = |h: &str| -> i64 {
         r.header(h)
             .unwrap_or_else(|| panic!("no {h}: {ctx}"))
             .parse()
             .unwrap_or_else(|e| panic!("{h}: {e}: {ctx}"))
     };
-    assert_eq!(legacy("RateLimit-Limit"), limit, "{ctx}");
-    assert_eq!(legacy("RateLimit-Remaining"), remaining, "{ctx}");
-    assert_eq!(legacy("RateLimit-Reset"), reset, "{ctx}");
+    assert_eq!(int("X-RateLimit-Limit"), limit, "{ctx}");
+    assert_eq!(int("X-RateLimit-Remaining"), remaining, "{ctx}");
+    let reset = int("X-RateLimit-Reset");
+    if r.status == 429 {
+        let retry = int("Retry-After");
+        assert_eq!(t, retry, "RateLimit's t is Retry-After on a 429: {ctx}");
+        assert!(retry <= reset, "{ctx}");
+    } else {
+        assert_eq!(t, reset, "RateLimit's t is X-RateLimit-Reset: {ctx}");
+    }
     (name, remaining, reset)
 }
 
 /// The middleware contract, with 1 request per 60 s and a burst of 2
 /// (capacity 3, one unit every 60 s): per client, three requests pass, then
-/// 429 with Retry-After; every response carries both RateLimit fields, and
-/// the earlier drafts' three. A 5xx of the application keeps its unit (the
-/// give-back is an option, off by default).
+/// 429 with Retry-After; every response carries exactly the rate limit
+/// fields of a decision. The policy's window is the 180 s that the capacity
+/// takes to refill (3 per 180 s is the rate, 1 per 60 s), not the period.
+/// A 5xx of the application keeps its unit (the give-back is an option,
+/// off by default).
 fn check_middleware(mw: &Middleware, server: &Server, prefix: &str, what: &str) {
     let port = mw.port;
     let ctx = |r: &Response| {
@@ -567,7 +613,7 @@ fn check_middleware(mw: &Middleware, server: &Server, prefix: &str, what: &str) 
             mw.log()
         )
     };
-    let policy = "\"default\";q=3;w=60";
+    let policy = "\"default\";q=3;w=180";
 
     // A burst of three: remaining 2, 1, 0; the limiter is full again after
     // 60, 120, 180 s (rounded up; the requests are well within a second).
@@ -583,15 +629,17 @@ fn check_middleware(mw: &Middleware, server: &Server, prefix: &str, what: &str) 
         assert_eq!(r.header("Retry-After"), None, "{}", ctx(&r));
         assert_eq!(r.body, "ok\n", "{}", ctx(&r));
     }
-    // Used up: 429, the next unit in (at most) 60 s.
+    // Used up: 429, the next unit in (at most) 60 s, which is RateLimit's
+    // t; full again in 180 s, X-RateLimit-Reset.
     for _ in 0..2 {
         let r = request(port, "GET", Some("alice"), "");
         assert_eq!(r.status, 429, "{}", ctx(&r));
         assert_eq!(r.header("RateLimit-Policy"), Some(policy), "{}", ctx(&r));
-        let (remaining, reset) = ratelimit_field(r.header("RateLimit").expect("RateLimit"));
+        let (remaining, t) = ratelimit_field(r.header("RateLimit").expect("RateLimit"));
         assert_eq!(remaining, 0, "{}", ctx(&r));
+        assert!((59..=60).contains(&t), "{}", ctx(&r));
+        let (_, _, reset) = binding_headers(&r, 3, &ctx(&r));
         assert!((179..=180).contains(&reset), "{}", ctx(&r));
-        binding_headers(&r, 3, &ctx(&r));
         let retry: i64 = r
             .header("Retry-After")
             .unwrap_or_else(|| panic!("no Retry-After: {}", ctx(&r)))
@@ -603,19 +651,14 @@ fn check_middleware(mw: &Middleware, server: &Server, prefix: &str, what: &str) 
     let r = request(port, "POST", Some("bob"), "{\"some\":\"body\"}");
     assert_eq!(r.status, 200, "{}", ctx(&r));
     assert_eq!(r.header("RateLimit-Policy"), Some(policy), "{}", ctx(&r));
-    assert_eq!(
-        ratelimit_field(r.header("RateLimit").unwrap()).0,
-        2,
-        "{}",
-        ctx(&r)
-    );
+    assert_eq!(binding_headers(&r, 3, &ctx(&r)).1, 2, "{}", ctx(&r));
     // Every method costs a unit, OPTIONS and PURGE as well as GET.
     for (method, remaining) in [("OPTIONS", 2), ("PURGE", 1)] {
         let r = request(port, method, Some("carol"), "");
         assert_eq!(r.status, 200, "{method}: {}", ctx(&r));
         assert_eq!(r.header("RateLimit-Policy"), Some(policy), "{}", ctx(&r));
         assert_eq!(
-            ratelimit_field(r.header("RateLimit").unwrap()).0,
+            binding_headers(&r, 3, &ctx(&r)).1,
             remaining,
             "{method}: {}",
             ctx(&r)
@@ -624,12 +667,7 @@ fn check_middleware(mw: &Middleware, server: &Server, prefix: &str, what: &str) 
     // Without X-Client-Id, the peer address is the client.
     let r = request(port, "GET", None, "");
     assert_eq!(r.status, 200, "{}", ctx(&r));
-    assert_eq!(
-        ratelimit_field(r.header("RateLimit").unwrap()).0,
-        2,
-        "{}",
-        ctx(&r)
-    );
+    assert_eq!(binding_headers(&r, 3, &ctx(&r)).1, 2, "{}", ctx(&r));
     // The application's 500 passes through with the headers, and the unit
     // stays taken: the next request of that client sees one less.
     let r = request_to(port, "GET", "/status/500", Some("dan"), "");
@@ -797,7 +835,8 @@ fn check_several(mw: &Middleware, store: &Store, prefix: &str, grouped: bool, wh
             mw.log()
         )
     };
-    let policy = "\"user\";q=2;w=60, \"ip\";q=10;w=60, \"endpoint\";q=3;w=60";
+    // The user's THROTTLE 1 1 60 refills its capacity of 2 in 120 s.
+    let policy = "\"user\";q=2;w=120, \"ip\";q=10;w=60, \"endpoint\";q=3;w=60";
     let ip = format!("{prefix}ip:127.0.0.1");
     // A key's value, expiry and units, on the master that holds it.
     let state = |key: &str| {

@@ -53,10 +53,21 @@ class Limit {
     this.spec = spec; // ['SLIDE', 100, 60]: the algorithm and its numbers
   }
 
-  // The policy's window in seconds (THROTTLE's period), the w of RateLimit-Policy.
+  // The policy's window in seconds, the w of RateLimit-Policy whose q is the
+  // limit that the commands reply (the capacity). SLIDE and SLICE: their
+  // window. THROTTLE: the time its capacity takes to refill, capacity x
+  // period / count rounded up, so that q / w is its rate (count per period)
+  // and q its burst; its period would announce capacity units per period, a
+  // rate (max_burst + 1) / count times the real one. (BigInt: the product
+  // can exceed 2^53.)
   get window() {
-    const names = ALGORITHMS[this.spec[0]];
-    return this.spec[1 + names.indexOf(names.includes('period') ? 'period' : 'window')];
+    const [algorithm, ...numbers] = this.spec;
+    if (algorithm === 'THROTTLE') {
+      const [maxBurst, count, period] = numbers.map(BigInt);
+      const w = ((maxBurst + 1n) * period + count - 1n) / count;
+      return Number(w > 1n ? w : 1n);
+    }
+    return numbers[ALGORITHMS[algorithm].indexOf('window')];
   }
 
   // The key for one request: $client and the others replaced.

@@ -5,17 +5,23 @@
 // node itself with 400, before any handler runs.)
 //
 // Each request costs one unit of every limit of the policy (RL_LIMITS,
-// below). Allowed requests go on to the application, limited ones get 429
-// with Retry-After. Every response carries the rate limit fields of
-// draft-ietf-httpapi-ratelimit-headers-10 (the syntax of drafts -08 to
-// -10), every limit in the policy field and the binding limit (the one that
-// decided, or that is closest to deciding) in the other:
+// below). Allowed requests go on to the application, limited ones get 429.
+// Every response that the limiter decided carries exactly these rate limit
+// fields, the binding limit (the one that decided, or that is closest to
+// deciding) in all but the first:
 //
 //   RateLimit-Policy: "<name>";q=<limit>;w=<window>, ...   (one item per limit)
-//   RateLimit: "<name>";r=<remaining>;t=<reset_after>      (the binding limit)
+//   RateLimit: "<name>";r=<remaining>;t=<seconds>
+//   X-RateLimit-Limit: <limit>
+//   X-RateLimit-Remaining: <remaining>
+//   X-RateLimit-Reset: <reset_after>     (seconds from now, not a Unix time)
+//   Retry-After: <retry_after>           (429 only)
 //
-// and, for clients of the earlier drafts, the binding limit's numbers again
-// in RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset.
+// The first two are those of draft-ietf-httpapi-ratelimit-headers (the
+// syntax of drafts -08 to -11); w is the policy's window (for THROTTLE the
+// time its capacity takes to refill, see Limit.window in limits.js), and t
+// the seconds until the limiter is full again, or on a 429 the Retry-After.
+// The X- names carry the same numbers for the clients that read those.
 //
 // The application behind the limiter is a stand-in: it answers 200, or for
 // a path /status/<code> that status (to see a failed request given back).
@@ -94,17 +100,26 @@ const NAMES = LIMITS.map((limit) => sfString(limit.name));
 
 const redis = REDIS_CLUSTER ? new Redis.Cluster([REDIS_URL]) : new Redis(REDIS_URL);
 
+// The rate limit fields of a decision (see the top of this file).
 function rateLimitHeaders(decision) {
   const f = decision.fields[decision.binding];
-  return {
+  // RateLimit's t: no more than r units within t seconds. On a 429 that is
+  // the Retry-After (the draft: Retry-After is not earlier than the end of
+  // t); otherwise the time until the limiter is full again.
+  const t = decision.limited && f.retryAfter >= 0 ? f.retryAfter : f.resetAfter;
+  const headers = {
     'RateLimit-Policy': LIMITS.map((limit, i) => `${NAMES[i]};q=${decision.fields[i].limit};w=${limit.window}`).join(
       ', ',
     ),
-    RateLimit: `${NAMES[decision.binding]};r=${f.remaining};t=${f.resetAfter}`,
-    'RateLimit-Limit': String(f.limit),
-    'RateLimit-Remaining': String(f.remaining),
-    'RateLimit-Reset': String(f.resetAfter),
+    RateLimit: `${NAMES[decision.binding]};r=${f.remaining};t=${t}`,
+    'X-RateLimit-Limit': String(f.limit),
+    'X-RateLimit-Remaining': String(f.remaining),
+    'X-RateLimit-Reset': String(f.resetAfter),
   };
+  // retryAfter is -1 only when the request can never fit (a cost above the
+  // capacity); then there is nothing to wait for.
+  if (decision.limited && f.retryAfter >= 0) headers['Retry-After'] = String(f.retryAfter);
+  return headers;
 }
 
 // The stand-in for the service: { status, body }.
@@ -140,15 +155,10 @@ async function handle(req, res) {
   }
   const headers = rateLimitHeaders(decision);
   if (decision.limited) {
-    // retryAfter is -1 only when the request can never fit (a cost above
-    // the capacity); then there is nothing to wait for.
     const { retryAfter } = decision.fields[decision.binding];
-    if (retryAfter >= 0) {
-      headers['Retry-After'] = String(retryAfter);
-      send(res, 429, headers, `rate limited: retry in ${retryAfter} s\n`);
-    } else {
-      send(res, 429, headers, 'rate limited: this request exceeds the capacity\n');
-    }
+    const body =
+      retryAfter >= 0 ? `rate limited: retry in ${retryAfter} s\n` : 'rate limited: this request exceeds the capacity\n';
+    send(res, 429, headers, body);
     return;
   }
   const { status, body } = application(req.method, path);

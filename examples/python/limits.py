@@ -61,10 +61,18 @@ class Limit(NamedTuple):
 
     @property
     def window(self) -> int:
-        """The policy's window in seconds (THROTTLE's period), the ``w`` of
-        RateLimit-Policy."""
-        names = ALGORITHMS[self.spec[0]]
-        return self.spec[1 + names.index("period" if "period" in names else "window")]
+        """The policy's window in seconds, the ``w`` of RateLimit-Policy whose
+        ``q`` is the limit that the commands reply (the capacity). SLIDE and
+        SLICE: their window. THROTTLE: the time its capacity takes to refill,
+        capacity x period / count rounded up, so that q / w is its rate
+        (count per period) and q its burst; its period would announce
+        capacity units per period, a rate (max_burst + 1) / count times the
+        real one."""
+        algorithm, *numbers = self.spec
+        if algorithm == "THROTTLE":
+            max_burst, count, period = numbers
+            return max(1, -(-(max_burst + 1) * period // count))  # exact ceil
+        return numbers[ALGORITHMS[algorithm].index("window")]
 
     def render(self, values: Dict[str, str]) -> str:
         """The key for one request: ``$client`` and the others replaced."""

@@ -4,17 +4,22 @@ and method, with one or several limits decided at once by RL.ALLOW.
 Standard library only, apart from redis-py; the limits go through
 ``limits.py`` next to this file. Each request costs one unit of every limit
 of the policy (``RL_LIMITS``, below). Allowed requests go on to the
-application, limited ones get 429 with ``Retry-After``. Every response
-carries the rate limit fields of draft-ietf-httpapi-ratelimit-headers-10
-(the syntax of drafts -08 to -10), every limit in the policy field and the
-binding limit (the one that decided, or that is closest to deciding) in the
-other:
+application, limited ones get 429. Every response that the limiter decided
+carries exactly these rate limit fields, the binding limit (the one that
+decided, or that is closest to deciding) in all but the first:
 
     RateLimit-Policy: "<name>";q=<limit>;w=<window>, ...   (one item per limit)
-    RateLimit: "<name>";r=<remaining>;t=<reset_after>      (the binding limit)
+    RateLimit: "<name>";r=<remaining>;t=<seconds>
+    X-RateLimit-Limit: <limit>
+    X-RateLimit-Remaining: <remaining>
+    X-RateLimit-Reset: <reset_after>     (seconds from now, not a Unix time)
+    Retry-After: <retry_after>           (429 only)
 
-and, for clients of the earlier drafts, the binding limit's numbers again in
-RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset.
+The first two are those of draft-ietf-httpapi-ratelimit-headers (the syntax
+of drafts -08 to -11); ``w`` is the policy's window (for THROTTLE the time
+its capacity takes to refill, see ``limits.Limit.window``), and ``t`` the
+seconds until the limiter is full again, or on a 429 the Retry-After. The
+X- names carry the same numbers for the clients that read those.
 
 The application behind the limiter is a stand-in: it answers 200, or for a
 path /status/<code> that status (to see a failed request given back).
@@ -99,18 +104,28 @@ NAMES = [sf_string(limit.name) for limit in LIMITS]
 
 
 def rate_limit_headers(decision: limits.Decision) -> dict:
+    """The rate limit fields of a decision (see the top of this file)."""
     policy = ", ".join(
         f"{name};q={f.limit};w={limit.window}"
         for name, limit, f in zip(NAMES, LIMITS, decision.fields)
     )
     f = decision.headline
-    return {
+    # RateLimit's t: no more than r units within t seconds. On a 429 that is
+    # the Retry-After (the draft: Retry-After is not earlier than the end of
+    # t); otherwise the time until the limiter is full again.
+    t = f.retry_after if decision.limited and f.retry_after >= 0 else f.reset_after
+    headers = {
         "RateLimit-Policy": policy,
-        "RateLimit": f"{NAMES[decision.binding]};r={f.remaining};t={f.reset_after}",
-        "RateLimit-Limit": str(f.limit),
-        "RateLimit-Remaining": str(f.remaining),
-        "RateLimit-Reset": str(f.reset_after),
+        "RateLimit": f"{NAMES[decision.binding]};r={f.remaining};t={t}",
+        "X-RateLimit-Limit": str(f.limit),
+        "X-RateLimit-Remaining": str(f.remaining),
+        "X-RateLimit-Reset": str(f.reset_after),
     }
+    # retry_after is -1 only when the request can never fit (a cost above
+    # the capacity); then there is nothing to wait for.
+    if decision.limited and f.retry_after >= 0:
+        headers["Retry-After"] = str(f.retry_after)
+    return headers
 
 
 def application(method: str, path: str):
@@ -148,11 +163,8 @@ class Handler(BaseHTTPRequestHandler):
             return
         headers = rate_limit_headers(decision)
         if decision.limited:
-            # retry_after is -1 only when the request can never fit (a cost
-            # above the capacity); then there is nothing to wait for.
             retry_after = decision.headline.retry_after
             if retry_after >= 0:
-                headers["Retry-After"] = str(retry_after)
                 body = f"rate limited: retry in {retry_after} s\n"
             else:
                 body = "rate limited: this request exceeds the capacity\n"
