@@ -523,39 +523,85 @@ fn ratelimit_item(value: &str) -> (String, i64, i64) {
     )
 }
 
-/// `"default";r=<remaining>;t=<reset>` → (remaining, reset).
+/// `"default";r=<remaining>;t=<seconds>` → (remaining, t).
 fn ratelimit_field(value: &str) -> (i64, i64) {
     let (name, r, t) = ratelimit_item(value);
     assert_eq!(name, "default", "RateLimit {value:?}");
     (r, t)
 }
 
-/// The binding limit's fields in the response: its name, then remaining and
-/// reset from RateLimit, checked to be repeated in the earlier drafts'
-/// RateLimit-Remaining and RateLimit-Reset (and RateLimit-Limit equal to
-/// `limit`).
+/// The rate limit fields that a response of the limiter carries: the
+/// draft's two, the X- trio, and Retry-After on a 429. No others (not the
+/// earlier drafts' RateLimit-Limit, -Remaining, -Reset).
+const DECIDED_FIELDS: [&str; 5] = [
+    "RateLimit-Policy",
+    "RateLimit",
+    "X-RateLimit-Limit",
+    "X-RateLimit-Remaining",
+    "X-RateLimit-Reset",
+];
+
+/// The names of the response's rate limit fields (any name with
+/// "ratelimit" in it, and Retry-After), lowercase and sorted, repeats
+/// included.
+fn rate_limit_fields(r: &Response) -> Vec<String> {
+    let mut names: Vec<String> = r
+        .headers
+        .iter()
+        .map(|(n, _)| n.to_ascii_lowercase())
+        .filter(|n| n.contains("ratelimit") || n == "retry-after")
+        .collect();
+    names.sort();
+    names
+}
+
+/// Asserts that the response's rate limit fields are exactly `want`, each
+/// once.
+fn assert_rate_limit_fields(r: &Response, want: &[&str], ctx: &str) {
+    let mut want: Vec<String> = want.iter().map(|n| n.to_ascii_lowercase()).collect();
+    want.sort();
+    assert_eq!(rate_limit_fields(r), want, "the rate limit fields: {ctx}");
+}
+
+/// The binding limit's fields in the response, after checking that it
+/// carries exactly the rate limit fields of a decision: its name and
+/// remaining from RateLimit, and X-RateLimit-Reset (seconds until the
+/// limiter is full again). X-RateLimit-Limit is `limit` and
+/// X-RateLimit-Remaining RateLimit's r. RateLimit's t is X-RateLimit-Reset,
+/// except on a 429, where it is Retry-After (no later than the reset).
 fn binding_headers(r: &Response, limit: i64, ctx: &str) -> (String, i64, i64) {
-    let value = r
-        .header("RateLimit")
-        .unwrap_or_else(|| panic!("no RateLimit: {ctx}"));
-    let (name, remaining, reset) = ratelimit_item(value);
-    let legacy = |h: &str| -> i64 {
+    let mut want = DECIDED_FIELDS.to_vec();
+    if r.status == 429 {
+        want.push("Retry-After");
+    }
+    assert_rate_limit_fields(r, &want, ctx);
+    let (name, remaining, t) = ratelimit_item(r.header("RateLimit").expect("RateLimit"));
+    let int = |h: &str| -> i64 {
         r.header(h)
             .unwrap_or_else(|| panic!("no {h}: {ctx}"))
             .parse()
             .unwrap_or_else(|e| panic!("{h}: {e}: {ctx}"))
     };
-    assert_eq!(legacy("RateLimit-Limit"), limit, "{ctx}");
-    assert_eq!(legacy("RateLimit-Remaining"), remaining, "{ctx}");
-    assert_eq!(legacy("RateLimit-Reset"), reset, "{ctx}");
+    assert_eq!(int("X-RateLimit-Limit"), limit, "{ctx}");
+    assert_eq!(int("X-RateLimit-Remaining"), remaining, "{ctx}");
+    let reset = int("X-RateLimit-Reset");
+    if r.status == 429 {
+        let retry = int("Retry-After");
+        assert_eq!(t, retry, "RateLimit's t is Retry-After on a 429: {ctx}");
+        assert!(retry <= reset, "{ctx}");
+    } else {
+        assert_eq!(t, reset, "RateLimit's t is X-RateLimit-Reset: {ctx}");
+    }
     (name, remaining, reset)
 }
 
 /// The middleware contract, with 1 request per 60 s and a burst of 2
 /// (capacity 3, one unit every 60 s): per client, three requests pass, then
-/// 429 with Retry-After; every response carries both RateLimit fields, and
-/// the earlier drafts' three. A 5xx of the application keeps its unit (the
-/// give-back is an option, off by default).
+/// 429 with Retry-After; every response carries exactly the rate limit
+/// fields of a decision. The policy's window is the 180 s that the capacity
+/// takes to refill (3 per 180 s is the rate, 1 per 60 s), not the period.
+/// A 5xx of the application keeps its unit (the give-back is an option,
+/// off by default).
 fn check_middleware(mw: &Middleware, server: &Server, prefix: &str, what: &str) {
     let port = mw.port;
     let ctx = |r: &Response| {
@@ -567,7 +613,7 @@ fn check_middleware(mw: &Middleware, server: &Server, prefix: &str, what: &str) 
             mw.log()
         )
     };
-    let policy = "\"default\";q=3;w=60";
+    let policy = "\"default\";q=3;w=180";
 
     // A burst of three: remaining 2, 1, 0; the limiter is full again after
     // 60, 120, 180 s (rounded up; the requests are well within a second).
@@ -583,15 +629,17 @@ fn check_middleware(mw: &Middleware, server: &Server, prefix: &str, what: &str) 
         assert_eq!(r.header("Retry-After"), None, "{}", ctx(&r));
         assert_eq!(r.body, "ok\n", "{}", ctx(&r));
     }
-    // Used up: 429, the next unit in (at most) 60 s.
+    // Used up: 429, the next unit in (at most) 60 s, which is RateLimit's
+    // t; full again in 180 s, X-RateLimit-Reset.
     for _ in 0..2 {
         let r = request(port, "GET", Some("alice"), "");
         assert_eq!(r.status, 429, "{}", ctx(&r));
         assert_eq!(r.header("RateLimit-Policy"), Some(policy), "{}", ctx(&r));
-        let (remaining, reset) = ratelimit_field(r.header("RateLimit").expect("RateLimit"));
+        let (remaining, t) = ratelimit_field(r.header("RateLimit").expect("RateLimit"));
         assert_eq!(remaining, 0, "{}", ctx(&r));
+        assert!((59..=60).contains(&t), "{}", ctx(&r));
+        let (_, _, reset) = binding_headers(&r, 3, &ctx(&r));
         assert!((179..=180).contains(&reset), "{}", ctx(&r));
-        binding_headers(&r, 3, &ctx(&r));
         let retry: i64 = r
             .header("Retry-After")
             .unwrap_or_else(|| panic!("no Retry-After: {}", ctx(&r)))
@@ -603,19 +651,14 @@ fn check_middleware(mw: &Middleware, server: &Server, prefix: &str, what: &str) 
     let r = request(port, "POST", Some("bob"), "{\"some\":\"body\"}");
     assert_eq!(r.status, 200, "{}", ctx(&r));
     assert_eq!(r.header("RateLimit-Policy"), Some(policy), "{}", ctx(&r));
-    assert_eq!(
-        ratelimit_field(r.header("RateLimit").unwrap()).0,
-        2,
-        "{}",
-        ctx(&r)
-    );
+    assert_eq!(binding_headers(&r, 3, &ctx(&r)).1, 2, "{}", ctx(&r));
     // Every method costs a unit, OPTIONS and PURGE as well as GET.
     for (method, remaining) in [("OPTIONS", 2), ("PURGE", 1)] {
         let r = request(port, method, Some("carol"), "");
         assert_eq!(r.status, 200, "{method}: {}", ctx(&r));
         assert_eq!(r.header("RateLimit-Policy"), Some(policy), "{}", ctx(&r));
         assert_eq!(
-            ratelimit_field(r.header("RateLimit").unwrap()).0,
+            binding_headers(&r, 3, &ctx(&r)).1,
             remaining,
             "{method}: {}",
             ctx(&r)
@@ -624,12 +667,7 @@ fn check_middleware(mw: &Middleware, server: &Server, prefix: &str, what: &str) 
     // Without X-Client-Id, the peer address is the client.
     let r = request(port, "GET", None, "");
     assert_eq!(r.status, 200, "{}", ctx(&r));
-    assert_eq!(
-        ratelimit_field(r.header("RateLimit").unwrap()).0,
-        2,
-        "{}",
-        ctx(&r)
-    );
+    assert_eq!(binding_headers(&r, 3, &ctx(&r)).1, 2, "{}", ctx(&r));
     // The application's 500 passes through with the headers, and the unit
     // stays taken: the next request of that client sees one less.
     let r = request_to(port, "GET", "/status/500", Some("dan"), "");
@@ -654,8 +692,14 @@ fn check_middleware(mw: &Middleware, server: &Server, prefix: &str, what: &str) 
     assert!((178..=180).contains(&r[4]), "{what}: peek {alice}: {r:?}");
 }
 
+/// The limiter's timeout of the tests of what the middlewares answer when
+/// Redis works: one that no loaded test machine reaches (the tests of
+/// failures set their own).
+const FUNCTIONAL_TIMEOUT_MS: &str = "10000";
+
 fn limits(cmd: &mut Command, server: &Server, prefix: &str) {
     cmd.env("REDIS_URL", format!("redis://127.0.0.1:{}", server.port))
+        .env("RL_TIMEOUT_MS", FUNCTIONAL_TIMEOUT_MS)
         .env("RL_MAX_BURST", "2")
         .env("RL_COUNT", "1")
         .env("RL_PERIOD", "60")
@@ -698,6 +742,215 @@ fn node_middleware() {
     limits(&mut cmd, &server, prefix);
     let mw = Middleware::start(cmd, "examples/node/middleware.js");
     check_middleware(&mw, &server, prefix, "middleware.js");
+}
+
+// ---------------------------------------------------------------------------
+// When Redis fails: the middlewares answer within their timeout, 503 or
+// (failing open) the application's answer, and log one line per burst
+
+/// The middlewares' RL_TIMEOUT_MS in these tests.
+const TIMEOUT_MS: u64 = 200;
+/// What each request may take when Redis fails: the timeout and a generous
+/// margin (before the timeout, the Node middleware took 10 to 42 s).
+const BOUND: Duration = Duration::from_secs(2);
+/// Requests per failure burst.
+const BURST: usize = 5;
+
+/// A middleware from `command` with one limit against `url`, the timeout
+/// of these tests, and failing open or closed.
+fn start_against(mut command: Command, url: &str, fail_open: bool, what: &str) -> Middleware {
+    command
+        .env("REDIS_URL", url)
+        .env("RL_KEY_PREFIX", "down:")
+        .env("RL_TIMEOUT_MS", TIMEOUT_MS.to_string())
+        .env("RL_FAIL_OPEN", if fail_open { "yes" } else { "no" });
+    Middleware::start(command, what)
+}
+
+/// The log's lines, checked to be `want` in number, the first containing
+/// each of `first`.
+fn log_lines(mw: &Middleware, want: usize, first: &[&str], what: &str) -> Vec<String> {
+    let log = mw.log();
+    let lines: Vec<String> = log.lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), want, "{what}: the log:\n{log}");
+    if let Some(line) = lines.first() {
+        for part in first {
+            assert!(line.contains(part), "{what}: {part:?} not in {line:?}");
+        }
+    }
+    lines
+}
+
+/// BURST requests at once, each answered within BOUND: 503 without rate
+/// limit fields, or when failing open the application's 200, also without.
+fn burst(mw: &Middleware, fail_open: bool, what: &str) {
+    let port = mw.port;
+    let requests: Vec<_> = (0..BURST)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let started = Instant::now();
+                let r = request(port, "GET", Some(&format!("client{i}")), "");
+                (r, started.elapsed())
+            })
+        })
+        .collect();
+    for handle in requests {
+        let (r, took) = handle.join().expect("request thread");
+        let ctx = format!(
+            "{what}: {} {:?} {:?} in {took:?}",
+            r.status, r.headers, r.body
+        );
+        assert!(took < BOUND, "{ctx}: over {BOUND:?}\n{}", mw.log());
+        if fail_open {
+            assert_eq!((r.status, r.body.as_str()), (200, "ok\n"), "{ctx}");
+        } else {
+            assert_eq!(
+                (r.status, r.body.as_str()),
+                (503, "rate limiter unavailable\n"),
+                "{ctx}"
+            );
+        }
+        assert_rate_limit_fields(&r, &[], &ctx);
+    }
+}
+
+/// One request that the limiter decides: 200, and the fields of a decision.
+fn decided(mw: &Middleware, what: &str) {
+    let started = Instant::now();
+    let r = request(mw.port, "GET", Some("fine"), "");
+    let ctx = format!(
+        "{what}: {} {:?} in {:?}\n{}",
+        r.status,
+        r.headers,
+        started.elapsed(),
+        mw.log()
+    );
+    assert_eq!(r.status, 200, "{ctx}");
+    binding_headers(&r, 10, &ctx);
+}
+
+/// Sends `signal` to the server's process.
+fn signal(server: &Server, signal: libc::c_int) {
+    let pid = server.pid().expect("the server runs") as libc::pid_t;
+    // SAFETY: kill(2) with the pid of a child process this test started.
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "kill {pid}");
+}
+
+/// A listener whose accept queue is full: connection attempts to its port
+/// neither succeed nor fail, as with a host that drops the packets. (Linux
+/// takes a new backlog from a second listen(); with 0 it queues one
+/// connection, which `_filler` is.)
+struct Unanswered {
+    listener: std::net::TcpListener,
+    _filler: TcpStream,
+}
+
+impl Unanswered {
+    fn new() -> Unanswered {
+        use std::os::fd::AsRawFd;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        // SAFETY: listen(2) on the listener's own socket.
+        assert_eq!(
+            unsafe { libc::listen(listener.as_raw_fd(), 0) },
+            0,
+            "listen"
+        );
+        let port = listener.local_addr().expect("address").port();
+        let filler = TcpStream::connect(("127.0.0.1", port)).expect("fill the queue");
+        Unanswered {
+            listener,
+            _filler: filler,
+        }
+    }
+
+    fn url(&self) -> String {
+        let port = self.listener.local_addr().expect("address").port();
+        format!("redis://127.0.0.1:{port}")
+    }
+}
+
+/// The failure contract of a middleware (`command` makes one) with
+/// RL_TIMEOUT_MS=200: whether Redis is gone (connections refused), hangs
+/// (connected, no answers), or its host does not answer (connection
+/// attempts time out), every request of a burst is answered within 2 s,
+/// with 503, and the log has one line for the burst; once Redis answers
+/// again, requests pass and the log says so in one more line. Failing open,
+/// the requests reach the application.
+fn check_redis_failures(mut command: impl FnMut() -> Command, what: &str) {
+    let url = |server: &Server| format!("redis://127.0.0.1:{}", server.port);
+
+    // Redis goes away: SHUTDOWN, then connections are refused.
+    let mut server = Server::start();
+    let mw = start_against(command(), &url(&server), false, what);
+    let what_now = format!("{what}, Redis shut down");
+    decided(&mw, &what_now);
+    server.shutdown();
+    burst(&mw, false, &what_now);
+    burst(&mw, false, &what_now);
+    log_lines(
+        &mw,
+        1,
+        &["rate limiter unavailable", "answering 503"],
+        &what_now,
+    );
+    drop(mw);
+
+    // Failing open, the same: the application answers, without a limit.
+    let mw = start_against(command(), &url(&server), true, what);
+    let what_now = format!("{what}, Redis shut down, failing open");
+    burst(&mw, true, &what_now);
+    log_lines(
+        &mw,
+        1,
+        &["rate limiter unavailable", "RL_FAIL_OPEN=yes"],
+        &what_now,
+    );
+    drop(mw);
+
+    // Redis hangs (SIGSTOP): connected, and no answer comes. Then it goes
+    // on (SIGCONT), and the next request passes.
+    let server = Server::start();
+    let mw = start_against(command(), &url(&server), false, what);
+    let what_now = format!("{what}, Redis stopped");
+    decided(&mw, &what_now);
+    signal(&server, libc::SIGSTOP);
+    burst(&mw, false, &what_now);
+    burst(&mw, false, &what_now);
+    log_lines(&mw, 1, &["rate limiter unavailable"], &what_now);
+    signal(&server, libc::SIGCONT);
+    decided(&mw, &format!("{what}, Redis going on"));
+    let lines = log_lines(&mw, 2, &[], &what_now);
+    assert!(
+        lines[1].contains("rate limiter available again"),
+        "{what_now}: {lines:?}"
+    );
+    drop(mw);
+
+    // Nothing answers the connection attempts.
+    let unanswered = Unanswered::new();
+    let mw = start_against(command(), &unanswered.url(), false, what);
+    let what_now = format!("{what}, no answer to connecting");
+    burst(&mw, false, &what_now);
+    burst(&mw, false, &what_now);
+    log_lines(&mw, 1, &["rate limiter unavailable"], &what_now);
+}
+
+#[test]
+fn python_middleware_when_redis_fails() {
+    let libs = python_libs();
+    check_redis_failures(
+        || python_middleware_command(&libs),
+        "examples/python/middleware.py",
+    );
+}
+
+#[test]
+fn node_middleware_when_redis_fails() {
+    let libs = node_libs();
+    check_redis_failures(
+        || node_middleware_command(&libs),
+        "examples/node/middleware.js",
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -797,7 +1050,8 @@ fn check_several(mw: &Middleware, store: &Store, prefix: &str, grouped: bool, wh
             mw.log()
         )
     };
-    let policy = "\"user\";q=2;w=60, \"ip\";q=10;w=60, \"endpoint\";q=3;w=60";
+    // The user's THROTTLE 1 1 60 refills its capacity of 2 in 120 s.
+    let policy = "\"user\";q=2;w=120, \"ip\";q=10;w=60, \"endpoint\";q=3;w=60";
     let ip = format!("{prefix}ip:127.0.0.1");
     // A key's value, expiry and units, on the master that holds it.
     let state = |key: &str| {
@@ -986,6 +1240,7 @@ fn check_several(mw: &Middleware, store: &Store, prefix: &str, grouped: bool, wh
 /// REDIS_CLUSTER=yes, which implies the grouping by slot.
 fn several(cmd: &mut Command, store: &Store, prefix: &str, grouped: bool) {
     cmd.env("REDIS_URL", store.url())
+        .env("RL_TIMEOUT_MS", FUNCTIONAL_TIMEOUT_MS)
         .env("RL_LIMITS", several_limits(prefix))
         .env("RL_REFUND_5XX", "yes");
     match store {

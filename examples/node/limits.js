@@ -26,6 +26,11 @@
 //
 // giveBack() returns the units of an allowed request, for instance when the
 // handler failed (RL.REFUND, one call per limit).
+//
+// Both take an optional deadline (a Date.now() instant): each command times
+// out at the deadline (ioredis rejects it with "Command timed out"), and a
+// command that would start after it is not sent, so that a caller that gave
+// up waiting leaves nothing behind that it did not see.
 'use strict';
 
 const { Command } = require('ioredis');
@@ -53,10 +58,21 @@ class Limit {
     this.spec = spec; // ['SLIDE', 100, 60]: the algorithm and its numbers
   }
 
-  // The policy's window in seconds (THROTTLE's period), the w of RateLimit-Policy.
+  // The policy's window in seconds, the w of RateLimit-Policy whose q is the
+  // limit that the commands reply (the capacity). SLIDE and SLICE: their
+  // window. THROTTLE: the time its capacity takes to refill, capacity x
+  // period / count rounded up, so that q / w is its rate (count per period)
+  // and q its burst; its period would announce capacity units per period, a
+  // rate (max_burst + 1) / count times the real one. (BigInt: the product
+  // can exceed 2^53.)
   get window() {
-    const names = ALGORITHMS[this.spec[0]];
-    return this.spec[1 + names.indexOf(names.includes('period') ? 'period' : 'window')];
+    const [algorithm, ...numbers] = this.spec;
+    if (algorithm === 'THROTTLE') {
+      const [maxBurst, count, period] = numbers.map(BigInt);
+      const w = ((maxBurst + 1n) * period + count - 1n) / count;
+      return Number(w > 1n ? w : 1n);
+    }
+    return numbers[ALGORITHMS[algorithm].indexOf('window')];
   }
 
   // The key for one request: $client and the others replaced.
@@ -162,23 +178,27 @@ function binding(fields) {
   return best;
 }
 
-// One command, sent to the node of `slot` on a cluster: ioredis does not
-// know where a module command's keys are, and would send it to any node and
-// follow the MOVED reply.
-function send(redis, slot, name, args) {
-  if (!redis.isCluster) return redis.call(name, ...args);
+// One command, by the deadline when there is one, and sent to the node of
+// `slot` on a cluster: ioredis does not know where a module command's keys
+// are, and would send it to any node and follow the MOVED reply.
+function send(redis, slot, name, args, deadline) {
   const command = new Command(name, args, { replyEncoding: 'utf8' });
-  command.slot = slot;
+  if (deadline !== undefined) {
+    const left = deadline - Date.now();
+    if (left <= 0) return Promise.reject(new Error('deadline passed'));
+    command.setTimeout(left); // instead of the client's commandTimeout
+  }
+  if (redis.isCluster) command.slot = slot;
   redis.sendCommand(command);
   return command.promise;
 }
 
 // One RL.ALLOW or RL.PEEK of the limits in group.
-async function several(redis, command, limits, keys, group, quantity) {
+async function several(redis, command, limits, keys, group, quantity, deadline) {
   const args = [group.length, ...group.map((i) => keys[i])];
   for (const i of group) args.push(...limits[i].spec);
   args.push('QUANTITY', quantity);
-  const reply = await send(redis, keyslot(keys[group[0]]), command, args);
+  const reply = await send(redis, keyslot(keys[group[0]]), command, args, deadline);
   return { limited: Number(reply[0]) === 1, first: Number(reply[5]) - 1, fields: reply[6].map(named) };
 }
 
@@ -186,18 +206,18 @@ async function several(redis, command, limits, keys, group, quantity) {
 // file for Redis Cluster). Resolves to { limited, binding, fields, taken }:
 // `fields` one per limit, `binding` the index whose fields go into the
 // headers, `taken` the limits that recorded the request.
-async function allow(redis, limits, keys, { quantity = 1, groupBySlot = false } = {}) {
+async function allow(redis, limits, keys, { quantity = 1, groupBySlot = false, deadline } = {}) {
   const groups = groupBySlot ? slotGroups(keys) : [keys.map((_, i) => i)];
   const fields = new Array(keys.length);
   const taken = [];
   for (let n = 0; n < groups.length; n++) {
     const group = groups[n];
-    const r = await several(redis, 'RL.ALLOW', limits, keys, group, quantity);
+    const r = await several(redis, 'RL.ALLOW', limits, keys, group, quantity, deadline);
     group.forEach((i, j) => (fields[i] = r.fields[j]));
     if (r.limited) {
-      await giveBack(redis, limits, keys, taken, quantity);
+      await giveBack(redis, limits, keys, taken, quantity, deadline);
       for (const later of groups.slice(n + 1)) {
-        const p = await several(redis, 'RL.PEEK', limits, keys, later, quantity);
+        const p = await several(redis, 'RL.PEEK', limits, keys, later, quantity, deadline);
         later.forEach((i, j) => (fields[i] = p.fields[j]));
       }
       return { limited: true, binding: binding(fields), fields, taken: [] };
@@ -211,9 +231,9 @@ async function allow(redis, limits, keys, { quantity = 1, groupBySlot = false } 
 }
 
 // RL.REFUND of `quantity` units on each limit in `indices`.
-async function giveBack(redis, limits, keys, indices, quantity = 1) {
+async function giveBack(redis, limits, keys, indices, quantity = 1, deadline = undefined) {
   await Promise.all(
-    indices.map((i) => send(redis, keyslot(keys[i]), 'RL.REFUND', [keys[i], ...limits[i].spec, quantity])),
+    indices.map((i) => send(redis, keyslot(keys[i]), 'RL.REFUND', [keys[i], ...limits[i].spec, quantity], deadline)),
   );
 }
 

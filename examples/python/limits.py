@@ -25,9 +25,15 @@ numbers belong in the response's headers):
 
 ``give_back`` returns the units of an allowed request, for instance when the
 handler failed (RL.REFUND, one call per limit).
+
+Both take an optional ``deadline`` (a ``time.monotonic()`` instant): a
+command that would start after it is not sent (``redis.TimeoutError``), so
+that a caller that gave up waiting leaves nothing behind that it did not
+see. The client's own timeouts bound each command.
 """
 
 import re
+import time
 from typing import Dict, List, NamedTuple, Optional, Sequence
 
 import redis
@@ -61,10 +67,18 @@ class Limit(NamedTuple):
 
     @property
     def window(self) -> int:
-        """The policy's window in seconds (THROTTLE's period), the ``w`` of
-        RateLimit-Policy."""
-        names = ALGORITHMS[self.spec[0]]
-        return self.spec[1 + names.index("period" if "period" in names else "window")]
+        """The policy's window in seconds, the ``w`` of RateLimit-Policy whose
+        ``q`` is the limit that the commands reply (the capacity). SLIDE and
+        SLICE: their window. THROTTLE: the time its capacity takes to refill,
+        capacity x period / count rounded up, so that q / w is its rate
+        (count per period) and q its burst; its period would announce
+        capacity units per period, a rate (max_burst + 1) / count times the
+        real one."""
+        algorithm, *numbers = self.spec
+        if algorithm == "THROTTLE":
+            max_burst, count, period = numbers
+            return max(1, -(-(max_burst + 1) * period // count))  # exact ceil
+        return numbers[ALGORITHMS[algorithm].index("window")]
 
     def render(self, values: Dict[str, str]) -> str:
         """The key for one request: ``$client`` and the others replaced."""
@@ -146,8 +160,15 @@ def binding(fields: Sequence[Fields]) -> int:
     return min(range(len(fields)), key=lambda i: (fields[i].remaining, -fields[i].reset_after, i))
 
 
-def _several(client, command: str, limits, keys, group, quantity: int):
+def _in_time(deadline: Optional[float]) -> None:
+    if deadline is not None and time.monotonic() >= deadline:
+        raise redis.TimeoutError("deadline passed")
+
+
+def _several(client, command: str, limits, keys, group, quantity: int,
+             deadline: Optional[float] = None):
     """One RL.ALLOW or RL.PEEK of the limits in ``group``."""
+    _in_time(deadline)
     args = [command, len(group)]
     args += [keys[i] for i in group]
     for i in group:
@@ -163,20 +184,22 @@ def _several(client, command: str, limits, keys, group, quantity: int):
 
 
 def allow(client, limits: Sequence[Limit], keys: Sequence[str], quantity: int = 1,
-          group_by_slot: bool = False) -> Decision:
+          group_by_slot: bool = False, deadline: Optional[float] = None) -> Decision:
     """Takes ``quantity`` units of every limit, or of none (see the module's
     documentation for Redis Cluster)."""
     groups = slot_groups(keys) if group_by_slot else [list(range(len(keys)))]
     fields: List[Optional[Fields]] = [None] * len(keys)
     taken: List[int] = []
     for n, group in enumerate(groups):
-        limited, first, replied = _several(client, "RL.ALLOW", limits, keys, group, quantity)
+        limited, first, replied = _several(client, "RL.ALLOW", limits, keys, group, quantity,
+                                           deadline)
         for i, f in zip(group, replied):
             fields[i] = f
         if limited:
-            give_back(client, limits, keys, taken, quantity)
+            give_back(client, limits, keys, taken, quantity, deadline)
             for later in groups[n + 1:]:
-                _, _, replied = _several(client, "RL.PEEK", limits, keys, later, quantity)
+                _, _, replied = _several(client, "RL.PEEK", limits, keys, later, quantity,
+                                         deadline)
                 for i, f in zip(later, replied):
                     fields[i] = f
             return Decision(True, binding(fields), fields, [])
@@ -187,7 +210,8 @@ def allow(client, limits: Sequence[Limit], keys: Sequence[str], quantity: int = 
 
 
 def give_back(client, limits: Sequence[Limit], keys: Sequence[str], indices: Sequence[int],
-              quantity: int = 1) -> None:
+              quantity: int = 1, deadline: Optional[float] = None) -> None:
     """RL.REFUND of ``quantity`` units on each limit in ``indices``."""
     for i in indices:
+        _in_time(deadline)
         client.execute_command("RL.REFUND", keys[i], *limits[i].spec, quantity)

@@ -4,17 +4,31 @@ and method, with one or several limits decided at once by RL.ALLOW.
 Standard library only, apart from redis-py; the limits go through
 ``limits.py`` next to this file. Each request costs one unit of every limit
 of the policy (``RL_LIMITS``, below). Allowed requests go on to the
-application, limited ones get 429 with ``Retry-After``. Every response
-carries the rate limit fields of draft-ietf-httpapi-ratelimit-headers-10
-(the syntax of drafts -08 to -10), every limit in the policy field and the
-binding limit (the one that decided, or that is closest to deciding) in the
-other:
+application, limited ones get 429. Every response that the limiter decided
+carries exactly these rate limit fields, the binding limit (the one that
+decided, or that is closest to deciding) in all but the first:
 
     RateLimit-Policy: "<name>";q=<limit>;w=<window>, ...   (one item per limit)
-    RateLimit: "<name>";r=<remaining>;t=<reset_after>      (the binding limit)
+    RateLimit: "<name>";r=<remaining>;t=<seconds>
+    X-RateLimit-Limit: <limit>
+    X-RateLimit-Remaining: <remaining>
+    X-RateLimit-Reset: <reset_after>     (seconds from now, not a Unix time)
+    Retry-After: <retry_after>           (429 only)
 
-and, for clients of the earlier drafts, the binding limit's numbers again in
-RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset.
+The first two are those of draft-ietf-httpapi-ratelimit-headers (the syntax
+of drafts -08 to -11); ``w`` is the policy's window (for THROTTLE the time
+its capacity takes to refill, see ``limits.Limit.window``), and ``t`` the
+seconds until the limiter is full again, or on a 429 the Retry-After. The
+X- names carry the same numbers for the clients that read those.
+
+**When Redis fails.** The limiter's answer takes at most ``RL_TIMEOUT_MS``
+(250 ms), counted from when the request has arrived, connection attempts
+included: the client connects and reads with that timeout and makes no
+retries, and the whole call runs against a deadline. A request the limiter
+could not decide gets 503 (failing closed, the default), or with
+``RL_FAIL_OPEN=yes`` goes to the application without a limit and without
+rate limit fields. The log has one line when the limiter starts failing
+and one when it answers again, never one per request.
 
 The application behind the limiter is a stand-in: it answers 200, or for a
 path /status/<code> that status (to see a failed request given back).
@@ -37,13 +51,22 @@ Configuration (environment):
                      giving back what earlier slots took when one refuses
     RL_REFUND_5XX    no    yes: give the units back when the application
                      answers 5xx
+    RL_TIMEOUT_MS    250   the longest the limiter may take to decide
+    RL_FAIL_OPEN     no    yes: when the limiter cannot decide, let the
+                     request through (no: answer 503)
 """
 
 import os
 import sys
+import threading
+import time
+from concurrent import futures
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import redis
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisClusterException
+from redis.retry import Retry
 
 import limits
 
@@ -61,6 +84,17 @@ HOST = os.environ.get("HOST", "127.0.0.1")
 PORT = int(os.environ.get("PORT", "8080"))
 GROUP_BY_SLOT = flag("RL_GROUP_BY_SLOT", "yes" if REDIS_CLUSTER else "no")
 REFUND_5XX = flag("RL_REFUND_5XX")
+FAIL_OPEN = flag("RL_FAIL_OPEN")
+
+
+def milliseconds(name: str, default: str) -> float:
+    value = os.environ.get(name, default)
+    if not value.isdigit() or int(value) == 0:
+        raise SystemExit(f"{name} must be a positive number of milliseconds, not {value!r}")
+    return int(value) / 1000
+
+
+TIMEOUT = milliseconds("RL_TIMEOUT_MS", "250")
 
 
 def policy_from_environment() -> list:
@@ -82,10 +116,90 @@ def policy_from_environment() -> list:
 LIMITS = policy_from_environment()
 
 # redis-py keeps a thread-safe connection pool (one per node for a cluster).
+# Each connection attempt and each reply is bounded by TIMEOUT, and a failed
+# command is not retried: the deadline below is for the whole decision.
+CLIENT_OPTIONS = dict(
+    socket_connect_timeout=TIMEOUT,
+    socket_timeout=TIMEOUT,
+    retry=Retry(NoBackoff(), 0),
+)
+# The errors that mean "the limiter could not decide".
+FAILURES = (redis.RedisError, RedisClusterException, OSError, TimeoutError)
+
 if REDIS_CLUSTER:
-    client = redis.RedisCluster.from_url(REDIS_URL)
+    # A cluster client asks a node for the slots when it is made. main()
+    # makes it at start; when the cluster cannot be reached then, the first
+    # request makes it, within its deadline (and the next one, on failure).
+    _cluster = None
+    _cluster_lock = threading.Lock()
+
+    def connection():
+        global _cluster
+        with _cluster_lock:
+            if _cluster is None:
+                _cluster = redis.RedisCluster.from_url(REDIS_URL, **CLIENT_OPTIONS)
+            return _cluster
 else:
-    client = redis.Redis.from_url(REDIS_URL)
+    _client = redis.Redis.from_url(REDIS_URL, **CLIENT_OPTIONS)
+
+    def connection():
+        return _client
+
+
+# The limiter's calls run on these threads, so that a request waits for at
+# most its deadline (future.result(timeout)), whatever the client does.
+LIMITER = futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="limiter")
+
+
+def within_deadline(call, deadline: float):
+    """``call(client, deadline)`` on a limiter thread, its result by
+    ``deadline`` (time.monotonic()), or TimeoutError."""
+    future = LIMITER.submit(lambda: call(connection(), deadline))
+    try:
+        return future.result(timeout=max(0.0, deadline - time.monotonic()))
+    except futures.TimeoutError:
+        # Not started yet (all threads busy): it never will be. Started: its
+        # commands stop at the deadline (limits.py checks it before each).
+        future.cancel()
+        raise TimeoutError(f"no answer within {TIMEOUT * 1000:.0f} ms") from None
+
+
+def log(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+class Health:
+    """The limiter's state, for the log: one line when its calls start
+    failing, one when they succeed again, however many requests there are
+    in between."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.failing_since = None
+        self.failures = 0
+
+    def failed(self, error: BaseException) -> None:
+        with self.lock:
+            self.failures += 1
+            if self.failing_since is not None:
+                return
+            self.failing_since = time.monotonic()
+        then = "letting requests through unlimited (RL_FAIL_OPEN=yes)" if FAIL_OPEN else "answering 503"
+        log(f"rate limiter unavailable ({type(error).__name__}: {error}); {then} until it answers again")
+
+    def succeeded(self) -> None:
+        if self.failing_since is None:  # the common case, without the lock
+            return
+        with self.lock:
+            if self.failing_since is None:
+                return
+            seconds = time.monotonic() - self.failing_since
+            failures, self.failing_since, self.failures = self.failures, None, 0
+        log(f"rate limiter available again, after {failures} failed calls in {seconds:.1f} s")
+
+
+HEALTH = Health()
 
 
 def sf_string(value: str) -> str:
@@ -99,18 +213,28 @@ NAMES = [sf_string(limit.name) for limit in LIMITS]
 
 
 def rate_limit_headers(decision: limits.Decision) -> dict:
+    """The rate limit fields of a decision (see the top of this file)."""
     policy = ", ".join(
         f"{name};q={f.limit};w={limit.window}"
         for name, limit, f in zip(NAMES, LIMITS, decision.fields)
     )
     f = decision.headline
-    return {
+    # RateLimit's t: no more than r units within t seconds. On a 429 that is
+    # the Retry-After (the draft: Retry-After is not earlier than the end of
+    # t); otherwise the time until the limiter is full again.
+    t = f.retry_after if decision.limited and f.retry_after >= 0 else f.reset_after
+    headers = {
         "RateLimit-Policy": policy,
-        "RateLimit": f"{NAMES[decision.binding]};r={f.remaining};t={f.reset_after}",
-        "RateLimit-Limit": str(f.limit),
-        "RateLimit-Remaining": str(f.remaining),
-        "RateLimit-Reset": str(f.reset_after),
+        "RateLimit": f"{NAMES[decision.binding]};r={f.remaining};t={t}",
+        "X-RateLimit-Limit": str(f.limit),
+        "X-RateLimit-Remaining": str(f.remaining),
+        "X-RateLimit-Reset": str(f.reset_after),
     }
+    # retry_after is -1 only when the request can never fit (a cost above
+    # the capacity); then there is nothing to wait for.
+    if decision.limited and f.retry_after >= 0:
+        headers["Retry-After"] = str(f.retry_after)
+    return headers
 
 
 def application(method: str, path: str):
@@ -140,19 +264,29 @@ class Handler(BaseHTTPRequestHandler):
             "method": self.command,
         }
         keys = [limit.render(values) for limit in LIMITS]
+        started = time.monotonic()
         try:
-            decision = limits.allow(client, LIMITS, keys, group_by_slot=GROUP_BY_SLOT)
-        except redis.RedisError as e:
-            # Fail closed; a real service might rather fail open.
-            self.reply(503, {}, f"rate limiter unavailable: {e}\n")
+            decision = within_deadline(
+                lambda client, deadline: limits.allow(
+                    client, LIMITS, keys, group_by_slot=GROUP_BY_SLOT, deadline=deadline
+                ),
+                started + TIMEOUT,
+            )
+        except FAILURES as e:
+            HEALTH.failed(e)
+            if not FAIL_OPEN:
+                self.reply(503, {}, "rate limiter unavailable\n")
+                return
+            # Fail open: the application answers, unlimited; no rate limit
+            # fields, since there are no numbers to put in them.
+            status, body = application(self.command, path)
+            self.reply(status, {}, body)
             return
+        HEALTH.succeeded()
         headers = rate_limit_headers(decision)
         if decision.limited:
-            # retry_after is -1 only when the request can never fit (a cost
-            # above the capacity); then there is nothing to wait for.
             retry_after = decision.headline.retry_after
             if retry_after >= 0:
-                headers["Retry-After"] = str(retry_after)
                 body = f"rate limited: retry in {retry_after} s\n"
             else:
                 body = "rate limited: this request exceeds the capacity\n"
@@ -161,11 +295,16 @@ class Handler(BaseHTTPRequestHandler):
         status, body = application(self.command, path)
         if status >= 500 and REFUND_5XX:
             # The request failed: it should not count. The headers keep the
-            # numbers of the decision.
+            # numbers of the decision. The give-back has a deadline of its own.
             try:
-                limits.give_back(client, LIMITS, keys, decision.taken)
-            except redis.RedisError as e:
-                self.log_message("could not give the units back: %s", e)
+                within_deadline(
+                    lambda client, deadline: limits.give_back(
+                        client, LIMITS, keys, decision.taken, deadline=deadline
+                    ),
+                    time.monotonic() + TIMEOUT,
+                )
+            except FAILURES as e:
+                HEALTH.failed(e)
         self.reply(status, headers, body)
 
     def reply(self, status: int, headers: dict, body: str) -> None:
@@ -187,16 +326,27 @@ class Handler(BaseHTTPRequestHandler):
             return self.handle_any
         raise AttributeError(name)
 
+    # No access log (as in middleware.js): a line per request would bury
+    # the limiter's own lines. Errors of the HTTP server itself still go to
+    # log_message.
+    def log_request(self, code="-", size="-") -> None:
+        pass
+
     def log_message(self, format, *args) -> None:  # noqa: A002 (stdlib signature)
-        sys.stderr.write(f"{self.address_string()} {format % args}\n")
+        log(f"{self.address_string()} {format % args}")
 
 
 def main() -> None:
+    try:
+        connection()
+    except FAILURES:
+        pass  # a request tries again, and says so in the log if it fails
     server = ThreadingHTTPServer((HOST, PORT), Handler)
     policy = "; ".join(f"{limit.name} {limit.key} {' '.join(map(str, limit.spec))}" for limit in LIMITS)
     print(
         f"listening on http://{HOST}:{server.server_port} "
-        f"({policy}; redis {REDIS_URL}{' cluster' if REDIS_CLUSTER else ''})",
+        f"({policy}; redis {REDIS_URL}{' cluster' if REDIS_CLUSTER else ''}; "
+        f"timeout {TIMEOUT * 1000:.0f} ms, failing {'open' if FAIL_OPEN else 'closed'})",
         flush=True,
     )
     try:

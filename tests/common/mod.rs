@@ -265,6 +265,11 @@ impl Server {
         }
     }
 
+    /// The server process's id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// True while the server process runs.
     pub fn alive(&mut self) -> bool {
         match self.child.as_mut() {
