@@ -14,8 +14,6 @@ use redis_module::raw;
 use crate::kinds::KINDS;
 use crate::server;
 
-/// The rows of the section, in INFO order: one per command; the first
-/// three, one per limiter, also count the keys of their type.
 /// A row of the section: one per kind (its index in `kinds::KINDS`), then
 /// the commands that are not a kind's.
 #[derive(Clone, Copy)]

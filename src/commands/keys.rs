@@ -7,14 +7,15 @@ use redis_module::raw;
 
 use super::several::spec_doc;
 use super::{
-    arg_bytes, delete, entry, propagate, recorded, store, unix_ms_ceil, Details, Error, Outcome,
+    arg_bytes, delete, entry, propagate, propagate_change, recorded, store, unix_ms_ceil, Details,
+    Error, Outcome,
 };
 use crate::args::ArgError;
 use crate::core::lease::Leases;
 use crate::core::{Decision, Detail, Nanos};
 use crate::kinds::{Kind, Visit, KINDS};
 use crate::registration::{Access, ArgType, CommandSpec, DocArg, Keys};
-use crate::server::{Ctx, Held, Key};
+use crate::server::{Argv, Ctx, Held, Key};
 use crate::{args, clock, config, stats};
 
 /// `RL.INSPECT key`
@@ -67,7 +68,7 @@ pub fn release_command() -> CommandSpec {
         handler: rl_release,
         flags: "write fast",
         acl: "write fast",
-        arity: 3,
+        arity: -3,
         summary: "Releases the named lease of an RL.LEASE key. Replies 1 when a lease was released, 0 when the key holds no unexpired lease with that id.",
         complexity: "O(log N) in the N leases held",
         since: "0.3.0",
@@ -192,40 +193,43 @@ extern "C" fn rl_refund(
         let (spec, tail) = args::refund(&words, || ctx.is_from_master_or_aof(), config::bounds())?;
         let now = tail.at.unwrap_or_else(clock::now);
         let mut key = ctx.open_key(argv, 1, tail.quantity > 0);
-        let (decision, changed) = spec.visit(RefundKey {
+        let decision = spec.visit(RefundKey {
+            ctx,
+            argv,
             key: &mut key,
+            at: tail.at,
             now,
             quantity: tail.quantity,
         })?;
-        if changed {
-            propagate(ctx, "REFUND", argv, tail.at, now);
-        }
         ctx.reply_integers(&decision.reply(now, tail.unit));
         Ok(Outcome::of(tail.at, decision.limited))
     })
 }
 
-/// Refunds on a key holding `L`'s state, and answers what a peek answers
-/// right after, and whether the key changed. A key left with nothing
+/// Refunds on a key holding `L`'s state, propagates the change, and
+/// answers what a peek answers right after. A key left with nothing
 /// counted is deleted; a missing key stays missing.
 struct RefundKey<'k, 'a> {
+    ctx: Ctx<'a>,
+    argv: Argv<'a>,
     key: &'k mut Key<'a>,
+    at: Option<Nanos>,
     now: Nanos,
     quantity: u64,
 }
 
 impl Visit for RefundKey<'_, '_> {
-    type Out = Result<(Decision, bool), Error>;
+    type Out = Result<Decision, Error>;
 
     fn visit<L: Kind>(self, params: &L::Params) -> Self::Out {
         let (key, now) = (self.key, self.now);
         let state = match key.value(L::module_type()) {
             Held::Ours(state) => state,
-            Held::Nothing => return Ok((L::default().decide(now, params, 0).0, false)),
+            Held::Nothing => return Ok(L::default().decide(now, params, 0).0),
             Held::Other => return Err(Error::WrongType),
         };
         if self.quantity == 0 {
-            return Ok((state.decide(now, params, 0).0, false));
+            return Ok(state.decide(now, params, 0).0);
         }
         state.refund(now, params, self.quantity);
         let decision = state.decide(now, params, 0).0;
@@ -234,7 +238,8 @@ impl Visit for RefundKey<'_, '_> {
         } else {
             recorded(key, decision.reset_at);
         }
-        Ok((decision, true))
+        propagate_change::<L>(self.ctx, key, "REFUND", self.argv, self.at, now);
+        Ok(decision)
     }
 }
 
@@ -246,18 +251,17 @@ extern "C" fn rl_state(
     argc: c_int,
 ) -> c_int {
     entry(ctx, argv, argc, None, |ctx, argv| {
-        let pxat = match argv.len() {
-            3 => None,
-            5 if argv.bytes(3).eq_ignore_ascii_case(b"PXAT") => {
-                let ms = args::unix_ms(argv.bytes(4))?;
-                Some(ms)
-            }
-            5 => return Err(ArgError::Extra(args::printable(argv.bytes(3))).into()),
-            _ => return Err(Error::Arity),
-        };
+        if argv.len() != 3 && argv.len() != 5 {
+            return Err(Error::Arity);
+        }
         if !ctx.is_from_master_or_aof() {
             return Err(Error::StateFromClient);
         }
+        let pxat = match argv.len() {
+            5 if argv.bytes(3).eq_ignore_ascii_case(b"PXAT") => Some(args::unix_ms(argv.bytes(4))?),
+            5 => return Err(ArgError::Extra(args::printable(argv.bytes(3))).into()),
+            _ => None,
+        };
         let payload = argv.bytes(2);
         let mut key = ctx.open_key(argv, 1, true);
         let (&tag, body) = payload.split_first().ok_or(Error::BadState)?;
@@ -302,14 +306,14 @@ extern "C" fn rl_release(
         let released = match key.value(Leases::module_type()) {
             Held::Ours(leases) => {
                 let released = leases.release(now, id);
-                let empty = leases.is_empty_at(now);
-                if empty {
-                    delete(&mut key)?;
-                } else {
-                    key.signal_modified();
+                if released {
+                    if leases.is_empty_at(now) {
+                        delete(&mut key)?;
+                    } else {
+                        key.signal_modified();
+                    }
+                    propagate(ctx, "RELEASE", argv, at, now);
                 }
-                // Expired leases may have gone even when none was released.
-                propagate(ctx, "RELEASE", argv, at, now);
                 released
             }
             Held::Nothing => false,

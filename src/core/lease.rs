@@ -434,8 +434,14 @@ impl Leases {
 
     /// Releases the lease `id` at `now`, dropping the leases expired at
     /// `now`. True when an unexpired lease with that id was removed; false
-    /// when there was none (released already, expired, never granted).
+    /// when there was none (released already, expired, never granted),
+    /// and then the state is left as it was: a release that releases
+    /// nothing changes nothing.
     pub fn release(&mut self, now: Nanos, id: &[u8]) -> bool {
+        let live = self.find(id).is_some_and(|h| self.node(h).expiry > now);
+        if !live {
+            return false;
+        }
         self.drop_expired(now);
         match self.find(id) {
             Some(h) => {
