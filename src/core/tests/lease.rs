@@ -257,8 +257,12 @@ fn the_end_of_time() {
     // a, expired at the second grant's `now`, was dropped then.
     assert_eq!(held_of(&state, late), 2);
     assert_eq!(Leases::decode(&state.encode()), Ok(state.clone()));
+    // b has expired too: releasing it releases nothing, and changes
+    // nothing (the expired lease stays until a change drops it).
+    let before = state.clone();
     assert!(!state.release(Nanos::MAX, b"b"));
-    assert_eq!(state.iter().count(), 0);
+    assert_eq!(state, before);
+    assert_eq!(state.iter().count(), 1);
 }
 
 #[test]
@@ -408,7 +412,12 @@ impl Model {
         self.leases.insert(id.to_vec(), (q, expiry));
     }
 
+    /// A release of an unexpired lease drops the expired ones with it; a
+    /// release that releases nothing changes nothing.
     fn release(&mut self, now: u64, id: &[u8]) -> bool {
+        if !self.leases.get(id).is_some_and(|&(_, expiry)| expiry > now) {
+            return false;
+        }
         self.forget_expired(now);
         self.leases.remove(id).is_some()
     }
