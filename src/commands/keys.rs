@@ -67,7 +67,9 @@ pub fn release_command() -> CommandSpec {
         handler: rl_release,
         flags: "write fast",
         acl: "write fast",
-        arity: 3,
+        // At least 3: the master and the AOF send `AT ns` after the id,
+        // which an exact arity would have the server refuse on replicas.
+        arity: -3,
         summary: "Releases the named lease of an RL.LEASE key. Replies 1 when a lease was released, 0 when the key holds no unexpired lease with that id.",
         complexity: "O(log N) in the N leases held",
         since: "0.3.0",
