@@ -376,10 +376,23 @@ fn release_once_then_zero_never_below_zero_and_never_creating() {
         since,
         "two units do not fit beside b",
     );
-    // An id never granted, or released already: 0, and nothing changes.
+    // An id never granted, or released already: 0, and nothing changes:
+    // not the key, not the dirty counter, not a WATCH on the key.
     let before = state(&mut con, "k");
+    let changes = dirty(&mut con);
+    let _: () = redis::cmd("WATCH").arg("k").query(&mut con).unwrap();
     assert_eq!(release(&mut con, "k", b"never"), 0);
     assert_eq!(release(&mut con, "k", b"A"), 0);
+    assert_eq!(release(&mut con, "k", b"a"), 0);
+    let _: () = redis::cmd("MULTI").query(&mut con).unwrap();
+    let _: String = redis::cmd("PING").query(&mut con).unwrap();
+    let exec: Value = redis::cmd("EXEC").query(&mut con).unwrap();
+    assert_eq!(
+        exec,
+        Value::Array(vec![Value::SimpleString("PONG".into())]),
+        "a release that found nothing touched the WATCHed key"
+    );
+    assert_eq!(dirty(&mut con), changes, "a release that found nothing");
     assert_eq!(state(&mut con, "k"), before);
     // A released id can take a lease again.
     assert_five(
@@ -1320,6 +1333,41 @@ fn replicas_and_the_aof_reach_the_masters_leases() {
         holders,
         "the AOF's holders"
     );
+}
+
+/// A release drops the leases expired at its instant, even when it finds
+/// nothing to release: that change reaches the replica too, which then
+/// holds the same leases (a release that changes nothing is not sent).
+#[test]
+fn a_release_that_drops_expired_leases_reaches_the_replica() {
+    let master = Server::start();
+    let (_replica, mut rcon) = start_replica(&master);
+    let mut con = master.conn();
+    let r = five(&mut con, &["RL.LEASE", "x", "5", "100", "short", "1", "MS"]);
+    assert_eq!(r, [0, 5, 4, -1, 100]);
+    let r = five(
+        &mut con,
+        &["RL.LEASE", "x", "5", "600000", "long", "2", "MS"],
+    );
+    assert_eq!(r, [0, 5, 2, -1, 600_000]);
+    assert_eq!(wait_replicas(&mut con, 1, 10_000), 1);
+    std::thread::sleep(Duration::from_millis(150));
+    // Nothing expired, nothing released: nothing is sent (nor counted as
+    // a change, which every propagated call is).
+    let r = five(&mut con, &["RL.LEASE", "y", "5", "600", "a"]);
+    assert_eq!(r, [0, 5, 4, -1, 600]);
+    let changes = dirty(&mut con);
+    assert_eq!(release(&mut con, "y", b"nobody"), 0);
+    assert_eq!(dirty(&mut con), changes, "a release that changed nothing");
+    // short expired: the release drops it, on both.
+    let before = digest_value(&mut con, "x");
+    assert_eq!(release(&mut con, "x", b"nobody"), 0);
+    let after = digest_value(&mut con, "x");
+    assert_ne!(after, before, "the expired lease was not dropped");
+    assert_ne!(dirty(&mut con), changes, "the drop is a change");
+    assert_eq!(wait_replicas(&mut con, 1, 10_000), 1);
+    assert_same_dataset(&dataset(&mut rcon), &dataset(&mut con), 2, "the replica");
+    assert_eq!(ids_and_weights(&mut rcon, "x"), [(b"long".to_vec(), 2)]);
 }
 
 #[test]

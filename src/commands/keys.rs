@@ -303,15 +303,19 @@ extern "C" fn rl_release(
         let mut key = ctx.open_key(argv, 1, true);
         let released = match key.value(Leases::module_type()) {
             Held::Ours(leases) => {
+                // Expired leases go with any release, even one that finds
+                // nothing to release: then the key changed too.
+                let stale = leases.keeps_expired_at(now);
                 let released = leases.release(now, id);
-                let empty = leases.is_empty_at(now);
-                if empty {
+                if leases.is_empty_at(now) {
                     delete(&mut key)?;
-                } else {
+                    propagate(ctx, "RELEASE", argv, at, now);
+                } else if released || stale {
                     key.signal_modified();
+                    propagate(ctx, "RELEASE", argv, at, now);
                 }
-                // Expired leases may have gone even when none was released.
-                propagate(ctx, "RELEASE", argv, at, now);
+                // Otherwise nothing changed: no signal (a WATCH holds), no
+                // propagation (docs/DESIGN.md#lifetime).
                 released
             }
             Held::Nothing => false,

@@ -452,6 +452,13 @@ impl Leases {
         self.latest <= now
     }
 
+    /// Some lease kept has expired at `now`, not dropped yet: a grant or a
+    /// release at `now` drops it, so the state changes even when nothing
+    /// else does.
+    pub fn keeps_expired_at(&self, now: Nanos) -> bool {
+        !self.none_expired(now)
+    }
+
     /// What the key holds at `now`, for RL.INSPECT: `held` (units),
     /// `leases` (how many unexpired) and `holders`, the unexpired leases
     /// soonest-to-expire first (at most `MAX_HOLDERS`), each as `[lease
