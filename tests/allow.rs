@@ -188,7 +188,7 @@ fn bad_input() {
         (&["RL.ALLOW", "x", "a", "SLIDE", "1", "60"], "ERR numkeys must be an integer from 1 to 16"),
         (&["RL.ALLOW", "2", "a", "a", "SLIDE", "1", "60", "SLIDE", "1", "60"], "ERR key 'a' is given more than once"),
         (&["RL.ALLOW", "2", "a", "b", "SLIDE", "1", "60"], "ERR spec 2 is missing: 2 keys need 2 specs"),
-        (&["RL.ALLOW", "2", "a", "b", "SLIDE", "1", "60", "CELL", "1", "60"], "ERR spec 2: unknown algorithm 'CELL' (expected THROTTLE, SLIDE or SLICE)"),
+        (&["RL.ALLOW", "2", "a", "b", "SLIDE", "1", "60", "CELL", "1", "60"], "ERR spec 2: unknown algorithm 'CELL' (expected THROTTLE, SLIDE, SLICE, LEASE or QUOTA)"),
         (&["RL.ALLOW", "2", "a", "b", "SLIDE", "1", "60", "SLICE", "1", "60"], "ERR spec 2 (SLICE): expects limit window slices"),
         (&["RL.ALLOW", "2", "a", "b", "SLIDE", "1", "60", "SLIDE", "1", "0"], "ERR spec 2 (SLIDE): window must be an integer from 1 to 315360000 (seconds)"),
         (&["RL.ALLOW", "2", "a", "b", "SLIDE", "1", "60", "SLIDE", "1", "0", "MS"], "ERR spec 2 (SLIDE): window must be an integer from 1 to 315360000000 (milliseconds, with MS)"),
@@ -262,7 +262,12 @@ fn key_positions_and_command_docs() {
             .iter()
             .map(|a| text(field(a, "name").expect("name")))
             .collect();
-        assert_eq!(names, ["numkeys", "key", "spec", "quantity", "ms"]);
+        assert_eq!(names, ["numkeys", "key", "spec", "quantity", "ms", "id"]);
+        // `ID lease_id`, for the LEASE specs: optional, after its token.
+        let id = &arguments[5];
+        assert_eq!(text(field(id, "type").unwrap()), "string");
+        assert_eq!(text(field(id, "token").unwrap()), "ID");
+        assert!(strings(field(id, "flags").unwrap()).contains(&"optional".to_string()));
         let spec = &arguments[2];
         assert_eq!(text(field(spec, "type").unwrap()), "oneof");
         assert!(strings(field(spec, "flags").unwrap()).contains(&"multiple".to_string()));
@@ -273,7 +278,10 @@ fn key_positions_and_command_docs() {
             .iter()
             .map(|b| text(field(b, "name").unwrap()))
             .collect();
-        assert_eq!(block_names, ["THROTTLE", "SLIDE", "SLICE"]);
+        assert_eq!(
+            block_names,
+            ["THROTTLE", "SLIDE", "SLICE", "LEASE", "QUOTA"]
+        );
         let Some(Value::Array(slice_args)) = field(&blocks[2], "arguments") else {
             panic!("{:?}", blocks[2])
         };
@@ -282,6 +290,14 @@ fn key_positions_and_command_docs() {
             .map(|a| text(field(a, "name").unwrap()))
             .collect();
         assert_eq!(slice_names, ["algorithm", "limit", "window", "slices"]);
+        let Some(Value::Array(lease_args)) = field(&blocks[3], "arguments") else {
+            panic!("{:?}", blocks[3])
+        };
+        let lease_names: Vec<String> = lease_args
+            .iter()
+            .map(|a| text(field(a, "name").unwrap()))
+            .collect();
+        assert_eq!(lease_names, ["algorithm", "limit", "ttl"]);
         assert_eq!(text(field(&arguments[3], "token").unwrap()), "QUANTITY");
     }
 }

@@ -44,6 +44,7 @@
 //! never remake the fixtures to make the test pass.
 
 mod common;
+use common::dump::{dump_body, module_id, varint};
 use common::*;
 
 use std::path::{Path, PathBuf};
@@ -118,15 +119,6 @@ fn slide_encoding_v1(units: &[u64]) -> Vec<u8> {
     out
 }
 
-/// Unsigned LEB128: seven bits a byte, least significant first.
-fn varint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push((value & 0x7f) as u8 | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
-
 /// SLIDE, second format (what this build saves): the number of entries,
 /// then per entry `(delta << 1) | counted` with delta in µs since the
 /// previous entry (the first: since the epoch) and, when counted, its
@@ -174,35 +166,6 @@ fn slice_encoding(window: u64, slices: u64, head: u64, counters: &[u32]) -> Vec<
     for c in counters {
         out.extend_from_slice(&c.to_le_bytes());
     }
-    out
-}
-
-/// A module type's id as RDB and DUMP carry it: the nine characters of its
-/// name, six bits each, then the encoding version in ten bits.
-fn module_id(name: &str, encoding_version: u64) -> u64 {
-    const CHARSET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    assert_eq!(name.len(), 9);
-    let mut id = 0u64;
-    for c in name.bytes() {
-        let pos = CHARSET.iter().position(|&x| x == c).expect("charset");
-        id = (id << 6) | pos as u64;
-    }
-    (id << 10) | encoding_version
-}
-
-/// The body of a DUMP payload of a module value, as a server with
-/// `rdbcompression no` writes it: the module type opcode (7), the id as a
-/// 64-bit RDB length (0x81, then big-endian), the value saved as one string
-/// (opcode 5, a one-byte RDB length, the bytes) and the end opcode (0). The
-/// trailer (RDB version and CRC) is the server's, and is not part of it.
-fn dump_body(id: u64, encoding: &[u8]) -> Vec<u8> {
-    assert!(encoding.len() < 64, "a one-byte RDB length");
-    let mut out = vec![7, 0x81];
-    out.extend_from_slice(&id.to_be_bytes());
-    out.push(5);
-    out.push(encoding.len() as u8);
-    out.extend_from_slice(encoding);
-    out.push(0);
     out
 }
 

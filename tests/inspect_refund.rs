@@ -169,7 +169,7 @@ fn refund_bad_input() {
         (&["RL.REFUND", "l", "SLIDE", "5"], "ERR wrong number of arguments for 'RL.REFUND' command"),
         (&["RL.REFUND", "l", "SLIDE", "5", "60"], "ERR wrong number of arguments for 'RL.REFUND' command"),
         (&["RL.REFUND", "l", "THROTTLE", "5", "60", "1"], "ERR THROTTLE expects max_burst count period quantity"),
-        (&["RL.REFUND", "l", "LEAKY", "5", "60", "1"], "ERR unknown algorithm 'LEAKY' (expected THROTTLE, SLIDE or SLICE)"),
+        (&["RL.REFUND", "l", "LEAKY", "5", "60", "1"], "ERR unknown algorithm 'LEAKY' (expected THROTTLE, SLIDE, SLICE, LEASE or QUOTA)"),
         (&["RL.REFUND", "l", "SLIDE", "0", "60", "1"], "ERR limit must be an integer from 1 to 1000000"),
         (&["RL.REFUND", "l", "SLIDE", "5", "60", "-1"], "ERR quantity must be an integer from 0 to 1000000000000"),
         (&["RL.REFUND", "l", "SLIDE", "5", "60", "1", "PX"], "ERR unknown argument 'PX'"),

@@ -9,6 +9,7 @@
 //! expiry, not when.
 
 mod common;
+use common::dump::reseal;
 use common::*;
 
 use std::collections::BTreeMap;
@@ -348,20 +349,6 @@ fn a_longer_window_moves_the_expiry_on_the_replica_and_in_the_aof() {
     master.restart();
     let mut con = master.conn();
     assert_same_dataset(&dataset(&mut con), &on_master, 9, "the AOF");
-}
-
-/// CRC-64 as DUMP payloads carry it.
-fn crc64(bytes: &[u8]) -> u64 {
-    crc::Crc::<u64>::new(&crc::CRC_64_REDIS).checksum(bytes)
-}
-
-/// A DUMP payload with a new body and a valid trailer (RDB version and CRC).
-fn reseal(body: &[u8], version: [u8; 2]) -> Vec<u8> {
-    let mut out = body.to_vec();
-    out.extend_from_slice(&version);
-    let crc = crc64(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    out
 }
 
 /// A small deterministic generator for mutations.

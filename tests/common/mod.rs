@@ -9,11 +9,12 @@
 //! sources, fails the test loudly rather than skipping it.
 //!
 //! `cluster` forms a Redis Cluster of three masters and their replicas out
-//! of such servers.
+//! of such servers; `dump` builds DUMP payloads by hand.
 
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod dump;
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
