@@ -415,7 +415,7 @@ impl Model {
     /// A release of an unexpired lease drops the expired ones with it; a
     /// release that releases nothing changes nothing.
     fn release(&mut self, now: u64, id: &[u8]) -> bool {
-        if !self.leases.get(id).is_some_and(|&(_, expiry)| expiry > now) {
+        if self.leases.get(id).is_none_or(|&(_, expiry)| expiry <= now) {
             return false;
         }
         self.forget_expired(now);
