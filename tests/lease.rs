@@ -1367,7 +1367,7 @@ fn a_release_changes_the_key_only_when_it_releases() {
     // A release drops the expired lease with it, on both.
     assert_eq!(release(&mut con, "x", b"long"), 1);
     assert_ne!(dirty(&mut con), changes, "a release is a change");
-    assert_eq!(exists(&mut con, "x"), false, "nothing unexpired is left");
+    assert!(!exists(&mut con, "x"), "nothing unexpired is left");
     assert_eq!(wait_replicas(&mut con, 1, 10_000), 1);
     assert_same_dataset(&dataset(&mut rcon), &dataset(&mut con), 1, "the replica");
 }
