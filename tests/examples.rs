@@ -458,10 +458,24 @@ fn request_to(
     client_id: Option<&str>,
     body: &str,
 ) -> Response {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to the middleware");
+    let stream = send_request(port, method, path, client_id, body);
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
+    read_response(stream)
+}
+
+/// Sends one HTTP/1.1 request for `path` on its own connection and returns
+/// the connection, its response unread: `read_response` reads it, dropping
+/// the connection is a client that goes away.
+fn send_request(
+    port: u16,
+    method: &str,
+    path: &str,
+    client_id: Option<&str>,
+    body: &str,
+) -> TcpStream {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to the middleware");
     let mut req =
         format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
     if let Some(id) = client_id {
@@ -473,6 +487,12 @@ fn request_to(
     req.push_str("\r\n");
     req.push_str(body);
     stream.write_all(req.as_bytes()).expect("send request");
+    stream
+}
+
+/// The response on `stream`, read to the end of the connection (the
+/// requests say `Connection: close`) within its read timeout.
+fn read_response(mut stream: TcpStream) -> Response {
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).expect("read response");
     let text = String::from_utf8(raw).expect("utf-8 response");
@@ -1353,6 +1373,352 @@ fn middlewares_several_limits_on_a_cluster() {
         check_several(&mw, &store, &prefix, true, &format!("{what} on a cluster"));
     }
     println!("took {:?}", started.elapsed());
+}
+
+// ---------------------------------------------------------------------------
+// Concurrency: a LEASE limit in the policy, released when the response ends
+
+/// How long the request that finishes by itself stays in flight: the 429
+/// of a third request must come within it, which takes milliseconds.
+const SLOW_MS: u64 = 5000;
+
+/// The concurrency policy: per client, 100 requests per minute, at most 2
+/// in flight (leases of 60 s, far longer than any wait below: a lease that
+/// goes is released, not expired) and 5 requests per minute. Three keys in
+/// three slots: grouped by slot, three RL.ALLOW calls, so that a lease
+/// refused after a rate limit took a unit gives the unit back, and a rate
+/// limit refusing after the lease was granted releases it.
+fn concurrency_limits(prefix: &str) -> String {
+    format!(
+        "total {prefix}t:$client SLIDE 100 60; \
+         inflight {prefix}c:$client LEASE 2 60; \
+         minute {prefix}m:$client SLIDE 5 60"
+    )
+}
+
+/// RL.RELEASE calls the server has run, as INFO counts them.
+fn release_calls(con: &mut Connection) -> i64 {
+    info_field(con, "ratelimit", "ratelimit_release_calls")
+        .parse()
+        .expect("ratelimit_release_calls")
+}
+
+/// The leases a LEASE key holds: RL.INSPECT's `held`, 0 without the key.
+fn held(con: &mut Connection, key: &str) -> i64 {
+    match common::inspect(con, key) {
+        None => 0,
+        Some(fields) => match fields.iter().find(|(n, _)| n == "held") {
+            Some((_, Value::Int(n))) => *n,
+            other => panic!("RL.INSPECT {key}: held is {other:?}"),
+        },
+    }
+}
+
+/// The concurrency contract of a middleware with `concurrency_limits`:
+/// with two requests of a client in flight, a third gets 429 from the
+/// concurrency limit (Retry-After at most the lease's 60 s) and takes
+/// nothing; once one finishes, a request passes; a client that goes away
+/// gives its slot back within a bounded time, a 5xx gives its slot back
+/// too (and, with RL_REFUND_5XX=yes, its units); a rate limit refusing
+/// after the lease (`grouped`: in a later RL.ALLOW) leaves no lease. Each
+/// granted lease is released exactly once, and in the end the lease key
+/// is gone.
+fn check_concurrency(mw: &Middleware, server: &Server, prefix: &str, grouped: bool, what: &str) {
+    let what = &format!("{what}{}", if grouped { " grouped by slot" } else { "" });
+    let port = mw.port;
+    let ctx = |r: &Response| {
+        format!(
+            "{what}: {} {:?} {:?}\n{}",
+            r.status,
+            r.headers,
+            r.body,
+            mw.log()
+        )
+    };
+    let policy = "\"total\";q=100;w=60, \"inflight\";q=2;qu=\"concurrent-requests\", \
+                  \"minute\";q=5;w=60";
+    let [total, inflight, minute] = ["t", "c", "m"].map(|k| format!("{prefix}{k}:alice"));
+    let slots = [&total, &inflight, &minute].map(|k| keyslot(k));
+    assert!(
+        slots[0] != slots[1] && slots[1] != slots[2] && slots[0] != slots[2],
+        "{what}: pick keys in three slots: {slots:?}"
+    );
+    let store = Store::Server(server);
+    let mut con = server.conn();
+    let releases_before = release_calls(&mut con);
+    let held_now = || held(&mut server.conn(), &inflight);
+    let units = |key: &str| inspect_int(&store, key, "units");
+
+    // A: in flight until its client goes away (the application would take
+    // 60 s). B: in flight for SLOW_MS.
+    let a = send_request(port, "GET", "/slow/60000", Some("alice"), "");
+    wait_until(10, "A's lease", || held_now() == 1);
+    let b_sent = Instant::now();
+    let b = send_request(port, "GET", &format!("/slow/{SLOW_MS}"), Some("alice"), "");
+    b.set_read_timeout(Some(
+        Duration::from_millis(SLOW_MS) + Duration::from_secs(20),
+    ))
+    .expect("timeout");
+    wait_until(10, "B's lease", || held_now() == 2);
+
+    // C: the concurrency limit refuses, and binds. Its Retry-After is the
+    // time until the oldest lease would expire, if nobody released it.
+    let r = request(port, "GET", Some("alice"), "");
+    let c_took = b_sent.elapsed();
+    assert!(
+        c_took < Duration::from_millis(SLOW_MS),
+        "{what}: B ({SLOW_MS} ms) must be in flight while C is decided, yet C was answered \
+         {c_took:?} after B was sent"
+    );
+    assert_eq!(r.status, 429, "{}", ctx(&r));
+    assert_eq!(r.header("RateLimit-Policy"), Some(policy), "{}", ctx(&r));
+    let (name, remaining, reset) = binding_headers(&r, 2, &ctx(&r));
+    assert_eq!((name.as_str(), remaining), ("inflight", 0), "{}", ctx(&r));
+    assert!((1..=60).contains(&reset), "{}", ctx(&r));
+    // C took nothing: two units in each rate limit (grouped, the first
+    // group took one and gave it back), and the same two leases.
+    assert_eq!((units(&total), units(&minute)), (2, 2), "{what}");
+    assert_eq!(held_now(), 2, "{what}");
+
+    // B finishes (with the headers of its decision: the second slot taken,
+    // none left); its slot comes back, and the next request passes.
+    let r = read_response(b);
+    assert_eq!(
+        (r.status, r.body.as_str()),
+        (200, "waited 5000 ms\n"),
+        "{}",
+        ctx(&r)
+    );
+    let (name, remaining, _) = binding_headers(&r, 2, &ctx(&r));
+    assert_eq!((name.as_str(), remaining), ("inflight", 0), "{}", ctx(&r));
+    wait_until(10, "B's release", || held_now() == 1);
+    let r = request(port, "GET", Some("alice"), "");
+    assert_eq!(r.status, 200, "{}", ctx(&r));
+    let (name, remaining, _) = binding_headers(&r, 2, &ctx(&r));
+    assert_eq!((name.as_str(), remaining), ("inflight", 0), "{}", ctx(&r));
+    wait_until(10, "D's release", || held_now() == 1);
+
+    // A's client goes away: the slot comes back though the application
+    // would still be at work for a minute, and the key with it.
+    drop(a);
+    wait_until(10, "A's release, its client gone", || held_now() == 0);
+    assert!(common::inspect(&mut con, &inflight).is_none(), "{what}");
+
+    // A 5xx: decided (the fields of a decision), its slot released and,
+    // with RL_REFUND_5XX=yes, its units given back.
+    let r = request_to(port, "GET", "/status/503", Some("alice"), "");
+    assert_eq!(
+        (r.status, r.body.as_str()),
+        (503, "status 503\n"),
+        "{}",
+        ctx(&r)
+    );
+    assert_eq!(r.header("RateLimit-Policy"), Some(policy), "{}", ctx(&r));
+    assert_rate_limit_fields(&r, &DECIDED_FIELDS, &ctx(&r));
+    wait_until(10, "the 5xx's release", || held_now() == 0);
+    assert_eq!((units(&total), units(&minute)), (3, 3), "{what}");
+
+    // Two more pass (the minute's fifth unit binds the second), and the
+    // minute refuses the next; after the lease was granted when grouped.
+    for _ in 0..2 {
+        let r = request(port, "GET", Some("alice"), "");
+        assert_eq!(r.status, 200, "{}", ctx(&r));
+    }
+    let r = request(port, "GET", Some("alice"), "");
+    assert_eq!(r.status, 429, "{}", ctx(&r));
+    let (name, remaining, _) = binding_headers(&r, 5, &ctx(&r));
+    assert_eq!((name.as_str(), remaining), ("minute", 0), "{}", ctx(&r));
+    assert_eq!((units(&total), units(&minute)), (5, 5), "{what}");
+
+    // Every slot is back: no lease key. One RL.RELEASE per granted lease
+    // (A, B, D, the 5xx and the two after it), and grouped, one for the
+    // lease the last request's minute refused.
+    wait_until(10, "every release", || {
+        common::inspect(&mut server.conn(), &inflight).is_none()
+    });
+    let want = 6 + i64::from(grouped);
+    wait_until(10, "the count of releases", || {
+        release_calls(&mut server.conn()) - releases_before >= want
+    });
+    // Nothing released twice (a second release would follow the first at
+    // once): the count stays, also after one more request of another client.
+    let r = request(port, "GET", Some("bob"), "");
+    assert_eq!(r.status, 200, "{}", ctx(&r));
+    let bob = format!("{prefix}c:bob");
+    wait_until(10, "bob's release", || {
+        common::inspect(&mut server.conn(), &bob).is_none()
+    });
+    assert_eq!(
+        release_calls(&mut con) - releases_before,
+        want + 1,
+        "{what}: RL.RELEASE calls"
+    );
+    assert!(mw.log().is_empty(), "{what}: the log:\n{}", mw.log());
+}
+
+/// A middleware with `concurrency_limits` and RL_REFUND_5XX=yes against a
+/// server of its own, in one RL.ALLOW call or grouped by slot; both at
+/// once, on two servers (each counts its own RL.RELEASE calls).
+fn concurrency_on_one_server(command: impl Fn() -> Command, script: &str, prefix: &str) {
+    std::thread::scope(|scope| {
+        for grouped in [false, true] {
+            let mut cmd = command();
+            scope.spawn(move || {
+                let server = Server::start();
+                cmd.env("REDIS_URL", format!("redis://127.0.0.1:{}", server.port))
+                    .env("RL_TIMEOUT_MS", FUNCTIONAL_TIMEOUT_MS)
+                    .env("RL_LIMITS", concurrency_limits(prefix))
+                    .env("RL_REFUND_5XX", "yes")
+                    .env("RL_GROUP_BY_SLOT", if grouped { "yes" } else { "no" });
+                let mw = Middleware::start(cmd, script);
+                let what = script.rsplit('/').next().unwrap_or(script);
+                check_concurrency(&mw, &server, prefix, grouped, what);
+            });
+        }
+    });
+}
+
+#[test]
+fn python_middleware_concurrency() {
+    let libs = python_libs();
+    concurrency_on_one_server(
+        || python_middleware_command(&libs),
+        "examples/python/middleware.py",
+        "cpy:",
+    );
+}
+
+#[test]
+fn node_middleware_concurrency() {
+    let libs = node_libs();
+    concurrency_on_one_server(
+        || node_middleware_command(&libs),
+        "examples/node/middleware.js",
+        "cjs:",
+    );
+}
+
+/// The leases' ttl in `check_lease_failures`, in seconds: what a lease
+/// that nobody released lasts.
+const LEASE_TTL: u64 = 2;
+
+/// When leases cannot be released. Redis hangs (SIGSTOP) while two
+/// requests are in flight: their responses still come at once (the
+/// release is not waited for, and fails within RL_TIMEOUT_MS=200), and
+/// the failed releases and the failed decisions after them are one log
+/// line; once Redis goes on, requests pass, and every lease is gone within
+/// its ttl. The middleware dies (SIGKILL) with two requests in flight:
+/// nobody releases them, and their leases expire after the ttl.
+fn check_lease_failures(mut command: impl FnMut() -> Command, what: &str) {
+    let server = Server::start();
+    let mut con = server.conn();
+    let start = |command: Command, prefix: &str| {
+        let mut command = command;
+        command
+            .env("REDIS_URL", format!("redis://127.0.0.1:{}", server.port))
+            .env("RL_TIMEOUT_MS", TIMEOUT_MS.to_string())
+            .env(
+                "RL_LIMITS",
+                format!("inflight {prefix}$client LEASE 2 {LEASE_TTL}"),
+            );
+        Middleware::start(command, what)
+    };
+    let gone_within_ttl = |key: &str, what: &str| {
+        wait_until(LEASE_TTL + 10, what, || {
+            common::inspect(&mut server.conn(), key).is_none()
+        });
+    };
+
+    // Redis hangs while two requests are in flight.
+    let mw = start(command(), "hang:");
+    let what_now = format!("{what}, Redis stopped with requests in flight");
+    let key = "hang:alice";
+    let slow = 1500;
+    let sent = Instant::now();
+    let in_flight: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let s = send_request(mw.port, "GET", &format!("/slow/{slow}"), Some("alice"), "");
+            s.set_read_timeout(Some(Duration::from_secs(20)))
+                .expect("timeout");
+            s
+        })
+        .collect();
+    wait_until(10, "two leases", || held(&mut server.conn(), key) == 2);
+    signal(&server, libc::SIGSTOP);
+    for stream in in_flight {
+        let r = read_response(stream);
+        let took = sent.elapsed();
+        let ctx = format!("{what_now}: {} {:?} in {took:?}", r.status, r.headers);
+        assert_eq!(r.status, 200, "{ctx}");
+        assert!(
+            took < Duration::from_millis(slow) + BOUND,
+            "{ctx}: the response waited for the release\n{}",
+            mw.log()
+        );
+    }
+    // The releases fail within RL_TIMEOUT_MS: one line, and the decisions
+    // that fail after them add none.
+    wait_until(10, "the log line", || !mw.log().is_empty());
+    burst(&mw, false, &what_now);
+    log_lines(
+        &mw,
+        1,
+        &["rate limiter unavailable", "answering 503"],
+        &what_now,
+    );
+    signal(&server, libc::SIGCONT);
+    // Another client's request passes; the log says the limiter is back.
+    let r = request(mw.port, "GET", Some("fine"), "");
+    assert_eq!(r.status, 200, "{what_now}: {} {:?}", r.status, r.headers);
+    wait_until(10, "the log line of the limiter back", || {
+        mw.log()
+            .lines()
+            .any(|l| l.contains("rate limiter available again"))
+    });
+    // Redis ran the releases when it went on, or the leases expired: alice
+    // has her two slots back within the ttl, as have the clients of the
+    // burst (whose RL.ALLOW Redis may have run late).
+    gone_within_ttl(key, "alice's leases");
+    for i in 0..BURST {
+        gone_within_ttl(&format!("hang:client{i}"), "the burst's leases");
+    }
+    drop(mw);
+
+    // The middleware dies with two requests in flight: nothing releases
+    // them (the count of RL.RELEASE stays), the ttl does.
+    let mw = start(command(), "crash:");
+    let key = "crash:alice";
+    let in_flight: Vec<TcpStream> = (0..2)
+        .map(|_| send_request(mw.port, "GET", "/slow/60000", Some("alice"), ""))
+        .collect();
+    wait_until(10, "two leases", || held(&mut server.conn(), key) == 2);
+    let releases = release_calls(&mut con);
+    drop(mw);
+    gone_within_ttl(key, "the dead middleware's leases to expire");
+    assert_eq!(
+        release_calls(&mut con),
+        releases,
+        "{what}: RL.RELEASE calls"
+    );
+    drop(in_flight);
+}
+
+#[test]
+fn python_middleware_leases_when_things_fail() {
+    let libs = python_libs();
+    check_lease_failures(
+        || python_middleware_command(&libs),
+        "examples/python/middleware.py",
+    );
+}
+
+#[test]
+fn node_middleware_leases_when_things_fail() {
+    let libs = node_libs();
+    check_lease_failures(
+        || node_middleware_command(&libs),
+        "examples/node/middleware.js",
+    );
 }
 
 // ---------------------------------------------------------------------------

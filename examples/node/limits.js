@@ -1,4 +1,4 @@
-// Several rate limits on one request, with RL.ALLOW, for ioredis.
+// Several limits on one request, with RL.ALLOW, for ioredis.
 //
 // A policy is a list of limits, each a policy name, a key template and a
 // spec, written as in RL.ALLOW:
@@ -6,10 +6,19 @@
 //   user      rl:{user:$client}:m    SLIDE 100 60
 //   ip        rl:ip:$ip              THROTTLE 59 60 60
 //   endpoint  rl:endpoint:$path      SLICE 1000 60 6
+//   inflight  rl:{user:$client}:c    LEASE 10 60
 //
-// allow() asks for one unit of every limit at once and answers with the
-// fields of each limit and the index of the binding one (the one whose
-// numbers belong in the response's headers):
+// The first three are rate limits: a request takes a unit that comes back
+// with time. The last is a concurrency limit (at most 10 requests in flight
+// per client): a request takes a slot, a lease named leaseId (a fresh one
+// per request), that it holds until release() gives it back; if nobody
+// ever does (the process that took it crashed), the lease expires ttl
+// seconds after it was taken. So ttl must be longer than the longest
+// request: one still running after it no longer counts.
+//
+// allow() asks for one unit (or slot) of every limit at once and answers
+// with the fields of each limit and the index of the binding one (the one
+// whose numbers belong in the response's headers):
 //
 // - On a single server every key lives on it, so it is one RL.ALLOW:
 //   atomic, all or nothing.
@@ -18,14 +27,16 @@
 //   share a hash tag such as {user:42} share a slot), and each group is one
 //   RL.ALLOW, in the order of the limits. When a group refuses, the groups
 //   before it took their units already: allow() gives them back with
-//   RL.REFUND, and peeks (RL.PEEK) at the groups after it so that the
-//   binding limit is the one a single RL.ALLOW would have named. Nothing
-//   stays counted for a refused request; a concurrent request may see the
-//   units of the earlier groups during the moment between the take and the
-//   give-back.
+//   RL.REFUND (leases with RL.RELEASE), and peeks (RL.PEEK) at the groups
+//   after it so that the binding limit is the one a single RL.ALLOW would
+//   have named. Nothing stays counted for a refused request; a concurrent
+//   request may see the units of the earlier groups during the moment
+//   between the take and the give-back.
 //
 // giveBack() returns the units of an allowed request, for instance when the
-// handler failed (RL.REFUND, one call per limit).
+// handler failed (RL.REFUND, one call per rate limit); release() its leases
+// (RL.RELEASE, one call per concurrency limit), when its response is over.
+// A request refused by a later slot group gets both from allow().
 //
 // Both take an optional deadline (a Date.now() instant): each command times
 // out at the deadline (ioredis rejects it with "Command timed out"), and a
@@ -40,6 +51,7 @@ const ALGORITHMS = {
   THROTTLE: ['max_burst', 'count', 'period'],
   SLIDE: ['limit', 'window'],
   SLICE: ['limit', 'window', 'slices'],
+  LEASE: ['limit', 'ttl'],
 };
 // What a key template may name; render() substitutes the request's values.
 const VARIABLES = ['client', 'ip', 'path', 'method'];
@@ -58,15 +70,23 @@ class Limit {
     this.spec = spec; // ['SLIDE', 100, 60]: the algorithm and its numbers
   }
 
+  // A concurrency limit: what a request takes is a lease, held until
+  // release() (or its ttl), not a unit that comes back with time.
+  get isLease() {
+    return this.spec[0] === 'LEASE';
+  }
+
   // The policy's window in seconds, the w of RateLimit-Policy whose q is the
   // limit that the commands reply (the capacity). SLIDE and SLICE: their
   // window. THROTTLE: the time its capacity takes to refill, capacity x
   // period / count rounded up, so that q / w is its rate (count per period)
   // and q its burst; its period would announce capacity units per period, a
   // rate (max_burst + 1) / count times the real one. (BigInt: the product
-  // can exceed 2^53.)
+  // can exceed 2^53.) LEASE: none (undefined), a number in flight has no
+  // window (its ttl is how long a lease lasts when nobody releases it).
   get window() {
     const [algorithm, ...numbers] = this.spec;
+    if (algorithm === 'LEASE') return undefined;
     if (algorithm === 'THROTTLE') {
       const [maxBurst, count, period] = numbers.map(BigInt);
       const w = ((maxBurst + 1n) * period + count - 1n) / count;
@@ -193,29 +213,38 @@ function send(redis, slot, name, args, deadline) {
   return command.promise;
 }
 
-// One RL.ALLOW or RL.PEEK of the limits in group.
-async function several(redis, command, limits, keys, group, quantity, deadline) {
+// One RL.ALLOW or RL.PEEK of the limits in group. RL.ALLOW takes the
+// leases of its LEASE limits as leaseId; RL.PEEK, without an ID, asks
+// whether a new lease would fit.
+async function several(redis, command, limits, keys, group, quantity, deadline, leaseId) {
   const args = [group.length, ...group.map((i) => keys[i])];
   for (const i of group) args.push(...limits[i].spec);
   args.push('QUANTITY', quantity);
+  if (command === 'RL.ALLOW' && group.some((i) => limits[i].isLease)) args.push('ID', leaseId);
   const reply = await send(redis, keyslot(keys[group[0]]), command, args, deadline);
   return { limited: Number(reply[0]) === 1, first: Number(reply[5]) - 1, fields: reply[6].map(named) };
 }
 
-// Takes `quantity` units of every limit, or of none (see the top of this
+// Takes `quantity` units of every rate limit and a lease named `leaseId`
+// (required when there is a LEASE limit: a fresh one per request) of weight
+// `quantity` on every concurrency limit, or nothing (see the top of this
 // file for Redis Cluster). Resolves to { limited, binding, fields, taken }:
 // `fields` one per limit, `binding` the index whose fields go into the
 // headers, `taken` the limits that recorded the request.
-async function allow(redis, limits, keys, { quantity = 1, groupBySlot = false, deadline } = {}) {
+async function allow(redis, limits, keys, { quantity = 1, groupBySlot = false, deadline, leaseId } = {}) {
+  if (leaseId === undefined && limits.some((l) => l.isLease)) throw new Error('a LEASE limit needs a leaseId');
   const groups = groupBySlot ? slotGroups(keys) : [keys.map((_, i) => i)];
   const fields = new Array(keys.length);
   const taken = [];
   for (let n = 0; n < groups.length; n++) {
     const group = groups[n];
-    const r = await several(redis, 'RL.ALLOW', limits, keys, group, quantity, deadline);
+    const r = await several(redis, 'RL.ALLOW', limits, keys, group, quantity, deadline, leaseId);
     group.forEach((i, j) => (fields[i] = r.fields[j]));
     if (r.limited) {
-      await giveBack(redis, limits, keys, taken, quantity, deadline);
+      await Promise.all([
+        giveBack(redis, limits, keys, taken, quantity, deadline),
+        release(redis, limits, keys, taken, leaseId, deadline),
+      ]);
       for (const later of groups.slice(n + 1)) {
         const p = await several(redis, 'RL.PEEK', limits, keys, later, quantity, deadline);
         later.forEach((i, j) => (fields[i] = p.fields[j]));
@@ -230,11 +259,25 @@ async function allow(redis, limits, keys, { quantity = 1, groupBySlot = false, d
   return { limited: false, binding: binding(fields), fields, taken };
 }
 
-// RL.REFUND of `quantity` units on each limit in `indices`.
+// RL.REFUND of `quantity` units on each rate limit in `indices`
+// (concurrency limits are left alone: release() gives a lease back).
 async function giveBack(redis, limits, keys, indices, quantity = 1, deadline = undefined) {
   await Promise.all(
-    indices.map((i) => send(redis, keyslot(keys[i]), 'RL.REFUND', [keys[i], ...limits[i].spec, quantity], deadline)),
+    indices
+      .filter((i) => !limits[i].isLease)
+      .map((i) => send(redis, keyslot(keys[i]), 'RL.REFUND', [keys[i], ...limits[i].spec, quantity], deadline)),
   );
 }
 
-module.exports = { ALGORITHMS, Limit, parseLimits, keyslot, slotGroups, binding, allow, giveBack };
+// RL.RELEASE of the lease `leaseId` on each concurrency limit in `indices`
+// (rate limits are left alone). Releasing a lease that is gone already
+// (released, expired) does nothing.
+async function release(redis, limits, keys, indices, leaseId, deadline = undefined) {
+  await Promise.all(
+    indices
+      .filter((i) => limits[i].isLease)
+      .map((i) => send(redis, keyslot(keys[i]), 'RL.RELEASE', [keys[i], leaseId], deadline)),
+  );
+}
+
+module.exports = { ALGORITHMS, Limit, parseLimits, keyslot, slotGroups, binding, allow, giveBack, release };

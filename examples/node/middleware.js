@@ -23,6 +23,20 @@
 // the seconds until the limiter is full again, or on a 429 the Retry-After.
 // The X- names carry the same numbers for the clients that read those.
 //
+// Concurrency: a limit `name key LEASE limit ttl` allows at most `limit`
+// requests of a key in flight at once. Each request takes a lease named by
+// a fresh random id, in the same RL.ALLOW as the rate limits (all or
+// nothing), and gives it back (RL.RELEASE, once) when its response is
+// over: sent in full (the response's 'finish'), or its connection closed
+// first, the client gone ('close'), whichever comes first (see
+// releaseWhenOver). Its item in RateLimit-Policy is
+// "<name>";q=<limit>;qu="concurrent-requests", without a window. ttl is the
+// safety net for a process that dies with requests in flight: their leases
+// expire by themselves ttl seconds after they were taken, so it must be
+// longer than the longest request. A full key answers 429; its Retry-After
+// is the time until the oldest lease would expire if nobody released it,
+// an upper bound: a slot comes back as soon as a request ends.
+//
 // When Redis fails: the limiter's answer takes at most RL_TIMEOUT_MS (250
 // ms), counted from the request's start, connection attempts included: the
 // client connects with that timeout, queues no command while disconnected
@@ -32,10 +46,15 @@
 // 503 (failing closed, the default), or with RL_FAIL_OPEN=yes goes to the
 // application without a limit and without rate limit fields. The log has
 // one line when the limiter starts failing and one when it answers again,
-// never one per request (nor one per reconnection attempt).
+// never one per request (nor one per reconnection attempt). A release has
+// a deadline of its own, and the response never waits for it; one that
+// fails leaves its lease to the ttl, and is logged the same way.
 //
 // The application behind the limiter is a stand-in: it answers 200, or for
-// a path /status/<code> that status (to see a failed request given back).
+// a path /status/<code> that status (to see a failed request given back),
+// or for /slow/<ms> 200 after that many milliseconds (at most 60000;
+// sooner, without an answer, when the client goes away), to see requests
+// in flight.
 //
 // Configuration (environment):
 //   REDIS_URL        redis://127.0.0.1:6379 (with REDIS_CLUSTER=yes: any node)
@@ -45,6 +64,7 @@
 //                    separated by `;`, the spec as in RL.ALLOW, times in
 //                    seconds; the key may name $client (the X-Client-Id
 //                    header, or else the peer address), $ip, $path, $method.
+//                    `name key LEASE limit ttl` is a concurrency limit.
 //                    Without it, one limit made of the four below:
 //   RL_MAX_BURST     9     } RL_POLICY  RL_KEY_PREFIX$client  THROTTLE
 //   RL_COUNT         10    }     RL_MAX_BURST RL_COUNT RL_PERIOD:
@@ -60,6 +80,7 @@
 //                    request through (no: answer 503)
 'use strict';
 
+const crypto = require('crypto');
 const http = require('http');
 const Redis = require('ioredis');
 const limits = require('./limits');
@@ -113,6 +134,9 @@ function policyFromEnvironment() {
 }
 
 const LIMITS = policyFromEnvironment();
+// The concurrency limits; with one, each request names its lease.
+const LEASES = LIMITS.flatMap((limit, i) => (limit.isLease ? [i] : []));
+const LEASED = LEASES.length > 0;
 
 // A Structured Field String (RFC 9651): quoted, with \ and " escaped.
 function sfString(value) {
@@ -210,12 +234,55 @@ function withDeadline(promise, deadline, what) {
 }
 
 // The limiter's decision, by the request's deadline.
-function decide(keys, started) {
+function decide(keys, leaseId, started) {
   const deadline = started + TIMEOUT_MS;
   const decision = connected(deadline).then(() =>
-    limits.allow(redis, LIMITS, keys, { groupBySlot: GROUP_BY_SLOT, deadline }),
+    limits.allow(redis, LIMITS, keys, { groupBySlot: GROUP_BY_SLOT, deadline, leaseId }),
   );
   return withDeadline(decision, deadline, () => `no answer within ${TIMEOUT_MS} ms`);
+}
+
+// RL.RELEASE of a request's leases, by a deadline of its own; nothing
+// waits for it. A release that fails leaves its lease to its ttl, and
+// (`report`) is counted and logged like a failed decision (one line per
+// outage).
+function releaseLeases(keys, indices, leaseId, report = true) {
+  const deadline = Date.now() + TIMEOUT_MS;
+  const done = connected(deadline).then(() => limits.release(redis, LIMITS, keys, indices, leaseId, deadline));
+  withDeadline(done, deadline, () => `no answer within ${TIMEOUT_MS} ms`).then(
+    () => report && health.succeeded(),
+    (err) => report && health.failed(err),
+  );
+}
+
+// Watches for the end of a response: sent in full ('finish'), or its
+// connection closed before that ('close': the client went away; 'close'
+// also follows 'finish'). Returns a function that takes the release, once
+// the leases are taken, and calls it once: when the first of the two
+// events comes, or at once if it came already (this listens from the
+// request's start, so a client gone while the limiter decided counts).
+function releaseWhenOver(res) {
+  let over = false;
+  let release = null;
+  const end = () => {
+    if (over) return;
+    over = true;
+    if (release) release();
+  };
+  res.once('finish', end);
+  res.once('close', end);
+  return (give) => {
+    release = give;
+    if (over) give();
+  };
+}
+
+// One item of RateLimit-Policy: q requests per w seconds, or for a
+// concurrency limit q requests at once (the draft's quota unit
+// "concurrent-requests"; no window).
+function policyItem(name, limit, f) {
+  if (limit.isLease) return `${name};q=${f.limit};qu="concurrent-requests"`;
+  return `${name};q=${f.limit};w=${limit.window}`;
 }
 
 // The rate limit fields of a decision (see the top of this file).
@@ -226,9 +293,7 @@ function rateLimitHeaders(decision) {
   // t); otherwise the time until the limiter is full again.
   const t = decision.limited && f.retryAfter >= 0 ? f.retryAfter : f.resetAfter;
   const headers = {
-    'RateLimit-Policy': LIMITS.map((limit, i) => `${NAMES[i]};q=${decision.fields[i].limit};w=${limit.window}`).join(
-      ', ',
-    ),
+    'RateLimit-Policy': LIMITS.map((limit, i) => policyItem(NAMES[i], limit, decision.fields[i])).join(', '),
     RateLimit: `${NAMES[decision.binding]};r=${f.remaining};t=${t}`,
     'X-RateLimit-Limit': String(f.limit),
     'X-RateLimit-Remaining': String(f.remaining),
@@ -240,12 +305,32 @@ function rateLimitHeaders(decision) {
   return headers;
 }
 
-// The stand-in for the service: { status, body }.
-function application(method, path) {
+// The stand-in for the service: resolves to { status, body }, or null when
+// the client went away.
+async function application(method, path, res) {
   const m = /^\/status\/([0-9]+)$/.exec(path);
   const status = m ? Number(m[1]) : 200;
   if (m && status >= 200 && status <= 599) return { status, body: `status ${status}\n` };
+  const slow = /^\/slow\/([0-9]+)$/.exec(path);
+  if (slow && Number(slow[1]) <= 60000) {
+    const ms = Number(slow[1]);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve({ status: 200, body: `waited ${ms} ms\n` }), ms);
+      res.once('close', () => {
+        clearTimeout(timer);
+        resolve(null); // no effect once resolved
+      });
+    });
+  }
   return { status: 200, body: 'ok\n' };
+}
+
+// The application's answer; null when the client went away (nobody to
+// answer).
+async function answer(req, res, path) {
+  const answered = await application(req.method, path, res);
+  if (answered === null || res.destroyed) return null;
+  return answered;
 }
 
 function send(res, status, headers, body) {
@@ -260,23 +345,30 @@ function send(res, status, headers, body) {
 async function handle(req, res) {
   const started = Date.now();
   req.resume(); // the body is not used: drop it
+  const whenOver = LEASED ? releaseWhenOver(res) : null;
   const path = req.url.split('?')[0];
   const ip = req.socket.remoteAddress;
   const values = { client: req.headers['x-client-id'] || ip, ip, path, method: req.method };
   const keys = LIMITS.map((limit) => limit.render(values));
+  const leaseId = LEASED ? crypto.randomBytes(16).toString('hex') : undefined;
   let decision;
   try {
-    decision = await decide(keys, started);
+    decision = await decide(keys, leaseId, started);
   } catch (err) {
     health.failed(err);
+    // Redis may still carry out an RL.ALLOW that came too late (it was
+    // slow, not gone), and its lease would then hold a slot until its ttl:
+    // release it too. It follows the RL.ALLOW on the same connection, so
+    // Redis runs it after; the ttl covers a connection lost meanwhile.
+    if (LEASED) releaseLeases(keys, LEASES, leaseId, false);
     if (!FAIL_OPEN) {
       send(res, 503, {}, 'rate limiter unavailable\n');
       return;
     }
     // Fail open: the application answers, unlimited; no rate limit fields,
     // since there are no numbers to put in them.
-    const { status, body } = application(req.method, path);
-    send(res, status, {}, body);
+    const answered = await answer(req, res, path);
+    if (answered) send(res, answered.status, {}, answered.body);
     return;
   }
   health.succeeded();
@@ -288,7 +380,13 @@ async function handle(req, res) {
     send(res, 429, headers, body);
     return;
   }
-  const { status, body } = application(req.method, path);
+  // The request holds its leases while the application works and its
+  // answer is sent; they go back once that is over, whichever way.
+  const leases = decision.taken.filter((i) => LIMITS[i].isLease);
+  if (leases.length > 0) whenOver(() => releaseLeases(keys, leases, leaseId));
+  const answered = await answer(req, res, path);
+  if (!answered) return;
+  const { status, body } = answered;
   if (status >= 500 && REFUND_5XX) {
     // The request failed: it should not count. The headers keep the
     // numbers of the decision. The give-back has a deadline of its own.

@@ -1,4 +1,4 @@
-"""Several rate limits on one request, with RL.ALLOW, for redis-py.
+"""Several limits on one request, with RL.ALLOW, for redis-py.
 
 A policy is a list of limits, each a policy name, a key template and a spec,
 written as in RL.ALLOW:
@@ -6,10 +6,19 @@ written as in RL.ALLOW:
     user      rl:{user:$client}:m    SLIDE 100 60
     ip        rl:ip:$ip              THROTTLE 59 60 60
     endpoint  rl:endpoint:$path      SLICE 1000 60 6
+    inflight  rl:{user:$client}:c    LEASE 10 60
 
-``allow`` asks for one unit of every limit at once and answers with the
-fields of each limit and the index of the binding one (the one whose
-numbers belong in the response's headers):
+The first three are rate limits: a request takes a unit that comes back with
+time. The last is a concurrency limit (at most 10 requests in flight per
+client): a request takes a slot, a lease named ``lease_id`` (a fresh one per
+request), that it holds until ``release`` gives it back; if nobody ever does
+(the process that took it crashed), the lease expires ``ttl`` seconds after
+it was taken. So ``ttl`` must be longer than the longest request: one still
+running after it no longer counts.
+
+``allow`` asks for one unit (or slot) of every limit at once and answers
+with the fields of each limit and the index of the binding one (the one
+whose numbers belong in the response's headers):
 
 - On a single server every key lives on it, so it is one RL.ALLOW: atomic,
   all or nothing.
@@ -18,13 +27,16 @@ numbers belong in the response's headers):
   that share a hash tag such as ``{user:42}`` share a slot), and each group
   is one RL.ALLOW, in the order of the limits. When a group refuses, the
   groups before it took their units already: ``allow`` gives them back with
-  RL.REFUND, and peeks (RL.PEEK) at the groups after it so that the binding
-  limit is the one a single RL.ALLOW would have named. Nothing stays counted
-  for a refused request; a concurrent request may see the units of the
-  earlier groups during the moment between the take and the give-back.
+  RL.REFUND (leases with RL.RELEASE), and peeks (RL.PEEK) at the groups
+  after it so that the binding limit is the one a single RL.ALLOW would
+  have named. Nothing stays counted for a refused request; a concurrent
+  request may see the units of the earlier groups during the moment
+  between the take and the give-back.
 
 ``give_back`` returns the units of an allowed request, for instance when the
-handler failed (RL.REFUND, one call per limit).
+handler failed (RL.REFUND, one call per rate limit); ``release`` its leases
+(RL.RELEASE, one call per concurrency limit), when its response is over.
+A request refused by a later slot group gets both from ``allow``.
 
 Both take an optional ``deadline`` (a ``time.monotonic()`` instant): a
 command that would start after it is not sent (``redis.TimeoutError``), so
@@ -44,6 +56,7 @@ ALGORITHMS = {
     "THROTTLE": ("max_burst", "count", "period"),
     "SLIDE": ("limit", "window"),
     "SLICE": ("limit", "window", "slices"),
+    "LEASE": ("limit", "ttl"),
 }
 # What a key template may name; ``render`` substitutes the request's values.
 VARIABLES = ("client", "ip", "path", "method")
@@ -66,15 +79,24 @@ class Limit(NamedTuple):
     spec: tuple            # ("SLIDE", 100, 60): the algorithm and its numbers
 
     @property
-    def window(self) -> int:
+    def is_lease(self) -> bool:
+        """A concurrency limit: what a request takes is a lease, held until
+        ``release`` (or its ttl), not a unit that comes back with time."""
+        return self.spec[0] == "LEASE"
+
+    @property
+    def window(self) -> Optional[int]:
         """The policy's window in seconds, the ``w`` of RateLimit-Policy whose
         ``q`` is the limit that the commands reply (the capacity). SLIDE and
         SLICE: their window. THROTTLE: the time its capacity takes to refill,
         capacity x period / count rounded up, so that q / w is its rate
         (count per period) and q its burst; its period would announce
         capacity units per period, a rate (max_burst + 1) / count times the
-        real one."""
+        real one. LEASE: none, a number in flight has no window (its ttl is
+        how long a lease lasts when nobody releases it)."""
         algorithm, *numbers = self.spec
+        if algorithm == "LEASE":
+            return None
         if algorithm == "THROTTLE":
             max_burst, count, period = numbers
             return max(1, -(-(max_burst + 1) * period // count))  # exact ceil
@@ -166,14 +188,18 @@ def _in_time(deadline: Optional[float]) -> None:
 
 
 def _several(client, command: str, limits, keys, group, quantity: int,
-             deadline: Optional[float] = None):
-    """One RL.ALLOW or RL.PEEK of the limits in ``group``."""
+             deadline: Optional[float] = None, lease_id: Optional[str] = None):
+    """One RL.ALLOW or RL.PEEK of the limits in ``group``. RL.ALLOW takes
+    the leases of its LEASE limits as ``lease_id``; RL.PEEK, without an ID,
+    asks whether a new lease would fit."""
     _in_time(deadline)
     args = [command, len(group)]
     args += [keys[i] for i in group]
     for i in group:
         args += limits[i].spec
     args += ["QUANTITY", quantity]
+    if command == "RL.ALLOW" and any(limits[i].is_lease for i in group):
+        args += ["ID", lease_id]
     options = {}
     if isinstance(client, redis.RedisCluster):
         # redis-py would ask a node for the keys of a command it does not
@@ -184,19 +210,25 @@ def _several(client, command: str, limits, keys, group, quantity: int,
 
 
 def allow(client, limits: Sequence[Limit], keys: Sequence[str], quantity: int = 1,
-          group_by_slot: bool = False, deadline: Optional[float] = None) -> Decision:
-    """Takes ``quantity`` units of every limit, or of none (see the module's
-    documentation for Redis Cluster)."""
+          group_by_slot: bool = False, deadline: Optional[float] = None,
+          lease_id: Optional[str] = None) -> Decision:
+    """Takes ``quantity`` units of every rate limit and a lease named
+    ``lease_id`` (required when there is a LEASE limit: a fresh one per
+    request) of weight ``quantity`` on every concurrency limit, or nothing
+    (see the module's documentation for Redis Cluster)."""
+    if lease_id is None and any(limit.is_lease for limit in limits):
+        raise ValueError("a LEASE limit needs a lease_id")
     groups = slot_groups(keys) if group_by_slot else [list(range(len(keys)))]
     fields: List[Optional[Fields]] = [None] * len(keys)
     taken: List[int] = []
     for n, group in enumerate(groups):
         limited, first, replied = _several(client, "RL.ALLOW", limits, keys, group, quantity,
-                                           deadline)
+                                           deadline, lease_id)
         for i, f in zip(group, replied):
             fields[i] = f
         if limited:
             give_back(client, limits, keys, taken, quantity, deadline)
+            release(client, limits, keys, taken, lease_id, deadline)
             for later in groups[n + 1:]:
                 _, _, replied = _several(client, "RL.PEEK", limits, keys, later, quantity,
                                          deadline)
@@ -211,7 +243,22 @@ def allow(client, limits: Sequence[Limit], keys: Sequence[str], quantity: int = 
 
 def give_back(client, limits: Sequence[Limit], keys: Sequence[str], indices: Sequence[int],
               quantity: int = 1, deadline: Optional[float] = None) -> None:
-    """RL.REFUND of ``quantity`` units on each limit in ``indices``."""
+    """RL.REFUND of ``quantity`` units on each rate limit in ``indices``
+    (concurrency limits are left alone: ``release`` gives a lease back)."""
     for i in indices:
+        if limits[i].is_lease:
+            continue
         _in_time(deadline)
         client.execute_command("RL.REFUND", keys[i], *limits[i].spec, quantity)
+
+
+def release(client, limits: Sequence[Limit], keys: Sequence[str], indices: Sequence[int],
+            lease_id: Optional[str], deadline: Optional[float] = None) -> None:
+    """RL.RELEASE of the lease ``lease_id`` on each concurrency limit in
+    ``indices`` (rate limits are left alone). Releasing a lease that is gone
+    already (released, expired) does nothing."""
+    for i in indices:
+        if not limits[i].is_lease:
+            continue
+        _in_time(deadline)
+        client.execute_command("RL.RELEASE", keys[i], lease_id)

@@ -21,6 +21,19 @@ its capacity takes to refill, see ``limits.Limit.window``), and ``t`` the
 seconds until the limiter is full again, or on a 429 the Retry-After. The
 X- names carry the same numbers for the clients that read those.
 
+**Concurrency.** A limit ``name key LEASE limit ttl`` allows at most ``limit``
+requests of a key in flight at once. Each request takes a lease named by a
+fresh random id, in the same RL.ALLOW as the rate limits (all or nothing),
+and gives it back (RL.RELEASE, once) when its response is over: written in
+full, failed to write, or abandoned because the client went away (see
+``Handler.handle_any``). Its item in RateLimit-Policy is
+``"<name>";q=<limit>;qu="concurrent-requests"``, without a window. ``ttl``
+is the safety net for a process that dies with requests in flight: their
+leases expire by themselves ``ttl`` seconds after they were taken, so it
+must be longer than the longest request. A full key answers 429; its
+Retry-After is the time until the oldest lease would expire if nobody
+released it, an upper bound: a slot comes back as soon as a request ends.
+
 **When Redis fails.** The limiter's answer takes at most ``RL_TIMEOUT_MS``
 (250 ms), counted from when the request has arrived, connection attempts
 included: the client connects and reads with that timeout and makes no
@@ -31,7 +44,9 @@ rate limit fields. The log has one line when the limiter starts failing
 and one when it answers again, never one per request.
 
 The application behind the limiter is a stand-in: it answers 200, or for a
-path /status/<code> that status (to see a failed request given back).
+path /status/<code> that status (to see a failed request given back), or for
+/slow/<ms> 200 after that many milliseconds (at most 60000; sooner, without
+an answer, when the client goes away), to see requests in flight.
 
 Configuration (environment):
     REDIS_URL        redis://127.0.0.1:6379 (with REDIS_CLUSTER=yes: any node)
@@ -41,6 +56,7 @@ Configuration (environment):
                      separated by `;`, the spec as in RL.ALLOW, times in
                      seconds; the key may name $client (the X-Client-Id
                      header, or else the peer address), $ip, $path, $method.
+                     `name key LEASE limit ttl` is a concurrency limit.
                      Without it, one limit made of the four below:
     RL_MAX_BURST     9     } RL_POLICY  RL_KEY_PREFIX$client  THROTTLE
     RL_COUNT         10    }     RL_MAX_BURST RL_COUNT RL_PERIOD:
@@ -57,6 +73,9 @@ Configuration (environment):
 """
 
 import os
+import secrets
+import select
+import socket
 import sys
 import threading
 import time
@@ -114,6 +133,9 @@ def policy_from_environment() -> list:
 
 
 LIMITS = policy_from_environment()
+# The concurrency limits; with one, each request names its lease.
+LEASES = [i for i, limit in enumerate(LIMITS) if limit.is_lease]
+LEASED = bool(LEASES)
 
 # redis-py keeps a thread-safe connection pool (one per node for a cluster).
 # Each connection attempt and each reply is bounded by TIMEOUT, and a failed
@@ -164,6 +186,27 @@ def within_deadline(call, deadline: float):
         raise TimeoutError(f"no answer within {TIMEOUT * 1000:.0f} ms") from None
 
 
+def release_later(keys: list, indices: list, lease_id: str, report: bool = True) -> None:
+    """RL.RELEASE of a request's leases, on a limiter thread that nobody
+    waits for: the response never waits for the release. Its commands stop
+    at a deadline of its own (RL_TIMEOUT_MS); a release that fails leaves
+    its lease to its ttl, and (``report``) is counted and logged like a
+    failed decision (one line per outage)."""
+    deadline = time.monotonic() + TIMEOUT
+
+    def call() -> None:
+        try:
+            limits.release(connection(), LIMITS, keys, indices, lease_id, deadline=deadline)
+        except FAILURES as e:
+            if report:
+                HEALTH.failed(e)
+        else:
+            if report:
+                HEALTH.succeeded()
+
+    LIMITER.submit(call)
+
+
 def log(line: str) -> None:
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
@@ -212,11 +255,19 @@ def sf_string(value: str) -> str:
 NAMES = [sf_string(limit.name) for limit in LIMITS]
 
 
+def policy_item(name: str, limit: limits.Limit, f: limits.Fields) -> str:
+    """One item of RateLimit-Policy: q requests per w seconds, or for a
+    concurrency limit q requests at once (the draft's quota unit
+    "concurrent-requests"; no window)."""
+    if limit.is_lease:
+        return f'{name};q={f.limit};qu="concurrent-requests"'
+    return f"{name};q={f.limit};w={limit.window}"
+
+
 def rate_limit_headers(decision: limits.Decision) -> dict:
     """The rate limit fields of a decision (see the top of this file)."""
     policy = ", ".join(
-        f"{name};q={f.limit};w={limit.window}"
-        for name, limit, f in zip(NAMES, LIMITS, decision.fields)
+        policy_item(name, limit, f) for name, limit, f in zip(NAMES, LIMITS, decision.fields)
     )
     f = decision.headline
     # RateLimit's t: no more than r units within t seconds. On a 429 that is
@@ -237,13 +288,21 @@ def rate_limit_headers(decision: limits.Decision) -> dict:
     return headers
 
 
-def application(method: str, path: str):
-    """The stand-in for the service: (status, body)."""
+def application(method: str, path: str, wait):
+    """The stand-in for the service: (status, body), or None when the client
+    went away. ``wait(seconds)`` waits, and says False when the client went
+    away meanwhile."""
     parts = path.split("/")
     if len(parts) == 3 and parts[1] == "status" and parts[2].isdigit():
         status = int(parts[2])
         if 200 <= status <= 599:
             return status, f"status {status}\n"
+    if len(parts) == 3 and parts[1] == "slow" and parts[2].isdigit():
+        ms = int(parts[2])
+        if ms <= 60000:
+            if not wait(ms / 1000):
+                return None
+            return 200, f"waited {ms} ms\n"
     return 200, "ok\n"
 
 
@@ -264,23 +323,31 @@ class Handler(BaseHTTPRequestHandler):
             "method": self.command,
         }
         keys = [limit.render(values) for limit in LIMITS]
+        lease_id = secrets.token_hex(16) if LEASED else None
         started = time.monotonic()
         try:
             decision = within_deadline(
                 lambda client, deadline: limits.allow(
-                    client, LIMITS, keys, group_by_slot=GROUP_BY_SLOT, deadline=deadline
+                    client, LIMITS, keys, group_by_slot=GROUP_BY_SLOT, deadline=deadline,
+                    lease_id=lease_id,
                 ),
                 started + TIMEOUT,
             )
         except FAILURES as e:
             HEALTH.failed(e)
+            if LEASED:
+                # Redis may still carry out an RL.ALLOW that came too late
+                # (it was slow, not gone), and its lease would then hold a
+                # slot until its ttl: release it too. Best effort: redis-py
+                # sends this on another connection than the late RL.ALLOW,
+                # so Redis may run it first; the ttl covers that.
+                release_later(keys, LEASES, lease_id, report=False)
             if not FAIL_OPEN:
                 self.reply(503, {}, "rate limiter unavailable\n")
                 return
             # Fail open: the application answers, unlimited; no rate limit
             # fields, since there are no numbers to put in them.
-            status, body = application(self.command, path)
-            self.reply(status, {}, body)
+            self.answer(path, {})
             return
         HEALTH.succeeded()
         headers = rate_limit_headers(decision)
@@ -292,8 +359,28 @@ class Handler(BaseHTTPRequestHandler):
                 body = "rate limited: this request exceeds the capacity\n"
             self.reply(429, headers, body)
             return
-        status, body = application(self.command, path)
-        if status >= 500 and REFUND_5XX:
+        leases = [i for i in decision.taken if LIMITS[i].is_lease]
+        # The request holds its leases while the application works and its
+        # answer is written. The release runs when that is over, whichever
+        # way: the answer written in full, the client gone (the application
+        # gave up, or writing failed), or the application raised. A
+        # synchronous handler cannot see a disconnect while it works; the
+        # stand-in's slow path watches the socket itself (``client_waits``).
+        try:
+            self.answer(path, headers, keys, decision)
+        finally:
+            if leases:
+                release_later(keys, leases, lease_id)
+
+    def answer(self, path: str, headers: dict, keys=None, decision=None) -> None:
+        """The application's answer, with ``headers``; with a decision, its
+        units given back on a 5xx when RL_REFUND_5XX says so."""
+        answered = application(self.command, path, self.client_waits)
+        if answered is None:  # the client went away: nobody to answer
+            self.close_connection = True
+            return
+        status, body = answered
+        if decision is not None and status >= 500 and REFUND_5XX:
             # The request failed: it should not count. The headers keep the
             # numbers of the decision. The give-back has a deadline of its own.
             try:
@@ -306,6 +393,24 @@ class Handler(BaseHTTPRequestHandler):
             except FAILURES as e:
                 HEALTH.failed(e)
         self.reply(status, headers, body)
+
+    def client_waits(self, seconds: float) -> bool:
+        """Waits ``seconds``, or less when the client closes the connection
+        meanwhile: then False. (A client that went away makes the socket
+        readable, and a read there finds the end of the stream.)"""
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            readable, _, _ = select.select([self.connection], [], [], left)
+            if not readable:
+                continue
+            try:
+                if not self.connection.recv(1, socket.MSG_PEEK):
+                    return False
+            except OSError:  # reset by the client
+                return False
+            # The client's next request, pipelined: it is still there.
+            time.sleep(max(0.0, end - time.monotonic()))
+        return True
 
     def reply(self, status: int, headers: dict, body: str) -> None:
         data = body.encode()
