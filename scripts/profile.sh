@@ -10,6 +10,8 @@
 #
 #   scripts/profile.sh            # builds the release module and the floor
 #   scripts/profile.sh --top N    # also the N costliest functions per command
+#   MODULE=path/to.so scripts/profile.sh   # count that build (e.g. one copied
+#                                 # aside before a change), build nothing of it
 #
 # Needs valgrind, redis-server and redis-benchmark (scripts/deps.sh --test
 # installs the last two; valgrind: apt-get install valgrind).
@@ -19,9 +21,12 @@ TOP=0
 [ "${1:-}" = "--top" ] && TOP=${2:-15}
 N=20000
 command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install valgrind" >&2; exit 1; }
-CARGO_PROFILE_RELEASE_DEBUG=${PROFILE_DEBUG:-0} cargo build --release --quiet
+if [ -z "${MODULE:-}" ]; then
+  CARGO_PROFILE_RELEASE_DEBUG=${PROFILE_DEBUG:-0} cargo build --release --quiet
+  MODULE=$PWD/target/release/libredis_ratelimit.so
+fi
+MODULE=$(realpath "$MODULE")
 cargo build --release --example floor --quiet
-MODULE=$PWD/target/release/libredis_ratelimit.so
 FLOOR=$PWD/target/release/examples/libfloor.so
 OUT=$(mktemp -d)
 trap 'redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$OUT"' EXIT
@@ -29,6 +34,9 @@ PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.%p" \
     redis-server --port "$PORT" --bind 127.0.0.1 --save "" --appendonly no \
     --loadmodule "$MODULE" --loadmodule "$FLOOR" >"$OUT/server.log" 2>&1 &
+# callgrind_control talks to every callgrind process on the machine unless
+# given one: name ours, so that other runs' counters are left alone.
+VG=$!
 for _ in $(seq 100); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.2; done
 bench() { redis-benchmark -p "$PORT" -c 10 -n "$1" -P 16 -q "${@:2}" >/dev/null; }
 declare -A CMD=(
@@ -44,10 +52,10 @@ declare -A CMD=(
 )
 ORDER="floor keep keep3 incr throttle slide slice allow peek"
 for name in $ORDER; do bench 2000 ${CMD[$name]}; done   # warm up: keys exist
-callgrind_control -z >/dev/null
+callgrind_control -z "$VG" >/dev/null
 for name in $ORDER; do
   bench $N ${CMD[$name]}
-  callgrind_control -d "$name" >/dev/null
+  callgrind_control -d "$name" "$VG" >/dev/null
 done
 PID=$(ls "$OUT" | sed -n 's/^cg\.\([0-9]*\)$/\1/p' | head -1)
 floor=0
