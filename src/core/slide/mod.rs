@@ -573,7 +573,12 @@ impl SlideLog {
 
     /// Whether the ring is wide.
     pub fn is_wide(&self) -> bool {
-        matches!(self.times, Times::Wide(_))
+        self.times.is_wide()
+    }
+
+    /// Entries in the tail, the newest ones kept in the struct.
+    pub(super) fn in_tail(&self) -> usize {
+        self.times.in_tail()
     }
 
     /// Each unit's instant, in ns, oldest first.
@@ -603,10 +608,7 @@ impl SlideLog {
 
     /// The base of a narrow ring; `None` when wide.
     pub(super) fn narrow_base(&self) -> Option<u64> {
-        match self.times {
-            Times::Narrow { base, .. } => Some(base),
-            Times::Wide(_) => None,
-        }
+        self.times.narrow_base()
     }
 
     /// The log's clock.

@@ -6,6 +6,7 @@
 use std::mem;
 
 use super::{ms, params, request, MS, S, US};
+use crate::core::slide::times::TAIL;
 use crate::core::slide::{
     SlideLog, SlideParams, SlideUpdate, MAX_LIMIT, MAX_MICROS, PRECISION_RULE,
 };
@@ -151,9 +152,10 @@ fn a_new_log_allocates_nothing() {
     assert!(log.is_empty());
     assert_eq!(log.mem_usage(), mem::size_of::<SlideLog>());
     assert_eq!(log, SlideLog::default());
-    // Small: the ring (40 bytes with its base), the side table's
-    // pointer, the clock.
-    assert_eq!(mem::size_of::<SlideLog>(), 56);
+    // Small: the ring (40 bytes with its base), the tail (7 offsets,
+    // their base and length: 40 bytes), the side table's pointer, the
+    // clock.
+    assert_eq!(mem::size_of::<SlideLog>(), 96);
     assert!(mem::size_of::<SlideUpdate>() <= 40);
 }
 
@@ -387,8 +389,9 @@ fn a_dense_key_with_precision_holds_few_entries() {
     }
     assert_eq!(log.len(), 100_000);
     assert_eq!(log.entries(), 2);
-    // The struct, a ring of 2 entries, the side table and 2 records.
-    assert_eq!(log.mem_usage(), 56 + 2 * 4 + 56 + 2 * 8);
+    // The struct (the 2 entries in its tail, no ring), the side table
+    // and 2 records.
+    assert_eq!(log.mem_usage(), 96 + 56 + 2 * 8);
     // The exact log: an entry per call.
     let exact = params(1_000_000, 3_600 * S);
     let mut log = SlideLog::default();
@@ -419,4 +422,164 @@ fn precision_is_at_most_the_window() {
 /// Parameter values as `Limiter::params` receives them.
 fn numbers<const N: usize>(values: [u64; N]) -> [crate::core::Value<'static>; N] {
     values.map(crate::core::Value::Number)
+}
+
+/// The newest entries stay in the struct, up to `TAIL` (7): a new log
+/// allocates nothing for them; the next one moves them to the ring in one
+/// batch and starts the tail again. The log answers the same.
+#[test]
+fn the_newest_entries_stay_in_the_struct_and_move_in_batches() {
+    let p = params(100, 60 * S);
+    let mut log = SlideLog::default();
+    let t = 1_700_000_000 * S;
+    let at = |i: usize| Nanos::new(t + i as u64 * US);
+    for i in 0..TAIL {
+        request(&mut log, at(i), &p, 1);
+    }
+    assert_eq!(
+        (log.entries(), log.in_tail(), log.capacity()),
+        (TAIL, TAIL, 0)
+    );
+    assert_eq!(log.mem_usage(), mem::size_of::<SlideLog>());
+    let before = log.entry_list();
+    request(&mut log, at(TAIL), &p, 1);
+    assert_eq!((log.entries(), log.in_tail()), (TAIL + 1, 1));
+    // The ring's planned capacity for TAIL entries: a power of two.
+    assert_eq!(log.capacity(), TAIL.next_power_of_two());
+    assert_eq!(&log.entry_list()[..TAIL], &before[..]);
+    let n = 2 * TAIL + 1;
+    for i in TAIL + 1..n {
+        request(&mut log, at(i), &p, 1);
+    }
+    assert_eq!((log.entries(), log.in_tail()), (n, 1));
+    let expected: Vec<(u64, u64)> = (0..n as u64).map(|i| (t / US + i, 1)).collect();
+    assert_eq!(log.entry_list(), expected);
+    // 100 - n more fit; two more need the two oldest units gone.
+    let held = n as u64;
+    assert_eq!(log.decide(at(n), &p, 100 - held).0.remaining, 0);
+    let (d, _) = log.decide(at(n), &p, 102 - held);
+    assert_eq!(d.retry, Retry::At(Nanos::new(t + US + 60 * S)));
+}
+
+/// Expiry and refunds take entries across the boundary: from the tail
+/// and the ring at once.
+#[test]
+fn expiry_and_refunds_cross_from_the_ring_to_the_tail() {
+    let p = params(100, 100 * US);
+    let mut log = SlideLog::default();
+    let t = 1_700_000_000 * S;
+    let at = |i: usize| Nanos::new(t + i as u64 * US);
+    let n = 2 * TAIL + 3;
+    for i in 0..n {
+        request(&mut log, at(i), &p, 1);
+    }
+    assert_eq!((log.entries(), log.in_tail()), (n, 3));
+    // A refund of 5: the 3 of the tail, 2 of the ring.
+    log.refund(at(n - 1), &p, 5);
+    let kept = 2 * TAIL - 2;
+    assert_eq!((log.entries(), log.in_tail()), (kept, 0));
+    let expected: Vec<(u64, u64)> = (0..kept as u64).map(|i| (t / US + i, 1)).collect();
+    assert_eq!(log.entry_list(), expected);
+    // The next entries start the tail again: TAIL - 1 of them, at n ..
+    for i in n..n + TAIL - 1 {
+        request(&mut log, at(i), &p, 1);
+    }
+    assert_eq!((log.entries(), log.in_tail()), (kept + TAIL - 1, TAIL - 1));
+    // At n + 1 + 100 µs the entries up to n + 1 µs have left: the ring's
+    // and the tail's first 2.
+    let now = at(n + 101);
+    let (d, _) = log.decide(now, &p, 0);
+    assert_eq!(d.remaining, 100 - (TAIL as u64 - 3));
+    request(&mut log, now, &p, 1);
+    assert_eq!((log.entries(), log.in_tail()), (TAIL - 2, TAIL - 2));
+    let expected: Vec<(u64, u64)> = (n + 2..n + TAIL - 1)
+        .chain([n + 101])
+        .map(|i| (t / US + i as u64, 1))
+        .collect();
+    assert_eq!(log.entry_list(), expected);
+    // Everything refunded: an empty log, as new.
+    log.refund(now, &p, 100);
+    assert_eq!(log, SlideLog::default());
+}
+
+/// A counted entry keeps its count as it moves from the tail to the
+/// ring, and a refund splits it there.
+#[test]
+fn counted_entries_move_to_the_ring_with_their_counts() {
+    let p = params(100, 60 * S);
+    let mut log = SlideLog::default();
+    let t = 1_700_000_000 * S;
+    let at = |i: usize| Nanos::new(t + i as u64 * US);
+    for i in 0..TAIL - 1 {
+        request(&mut log, at(i), &p, 1);
+    }
+    request(&mut log, at(TAIL - 1), &p, 5);
+    let units = TAIL + 4;
+    assert_eq!(
+        (log.entries(), log.in_tail(), log.len()),
+        (TAIL, TAIL, units)
+    );
+    request(&mut log, at(TAIL), &p, 1);
+    assert_eq!(
+        (log.entries(), log.in_tail(), log.len()),
+        (TAIL + 1, 1, units + 1)
+    );
+    assert_eq!(log.entry_list()[TAIL - 1], (t / US + TAIL as u64 - 1, 5));
+    assert_eq!(log.counted_entries(), Some(1));
+    // For 99 more, TAIL + 4 units must leave: the last is the counted
+    // entry's last, in the ring.
+    let (d, _) = log.decide(at(TAIL + 1), &p, 99);
+    let leaves = t + (TAIL as u64 - 1) * US + 60 * S;
+    assert_eq!(d.retry, Retry::At(Nanos::new(leaves)));
+    // A refund of 3: the newest unit, and 2 of the counted entry's.
+    log.refund(at(TAIL + 1), &p, 3);
+    assert_eq!(log.len(), units - 2);
+    assert_eq!(
+        log.entry_list().last(),
+        Some(&(t / US + TAIL as u64 - 1, 3))
+    );
+    assert_eq!(SlideLog::decode(&log.encode()), Ok(log));
+}
+
+/// Decoding fills the ring, then the tail, as appending would: the ring
+/// is allocated exactly for the entries before the tail.
+#[test]
+fn decoding_fills_the_ring_then_the_tail() {
+    let p = params(100, 60 * S);
+    let t = 1_700_000_000 * S;
+    for n in [3, TAIL, TAIL + 1, 2 * TAIL + 3, 3 * TAIL + 1] {
+        let mut log = SlideLog::default();
+        for i in 0..n as u64 {
+            request(&mut log, Nanos::new(t + i * US), &p, 1);
+        }
+        let bytes = log.encode();
+        let decoded = SlideLog::decode(&bytes).expect("decodes");
+        assert_eq!(decoded, log, "{n}");
+        let in_tail = (n - 1) % TAIL + 1;
+        assert_eq!(decoded.in_tail(), in_tail, "{n}");
+        assert_eq!(decoded.capacity(), n - in_tail, "{n}");
+        assert_eq!(decoded.encode(), bytes, "{n}");
+    }
+}
+
+/// An entry more than 2^32 µs (71 minutes) after the tail's oldest goes
+/// to the ring with the tail, where the ring's modes handle long spans.
+#[test]
+fn an_entry_out_of_the_tails_reach_goes_to_the_ring() {
+    let year = 365 * 24 * 3_600 * S;
+    let p = params(10, 10 * year);
+    let mut log = SlideLog::default();
+    let t0 = 1_700_000_000 * S;
+    request(&mut log, Nanos::new(t0), &p, 1);
+    request(&mut log, Nanos::new(t0 + US), &p, 1);
+    assert_eq!((log.entries(), log.in_tail()), (2, 2));
+    let far = t0 + (1 << 32) * US;
+    request(&mut log, Nanos::new(far), &p, 1);
+    assert_eq!((log.entries(), log.in_tail()), (3, 0));
+    assert!(log.is_wide());
+    request(&mut log, Nanos::new(far + US), &p, 1);
+    assert_eq!((log.entries(), log.in_tail()), (4, 1));
+    let expected = [t0, t0 + US, far, far + US].map(|t| (t / US, 1));
+    assert_eq!(log.entry_list(), expected);
+    assert_eq!(SlideLog::decode(&log.encode()), Ok(log));
 }
