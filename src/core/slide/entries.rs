@@ -11,7 +11,7 @@ impl SlideLog {
     /// `now`, or the log's clock if `now` is before it (the clock went
     /// back).
     pub(super) fn read_at(&self, now: Nanos) -> Nanos {
-        if self.times.len() == 0 {
+        if self.times.is_empty() {
             now
         } else {
             now.max(self.clock)
@@ -212,7 +212,7 @@ impl SlideLog {
         }
         // The usual case first: one unit, in a microsecond of its own,
         // appended to the tail in the struct.
-        if quantity == 1 && self.times.push_after_back(t) {
+        if quantity == 1 && self.times.push_after_back(t, room) {
             return;
         }
         let len = self.times.len();

@@ -1,4 +1,4 @@
-//! The instants of the log's entries: the newest few in the struct (the
+//! The instants of the log's entries: the newest two in the struct (the
 //! **tail**), the older ones in a ring in one of two modes, narrow (`u32`
 //! offsets from a base) or wide (`u64` instants); how entries move from
 //! the tail to the ring, and how the ring grows and shrinks.
@@ -8,24 +8,29 @@ use std::mem;
 
 use super::NARROW_SPAN;
 
-/// Entries the tail holds: 7 offsets, their base and length make the
-/// log's struct 96 bytes (a unit test holds it there). 15, in 128 bytes,
-/// measured no faster on random keys, and costs every key 32 bytes more.
-pub(in crate::core) const TAIL: usize = 7;
+/// Entries the tail holds: two offsets fill the 8 bytes that the log's
+/// struct has left in one cache line (64 bytes; a unit test holds it
+/// there). A tail of 7 with a base of its own (96 bytes, two lines)
+/// measured no faster, and costs every key 32 bytes more.
+pub(in crate::core) const TAIL: usize = 2;
+
+/// A tail slot that holds no entry (an entry at this offset goes to the
+/// ring).
+const EMPTY: u32 = u32::MAX;
 
 /// The instants of the entries, in µs since the epoch, oldest first: the
 /// ring's, then the tail's.
 ///
-/// An entry is appended to the tail while the tail has room for it and it
-/// is within `u32::MAX` µs of the tail's base; otherwise the tail's entries
-/// move to the ring in one batch. A call that records a unit thus writes
-/// to the struct alone, and the ring's allocation is touched once every
-/// [`TAIL`] entries (and when entries are dropped, counted or taken back):
-/// on a key that is not in the cache, one cache miss less per call. An
-/// entry too far from the tail's base (more than 71 minutes) goes to the
-/// ring with the tail, where the ring's modes deal with long spans.
-/// Entries are named by their index in the whole sequence, so moving them
-/// from the tail to the ring changes no index.
+/// The newest entries, up to [`TAIL`], are kept in the struct (the
+/// **tail**) as offsets from the narrow ring's base; when the tail is full
+/// they move to the ring in one batch. A call that records a unit thus
+/// writes to the struct alone, one time in two, and reads nothing of the
+/// ring's allocation (the newest entry is in the struct): on a key that is
+/// not in the cache, a cache miss less per call. An entry the base does
+/// not reach goes to the ring after the tail's, and the ring rebases or
+/// turns wide as before; a wide ring keeps no tail. Entries are named by
+/// their index in the whole sequence, so moving them from the tail to the
+/// ring changes no index.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Times {
     ring: Ring,
@@ -41,14 +46,11 @@ enum Ring {
     Wide(VecDeque<u64>),
 }
 
-/// The newest entries, at most [`TAIL`]: offsets from `base`, which is at
-/// or before the oldest of them.
-#[derive(Clone, Copy, Debug, Default)]
-struct Tail {
-    base: u64,
-    offsets: [u32; TAIL],
-    len: u8,
-}
+/// The newest entries, at most [`TAIL`]: offsets from the narrow ring's
+/// base in the first slots, [`EMPTY`] in the others. Empty while the ring
+/// is wide, and whenever the ring's base changes.
+#[derive(Clone, Copy, Debug)]
+struct Tail([u32; TAIL]);
 
 impl Default for Ring {
     fn default() -> Ring {
@@ -56,6 +58,12 @@ impl Default for Ring {
             base: 0,
             offsets: VecDeque::new(),
         }
+    }
+}
+
+impl Default for Tail {
+    fn default() -> Tail {
+        Tail([EMPTY; TAIL])
     }
 }
 
@@ -74,26 +82,48 @@ impl Times {
         self.ring.len() + self.tail.len()
     }
 
+    pub(super) fn is_empty(&self) -> bool {
+        self.tail.is_empty() && self.ring.len() == 0
+    }
+
+    /// The narrow ring's base, which the tail's offsets are from (0 when
+    /// wide: the tail is empty).
+    fn base(&self) -> u64 {
+        match self.ring {
+            Ring::Narrow { base, .. } => base,
+            Ring::Wide(_) => 0,
+        }
+    }
+
+    fn in_tail(&self, offset: u32) -> u64 {
+        self.base().saturating_add(u64::from(offset))
+    }
+
     /// The instant of the entry at `index`, in µs.
     pub(super) fn get(&self, index: usize) -> Option<u64> {
         let in_ring = self.ring.len();
         match index.checked_sub(in_ring) {
             None => self.ring.get(index),
-            Some(i) => self.tail.get(i),
+            Some(i) => self.tail.entries().get(i).map(|&o| self.in_tail(o)),
         }
     }
 
     pub(super) fn front(&self) -> Option<u64> {
-        self.ring.front().or_else(|| self.tail.front())
+        let first = || self.tail.entries().first().map(|&o| self.in_tail(o));
+        self.ring.front().or_else(first)
     }
 
     #[inline]
     pub(super) fn back(&self) -> Option<u64> {
-        self.tail.back().or_else(|| self.ring.back())
+        match self.tail.back() {
+            Some(o) => Some(self.in_tail(o)),
+            None => self.ring.back(),
+        }
     }
 
     pub(super) fn iter(&self) -> impl Iterator<Item = u64> + '_ {
-        self.ring.iter().chain(self.tail.iter())
+        let tail = self.tail.entries().iter().map(|&o| self.in_tail(o));
+        self.ring.iter().chain(tail)
     }
 
     /// How many entries at the front are at or before `cutoff` (µs).
@@ -102,29 +132,45 @@ impl Times {
         let in_ring = self.ring.len();
         let n = self.ring.leading_at_most(cutoff);
         if n < in_ring {
-            n
-        } else {
-            n + self.tail.leading_at_most(cutoff)
+            return n;
+        }
+        let tail = self.tail.entries();
+        n + match cutoff.checked_sub(self.base()) {
+            None => 0,
+            Some(d) => match u32::try_from(d) {
+                Ok(offset) => tail.partition_point(|&o| o <= offset),
+                Err(_) => tail.len(),
+            },
         }
     }
 
     pub(super) fn drop_front(&mut self, n: usize) {
-        let in_ring = self.ring.len();
-        if n < in_ring {
-            self.ring.drop_front(n);
-        } else {
-            self.ring.clear();
-            self.tail.drop_front(n - in_ring);
+        match &mut self.ring {
+            Ring::Narrow { offsets, .. } if n < offsets.len() => drop_front(offsets, n),
+            Ring::Wide(times) if n < times.len() => drop_front(times, n),
+            ring => {
+                let in_ring = ring.len();
+                // A narrow ring keeps its base, which the tail's offsets
+                // are from.
+                ring.clear();
+                self.tail.drop_front(n - in_ring);
+            }
         }
     }
 
     /// Moves the newest entry to `t` (µs, not before it) if it can be held
     /// where it is; answers whether it was.
     pub(super) fn set_back(&mut self, t: u64) -> bool {
-        if self.tail.len() > 0 {
-            self.tail.set_back(t)
-        } else {
-            self.ring.set_back(t)
+        let len = self.tail.len();
+        if len == 0 {
+            return self.ring.set_back(t);
+        }
+        match (tail_offset(self.base(), t), self.tail.0.get_mut(len - 1)) {
+            (Some(offset), Some(back)) => {
+                *back = offset;
+                true
+            }
+            _ => false,
         }
     }
 
@@ -133,7 +179,7 @@ impl Times {
         match len.checked_sub(in_ring) {
             Some(in_tail) => self.tail.truncate(in_tail),
             None => {
-                self.tail.truncate(0);
+                self.tail = Tail::default();
                 if len == 0 {
                     self.ring.clear();
                 } else {
@@ -143,28 +189,54 @@ impl Times {
         }
     }
 
-    /// Appends `t` (µs, after the newest entry) to the tail if the tail
-    /// has room and reach for it and holds the newest entry: the usual
-    /// case of a call, which touches only the struct. Answers whether it
-    /// did.
+    /// Appends `t` (µs, after the newest entry, which is in the tail) if
+    /// the ring's base reaches it: the usual case of a call, which touches
+    /// only the struct (and the ring, to move a full tail there). Answers
+    /// whether it did.
     #[inline]
-    pub(super) fn push_after_back(&mut self, t: u64) -> bool {
-        self.tail.push_after_back(t)
+    pub(super) fn push_after_back(&mut self, t: u64, room: Room) -> bool {
+        let Ring::Narrow { base, offsets } = &mut self.ring else {
+            return false;
+        };
+        let len = self.tail.len();
+        let (Some(&newest), Some(offset)) =
+            (self.tail.0.get(len.wrapping_sub(1)), tail_offset(*base, t))
+        else {
+            return false;
+        };
+        if offset == newest {
+            return false;
+        }
+        match self.tail.0.get_mut(len) {
+            Some(slot) => *slot = offset,
+            None => {
+                flush(offsets, &mut self.tail, room);
+                self.tail = Tail::one(offset);
+            }
+        }
+        true
     }
 
-    /// Appends `t` (µs, not before the newest entry): to the tail, or, when
-    /// the tail is full or `t` is out of its reach, the tail's entries
-    /// first to the ring (see `Times`).
+    /// Appends `t` (µs, not before the newest entry): to the tail, after
+    /// moving a full tail to the ring; or, when the ring's base does not
+    /// reach it (or the ring is wide), to the ring, after the tail's
+    /// entries, changing the base or the mode as needed (see the module
+    /// doc).
     pub(super) fn push(&mut self, t: u64, room: Room) {
-        if self.tail.push(t) {
-            return;
+        if let Ring::Narrow { base, offsets } = &mut self.ring {
+            if offsets.is_empty() && self.tail.is_empty() {
+                *base = t;
+            }
+            if let Some(offset) = tail_offset(*base, t) {
+                if !self.tail.push(offset) {
+                    flush(offsets, &mut self.tail, room);
+                    self.tail = Tail::one(offset);
+                }
+                return;
+            }
+            flush(offsets, &mut self.tail, room);
         }
-        let in_reach = offset_of(self.tail.base, t).is_some();
-        self.ring.append(&self.tail, room);
-        self.tail.truncate(0);
-        if !(in_reach && self.tail.push(t)) {
-            self.ring.push(t, room);
-        }
+        self.ring.push(t, room);
     }
 
     /// Whether the ring is wide.
@@ -190,7 +262,7 @@ impl Times {
 
     /// Entries in the tail.
     #[cfg(test)]
-    pub(super) fn in_tail(&self) -> usize {
+    pub(super) fn tail_len(&self) -> usize {
         self.tail.len()
     }
 
@@ -207,109 +279,73 @@ impl Times {
     }
 }
 
+/// `t - base` as an offset the tail can hold.
+fn tail_offset(base: u64, t: u64) -> Option<u32> {
+    offset_of(base, t).filter(|&offset| offset != EMPTY)
+}
+
+/// Moves the tail's entries to the end of the narrow ring whose base they
+/// are offsets from, in one reservation.
+fn flush(offsets: &mut VecDeque<u32>, tail: &mut Tail, room: Room) {
+    let entries = tail.entries();
+    if !entries.is_empty() {
+        reserve(offsets, entries.len(), room);
+        for &offset in entries {
+            offsets.push_back(offset);
+        }
+        *tail = Tail::default();
+    }
+}
+
 impl Tail {
+    fn one(offset: u32) -> Tail {
+        let mut tail = Tail::default();
+        tail.0[0] = offset;
+        tail
+    }
+
+    /// The slots in use (the first ones).
+    #[inline]
     fn len(&self) -> usize {
-        usize::from(self.len)
+        self.0.iter().filter(|&&o| o != EMPTY).count()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0[0] == EMPTY
+    }
+
+    /// The newest entry's offset.
+    #[inline]
+    fn back(&self) -> Option<u32> {
+        self.0.iter().rev().find(|&&o| o != EMPTY).copied()
     }
 
     fn entries(&self) -> &[u32] {
-        self.offsets.get(..self.len()).unwrap_or(&[])
+        self.0.get(..self.len()).unwrap_or(&[])
     }
 
-    fn at(&self, offset: u32) -> u64 {
-        self.base.saturating_add(u64::from(offset))
-    }
-
-    fn get(&self, index: usize) -> Option<u64> {
-        self.entries().get(index).map(|&o| self.at(o))
-    }
-
-    fn front(&self) -> Option<u64> {
-        self.entries().first().map(|&o| self.at(o))
-    }
-
-    #[inline]
-    fn back(&self) -> Option<u64> {
-        self.entries().last().map(|&o| self.at(o))
-    }
-
-    fn iter(&self) -> impl Iterator<Item = u64> + '_ {
-        self.entries().iter().map(|&o| self.at(o))
-    }
-
-    #[inline]
-    fn leading_at_most(&self, cutoff: u64) -> usize {
-        match cutoff.checked_sub(self.base) {
-            None => 0,
-            Some(d) => match u32::try_from(d) {
-                Ok(o) => self.entries().partition_point(|&x| x <= o),
-                Err(_) => self.len(),
-            },
+    /// Appends `offset` (not [`EMPTY`]) if there is room.
+    fn push(&mut self, offset: u32) -> bool {
+        let len = self.len();
+        match self.0.get_mut(len) {
+            Some(slot) => {
+                *slot = offset;
+                true
+            }
+            None => false,
         }
     }
 
     fn drop_front(&mut self, n: usize) {
         let len = self.len();
-        if n >= len {
-            self.len = 0;
-        } else {
-            self.offsets.copy_within(n..len, 0);
-            self.len = (len - n) as u8;
-        }
+        let kept = len.saturating_sub(n);
+        self.0.copy_within(len - kept..len, 0);
+        self.truncate(kept);
     }
 
     fn truncate(&mut self, len: usize) {
-        if len < self.len() {
-            self.len = len as u8;
-        }
-    }
-
-    fn set_back(&mut self, t: u64) -> bool {
-        let len = self.len();
-        match (
-            offset_of(self.base, t),
-            self.offsets.get_mut(len.wrapping_sub(1)),
-        ) {
-            (Some(offset), Some(back)) if len > 0 => {
-                *back = offset;
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// Appends `t` (not before the newest entry) if there is room and it is
-    /// in reach; an empty tail takes its base from it.
-    fn push(&mut self, t: u64) -> bool {
-        let len = self.len();
-        if len == 0 {
-            self.base = t;
-        }
-        match (offset_of(self.base, t), self.offsets.get_mut(len)) {
-            (Some(offset), Some(slot)) => {
-                *slot = offset;
-                self.len += 1;
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// `push`, only if the tail is not empty and `t` is after its newest
-    /// entry.
-    #[inline]
-    fn push_after_back(&mut self, t: u64) -> bool {
-        let len = self.len();
-        let (Some(&newest), Some(offset)) = (self.entries().last(), offset_of(self.base, t)) else {
-            return false;
-        };
-        match self.offsets.get_mut(len) {
-            Some(slot) if offset != newest => {
-                *slot = offset;
-                self.len += 1;
-                true
-            }
-            _ => false,
+        if let Some(rest) = self.0.get_mut(len..) {
+            rest.fill(EMPTY);
         }
     }
 }
@@ -384,28 +420,6 @@ impl Ring {
         match self {
             Ring::Narrow { offsets, .. } => offsets.clear(),
             Ring::Wide(_) => *self = Ring::default(),
-        }
-    }
-
-    /// Appends the tail's entries (not before the newest entry), reserving
-    /// room for all of them at once when a narrow ring reaches them.
-    fn append(&mut self, tail: &Tail, room: Room) {
-        let (Some(oldest), Some(newest)) = (tail.front(), tail.back()) else {
-            return;
-        };
-        if let Ring::Narrow { base, offsets } = self {
-            if offsets.is_empty() {
-                *base = oldest;
-            }
-            let base = *base;
-            if offset_of(base, newest).is_some() {
-                reserve(offsets, tail.len(), room);
-                offsets.extend(tail.iter().map(|t| offset_of(base, t).unwrap_or(u32::MAX)));
-                return;
-            }
-        }
-        for t in tail.iter() {
-            self.push(t, room);
         }
     }
 
@@ -667,6 +681,11 @@ fn grow<T>(ring: &mut VecDeque<T>, additional: usize, room: Room) {
 /// reallocation; and a length that wavers (traffic does) does not
 /// reallocate at every wave.
 pub(super) fn shrink_if_sparse<T>(ring: &mut VecDeque<T>) {
+    // The planned capacity is at least the length: no need to plan it
+    // while the capacity is at most twice the length plus 8.
+    if ring.capacity() <= ring.len().saturating_mul(2).saturating_add(8) {
+        return;
+    }
     let planned = planned(ring.len());
     if ring.capacity() > planned.saturating_mul(2).saturating_add(8) {
         ring.shrink_to(planned);

@@ -152,10 +152,9 @@ fn a_new_log_allocates_nothing() {
     assert!(log.is_empty());
     assert_eq!(log.mem_usage(), mem::size_of::<SlideLog>());
     assert_eq!(log, SlideLog::default());
-    // Small: the ring (40 bytes with its base), the tail (7 offsets,
-    // their base and length: 40 bytes), the side table's pointer, the
-    // clock.
-    assert_eq!(mem::size_of::<SlideLog>(), 96);
+    // One cache line: the ring (40 bytes with its base), the tail (two
+    // offsets from that base), the side table's pointer, the clock.
+    assert_eq!(mem::size_of::<SlideLog>(), 64);
     assert!(mem::size_of::<SlideUpdate>() <= 40);
 }
 
@@ -391,7 +390,7 @@ fn a_dense_key_with_precision_holds_few_entries() {
     assert_eq!(log.entries(), 2);
     // The struct (the 2 entries in its tail, no ring), the side table
     // and 2 records.
-    assert_eq!(log.mem_usage(), 96 + 56 + 2 * 8);
+    assert_eq!(log.mem_usage(), 64 + 56 + 2 * 8);
     // The exact log: an entry per call.
     let exact = params(1_000_000, 3_600 * S);
     let mut log = SlideLog::default();
@@ -424,7 +423,7 @@ fn numbers<const N: usize>(values: [u64; N]) -> [crate::core::Value<'static>; N]
     values.map(crate::core::Value::Number)
 }
 
-/// The newest entries stay in the struct, up to `TAIL` (7): a new log
+/// The newest entries stay in the struct, up to `TAIL` (2): a new log
 /// allocates nothing for them; the next one moves them to the ring in one
 /// batch and starts the tail again. The log answers the same.
 #[test]
@@ -444,8 +443,9 @@ fn the_newest_entries_stay_in_the_struct_and_move_in_batches() {
     let before = log.entry_list();
     request(&mut log, at(TAIL), &p, 1);
     assert_eq!((log.entries(), log.in_tail()), (TAIL + 1, 1));
-    // The ring's planned capacity for TAIL entries: a power of two.
-    assert_eq!(log.capacity(), TAIL.next_power_of_two());
+    // The ring's planned capacity for TAIL entries: a power of two, 4 or
+    // more.
+    assert_eq!(log.capacity(), TAIL.next_power_of_two().max(4));
     assert_eq!(&log.entry_list()[..TAIL], &before[..]);
     let n = 2 * TAIL + 1;
     for i in TAIL + 1..n {
@@ -469,31 +469,32 @@ fn expiry_and_refunds_cross_from_the_ring_to_the_tail() {
     let mut log = SlideLog::default();
     let t = 1_700_000_000 * S;
     let at = |i: usize| Nanos::new(t + i as u64 * US);
-    let n = 2 * TAIL + 3;
+    // Entries at 0 .. n µs, two of them in the tail.
+    let n = 3 * TAIL + 2;
     for i in 0..n {
         request(&mut log, at(i), &p, 1);
     }
-    assert_eq!((log.entries(), log.in_tail()), (n, 3));
-    // A refund of 5: the 3 of the tail, 2 of the ring.
-    log.refund(at(n - 1), &p, 5);
-    let kept = 2 * TAIL - 2;
+    assert_eq!((log.entries(), log.in_tail()), (n, 2));
+    // A refund of 3: the 2 of the tail, 1 of the ring.
+    log.refund(at(n - 1), &p, 3);
+    let kept = n - 3;
     assert_eq!((log.entries(), log.in_tail()), (kept, 0));
     let expected: Vec<(u64, u64)> = (0..kept as u64).map(|i| (t / US + i, 1)).collect();
     assert_eq!(log.entry_list(), expected);
-    // The next entries start the tail again: TAIL - 1 of them, at n ..
-    for i in n..n + TAIL - 1 {
+    // The next TAIL entries, at n µs and after, fill the tail again.
+    for i in n..n + TAIL {
         request(&mut log, at(i), &p, 1);
     }
-    assert_eq!((log.entries(), log.in_tail()), (kept + TAIL - 1, TAIL - 1));
-    // At n + 1 + 100 µs the entries up to n + 1 µs have left: the ring's
-    // and the tail's first 2.
-    let now = at(n + 101);
+    assert_eq!((log.entries(), log.in_tail()), (kept + TAIL, TAIL));
+    // At n + 100 µs the entries up to n µs have left: the ring's and the
+    // tail's first; TAIL - 1 are counted.
+    let now = at(n + 100);
     let (d, _) = log.decide(now, &p, 0);
-    assert_eq!(d.remaining, 100 - (TAIL as u64 - 3));
+    assert_eq!(d.remaining, 100 - (TAIL as u64 - 1));
     request(&mut log, now, &p, 1);
-    assert_eq!((log.entries(), log.in_tail()), (TAIL - 2, TAIL - 2));
-    let expected: Vec<(u64, u64)> = (n + 2..n + TAIL - 1)
-        .chain([n + 101])
+    assert_eq!((log.entries(), log.in_tail()), (TAIL, TAIL));
+    let expected: Vec<(u64, u64)> = (n + 1..n + TAIL)
+        .chain([n + 100])
         .map(|i| (t / US + i as u64, 1))
         .collect();
     assert_eq!(log.entry_list(), expected);
@@ -562,10 +563,11 @@ fn decoding_fills_the_ring_then_the_tail() {
     }
 }
 
-/// An entry more than 2^32 µs (71 minutes) after the tail's oldest goes
-/// to the ring with the tail, where the ring's modes handle long spans.
+/// An entry more than 2^32 µs (71 minutes) after the ring's base goes
+/// to the ring after the tail's entries, and the ring's modes handle the
+/// long span; a wide ring keeps no tail, a narrow one starts it again.
 #[test]
-fn an_entry_out_of_the_tails_reach_goes_to_the_ring() {
+fn an_entry_out_of_the_bases_reach_goes_to_the_ring() {
     let year = 365 * 24 * 3_600 * S;
     let p = params(10, 10 * year);
     let mut log = SlideLog::default();
@@ -578,8 +580,17 @@ fn an_entry_out_of_the_tails_reach_goes_to_the_ring() {
     assert_eq!((log.entries(), log.in_tail()), (3, 0));
     assert!(log.is_wide());
     request(&mut log, Nanos::new(far + US), &p, 1);
-    assert_eq!((log.entries(), log.in_tail()), (4, 1));
+    assert_eq!((log.entries(), log.in_tail()), (4, 0));
     let expected = [t0, t0 + US, far, far + US].map(|t| (t / US, 1));
     assert_eq!(log.entry_list(), expected);
-    assert_eq!(SlideLog::decode(&log.encode()), Ok(log));
+    assert_eq!(SlideLog::decode(&log.encode()), Ok(log.clone()));
+    // Under a window of a minute the two old entries leave: the span is
+    // short, the ring narrow again, and the next entry in the tail.
+    let minute = params(10, 60 * S);
+    request(&mut log, Nanos::new(far + 2 * US), &minute, 1);
+    assert!(!log.is_wide());
+    request(&mut log, Nanos::new(far + 3 * US), &minute, 1);
+    assert_eq!((log.entries(), log.in_tail()), (4, 1));
+    let expected = [far, far + US, far + 2 * US, far + 3 * US].map(|t| (t / US, 1));
+    assert_eq!(log.entry_list(), expected);
 }

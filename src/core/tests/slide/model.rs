@@ -156,7 +156,7 @@ impl Model {
 
 const LIMITS: [u64; 6] = [1, 2, 3, 5, 8, 13];
 
-/// Limits above the 7 entries the log keeps in its struct (its tail):
+/// Limits well above the 2 entries the log keeps in its struct (its tail):
 /// logs whose entries move to the ring in batches.
 const LONG_LIMITS: [u64; 4] = [16, 30, 47, 64];
 
