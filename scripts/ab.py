@@ -27,7 +27,9 @@ Then the medians and the median of the per-repetition ratios B / A (below
 of its own) N times on each server and reports MEMORY USAGE per call: for a
 command that records one unit per call, bytes per unit. `--extra-module`
 loads another module into both servers (e.g. the floor, for FLOOR.KEEP).
-`--json PATH` writes every figure.
+`--cmd-b` gives B a command of its own (e.g. A: FLOOR.KEEP, B: RL.SLIDE,
+both servers loading the same modules), for a ratio of two commands
+measured the same way. `--json PATH` writes every figure.
 """
 
 from __future__ import annotations
@@ -154,6 +156,7 @@ def main() -> int:
     ap.add_argument("--a", required=True, help="module A (.so), e.g. the build before a change")
     ap.add_argument("--b", required=True, help="module B (.so)")
     ap.add_argument("--cmd", required=True, help="the command, as redis-benchmark takes it")
+    ap.add_argument("--cmd-b", help="B's command, if not the same")
     ap.add_argument("--extra-module", action="append", default=[], help="loaded into both servers")
     ap.add_argument("-n", type=int, default=2_000_000, help="calls per run (default 2,000,000)")
     ap.add_argument("-r", type=int, default=0, help="random keys: redis-benchmark -r (0: none)")
@@ -171,11 +174,11 @@ def main() -> int:
     opts.benchmark = shutil.which(os.environ.get("REDIS_BENCHMARK", "redis-benchmark"))
     if not (opts.server and opts.benchmark and shutil.which("taskset")):
         sys.exit("ab.py: needs redis-server, redis-benchmark and taskset")
-    args = shlex.split(opts.cmd)
+    commands = {"A": shlex.split(opts.cmd), "B": shlex.split(opts.cmd_b or opts.cmd)}
     builds = {"A": os.path.abspath(opts.a), "B": os.path.abspath(opts.b)}
     workdir = tempfile.mkdtemp(prefix="ab-")
     servers = {}
-    report = {"cmd": opts.cmd, "builds": builds, "n": opts.n, "r": opts.r, "P": opts.pipeline, "runs": []}
+    report = {"cmd": opts.cmd, "cmd_b": opts.cmd_b or opts.cmd, "builds": builds, "n": opts.n, "r": opts.r, "P": opts.pipeline, "runs": []}
     try:
         for name, so in builds.items():
             servers[name] = Pinned(opts.server, opts.server_core, [so] + opts.extra_module, workdir, name)
@@ -185,14 +188,14 @@ def main() -> int:
                 report["memory_" + name] = m
                 print("memory %s: %s" % (name, m), flush=True)
         if opts.r and not opts.no_prefill:
-            for s in servers.values():
-                prefill(s, args, opts.r)
+            for name, s in servers.items():
+                prefill(s, commands[name], opts.r)
         print("%4s %5s %10s %14s %12s" % ("rep", "build", "cpu_us", "usec_per_call", "rps"), flush=True)
         for rep in range(opts.reps):
             order = ["A", "B"] if rep % 2 == 0 else ["B", "A"]
             row = {}
             for name in order:
-                row[name] = run(servers[name], opts, args)
+                row[name] = run(servers[name], opts, commands[name])
                 r = row[name]
                 print("%4d %5s %10.3f %14.2f %12.0f" % (rep, name, r["cpu_us"], r["usec_per_call"] or 0, r["rps"]),
                       flush=True)

@@ -10,8 +10,10 @@ use super::NARROW_SPAN;
 
 /// Entries the tail holds: two offsets fill the 8 bytes that the log's
 /// struct has left in one cache line (64 bytes; a unit test holds it
-/// there). A tail of 7 with a base of its own (96 bytes, two lines)
-/// measured no faster, and costs every key 32 bytes more.
+/// there). A longer tail with a base of its own (7 entries in 96 bytes, 15
+/// in 128) makes the struct two cache lines, and on keys that are not in
+/// the cache the second line cost about what the ring's did (README,
+/// Performance).
 pub(in crate::core) const TAIL: usize = 2;
 
 /// A tail slot that holds no entry (an entry at this offset goes to the
@@ -24,9 +26,9 @@ const EMPTY: u32 = u32::MAX;
 /// The newest entries, up to [`TAIL`], are kept in the struct (the
 /// **tail**) as offsets from the narrow ring's base; when the tail is full
 /// they move to the ring in one batch. A call that records a unit thus
-/// writes to the struct alone, one time in two, and reads nothing of the
-/// ring's allocation (the newest entry is in the struct): on a key that is
-/// not in the cache, a cache miss less per call. An entry the base does
+/// reads nothing of the ring's allocation (the newest entry is in the
+/// struct) and writes to it one time in two: on a key that is not in the
+/// cache, about a cache miss less per call. An entry the base does
 /// not reach goes to the ring after the tail's, and the ring rebases or
 /// turns wide as before; a wide ring keeps no tail. Entries are named by
 /// their index in the whole sequence, so moving them from the tail to the
