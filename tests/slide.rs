@@ -416,18 +416,18 @@ fn the_window_slides_exactly_in_real_time() {
     assert!(done, "five attempts each took two seconds for three calls");
 }
 
-/// MEMORY USAGE is computed: the log's struct (56 bytes) and its ring, 4
-/// bytes per entry of capacity; units that share a microsecond, from
-/// three on, share a counted entry, whose count takes a side table (56
-/// bytes) with records of 8 bytes. Taken one by one, the ring grows to
-/// 1/16 more than it needs, rounded up to 4 entries, but never past the
-/// limit.
+/// MEMORY USAGE is computed: the log's struct (64 bytes, the newest two
+/// entries in it) and its ring, 4 bytes per entry of capacity; units that
+/// share a microsecond, from three on, share a counted entry, whose count
+/// takes a side table (56 bytes) with records of 8 bytes. Taken one by
+/// one, the ring grows to 1/16 more than it needs, rounded up to 4
+/// entries, but never past the limit.
 #[test]
 fn memory_is_four_bytes_per_unit() {
     let server = Server::start();
     let mut con = server.conn();
     let mut expected = Vec::new();
-    // Units taken at once: one entry (a ring of 4) and one record (a
+    // Units taken at once: one entry (in the struct) and one record (a
     // table of 4), whatever their number.
     for (key, units) in [("m10", 10u64), ("m1k", 1_000), ("m100k", 100_000)] {
         let n = units.to_string();
@@ -435,28 +435,30 @@ fn memory_is_four_bytes_per_unit() {
             five(&mut con, &["RL.SLIDE", key, &n, "600", &n]),
             [0, units as i64, 0, -1, 600]
         );
-        expected.push((key, 56 + 4 * 4 + 56 + 4 * 8));
+        expected.push((key, 64 + 56 + 4 * 8));
     }
-    // 1,000 units taken one by one (each call in its own microsecond):
-    // capacity 4, 8, 12, ..., 916, 976, then the limit, 1,000.
+    // 1,000 units taken one by one (each call in its own microsecond),
+    // moved to the ring two by two: capacity 4, 8, 16, ..., 916, 976,
+    // then the limit, 1,000.
     for _ in 0..1_000 {
         assert_eq!(five(&mut con, &["RL.SLIDE", "one", "1000", "600"])[0], 0);
     }
     assert_eq!(five(&mut con, &["RL.SLIDE", "one", "1000", "600"])[0], 1);
-    expected.push(("one", 56 + 4 * 1_000));
-    // The same under the limit of a million: capacity 1,040, and 4.5
+    expected.push(("one", 64 + 4 * 1_000));
+    // The same under the limit of a million: capacity 1,024, and 4.5
     // bytes per unit or less with the key's own overhead.
     for _ in 0..1_000 {
         assert_eq!(five(&mut con, &["RL.SLIDE", "big", "1000000", "600"])[0], 0);
     }
-    expected.push(("big", 56 + 4 * 1_040));
-    // Three units under limit 5: capacity 4 at the first call.
+    expected.push(("big", 64 + 4 * 1_024));
+    // Three units under limit 5: two move to the ring (capacity 4) when
+    // the third comes.
     five(&mut con, &["RL.SLIDE", "three", "5", "600"]);
     five(&mut con, &["RL.SLIDE", "three", "5", "600", "2"]);
-    expected.push(("three", 56 + 4 * 4));
-    // Two units under limit 2: a ring of 2, never more than the limit.
+    expected.push(("three", 64 + 4 * 4));
+    // Two units under limit 2: both in the struct, no ring.
     five(&mut con, &["RL.SLIDE", "two", "2", "600", "2"]);
-    expected.push(("two", 56 + 2 * 4));
+    expected.push(("two", 64));
     assert_memory_usage(&mut con, &expected);
     assert!(memory_usage(&mut con, "big") <= 4_500);
 

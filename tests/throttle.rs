@@ -284,9 +284,8 @@ fn memory_usage_is_computed() {
     five(&mut con, &["RL.THROTTLE", "g1", "15", "30", "60"]);
     // A TAT with a fraction of a ns, under another count.
     five(&mut con, &["RL.THROTTLE", "g2", "999", "7", "1", "500"]);
-    // Ten units at once: one counted entry, the log's struct (56 bytes), a
-    // ring of 4 four-byte entries, a side table (56 bytes) of 4 eight-byte
-    // records.
+    // Ten units at once: one counted entry, in the log's struct (64
+    // bytes), a side table (56 bytes) of 4 eight-byte records.
     five(&mut con, &["RL.SLIDE", "l", "10", "60", "10"]);
     // Six slices: seven 4-byte counters.
     five(&mut con, &["RL.SLICE", "s", "10", "60", "6"]);
@@ -295,7 +294,7 @@ fn memory_usage_is_computed() {
         &[
             ("g1", 16),
             ("g2", 16),
-            ("l", 56 + 4 * 4 + 56 + 4 * 8),
+            ("l", 64 + 56 + 4 * 8),
             ("s", 56 + 7 * 4),
         ],
     );

@@ -2,7 +2,7 @@
 //! k-th, and how units are recorded (one entry each, a counted entry, or
 //! joined with PRECISION), dropped when they leave, and taken back.
 
-use super::times::{offset_of, reserve, shrink_if_sparse, Room, Times};
+use super::times::{reserve, shrink_if_sparse, Room};
 use super::{nanos, SlideLog, COUNT_FROM, NS_PER_US};
 use crate::core::Nanos;
 
@@ -11,7 +11,7 @@ impl SlideLog {
     /// `now`, or the log's clock if `now` is before it (the clock went
     /// back).
     pub(super) fn read_at(&self, now: Nanos) -> Nanos {
-        if self.times.len() == 0 {
+        if self.times.is_empty() {
             now
         } else {
             now.max(self.clock)
@@ -210,17 +210,10 @@ impl SlideLog {
         if quantity == 0 {
             return;
         }
-        // The usual case first: one unit, in a microsecond of its own, in
-        // a narrow ring that has room and reach for it.
-        if let Times::Narrow { base, offsets } = &mut self.times {
-            if let (1, Some(&newest), Some(offset)) =
-                (quantity, offsets.back(), offset_of(*base, t))
-            {
-                if offset != newest && offsets.len() < offsets.capacity() {
-                    offsets.push_back(offset);
-                    return;
-                }
-            }
+        // The usual case first: one unit, in a microsecond of its own,
+        // appended to the tail in the struct.
+        if quantity == 1 && self.times.push_after_back(t, room) {
+            return;
         }
         let len = self.times.len();
         if self.times.back() == Some(t) {

@@ -1,10 +1,9 @@
 //! RL.SLIDE's saved formats: today's (tag `M`, RDB encoding version 2),
 //! and the first (tag `L`, version 1), which is still read.
 
-use std::collections::VecDeque;
 use std::mem;
 
-use super::times::{Room, Times};
+use super::times::{Room, Times, TAIL};
 use super::{first_ns_of, micros_up, SlideLog, MAX_LIMIT, MAX_MICROS, V1_TAG};
 use crate::core::codec::{Reader, Writer};
 use crate::core::{DecodeError, Nanos};
@@ -164,14 +163,15 @@ impl SlideLog {
         Ok(log)
     }
 
-    /// An empty log whose ring has room for `entries`.
+    /// An empty log with room for `entries`: in its ring, those that will
+    /// not be in the tail once all are appended (the newest, up to
+    /// [`TAIL`](super::times::TAIL), stay in the struct).
     fn with_capacity(entries: usize) -> Result<SlideLog, DecodeError> {
-        let mut offsets = VecDeque::new();
-        offsets
-            .try_reserve_exact(entries)
+        let in_tail = entries.saturating_sub(1) % TAIL + 1;
+        let times = Times::with_capacity(entries.saturating_sub(in_tail))
             .map_err(|_| DecodeError::Invalid("slide log too large to allocate"))?;
         Ok(SlideLog {
-            times: Times::Narrow { base: 0, offsets },
+            times,
             counts: None,
             clock: Nanos::ZERO,
         })

@@ -59,6 +59,15 @@
 //! the counted units must leave first, and the entry holding the last of
 //! them is found by its rank among the units (units leave in order).
 //!
+//! The newest two entries are kept in the struct itself, as offsets from
+//! the narrow ring's base (the **tail**, in the 8 bytes the struct has left
+//! in its cache line), and move to the ring two at a time: a call that
+//! records a unit reads nothing of the ring and writes to it one time in
+//! two, so on a key that is not in the cache it waits for one allocation
+//! instead of two. An entry the base does not reach goes to the ring
+//! after them, and a wide ring keeps no tail. The split changes no index,
+//! no answer and no byte of the encoding.
+//!
 //! The ring's capacity doubles while it is small (up to 64 entries: few
 //! reallocations for the short logs most keys hold), then grows to 1/16
 //! more than it needs (rounded up to 4 entries), never past the limit in
@@ -523,7 +532,7 @@ impl PartialEq for SlideLog {
         self.times.len() == other.times.len()
             && self.times.iter().eq(other.times.iter())
             && (0..self.times.len()).all(|i| self.count_at(i) == other.count_at(i))
-            && (self.times.len() == 0 || self.clock == other.clock)
+            && (self.times.is_empty() || self.clock == other.clock)
             && self.first_of_newest() == other.first_of_newest()
             && joined(self) == joined(other)
     }
@@ -558,7 +567,7 @@ impl SlideLog {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.times.len() == 0
+        self.times.is_empty()
     }
 
     /// Entries held.
@@ -573,7 +582,12 @@ impl SlideLog {
 
     /// Whether the ring is wide.
     pub fn is_wide(&self) -> bool {
-        matches!(self.times, Times::Wide(_))
+        self.times.is_wide()
+    }
+
+    /// Entries in the tail, the newest ones kept in the struct.
+    pub(super) fn in_tail(&self) -> usize {
+        self.times.tail_len()
     }
 
     /// Each unit's instant, in ns, oldest first.
@@ -603,10 +617,7 @@ impl SlideLog {
 
     /// The base of a narrow ring; `None` when wide.
     pub(super) fn narrow_base(&self) -> Option<u64> {
-        match self.times {
-            Times::Narrow { base, .. } => Some(base),
-            Times::Wide(_) => None,
-        }
+        self.times.narrow_base()
     }
 
     /// The log's clock.

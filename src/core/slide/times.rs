@@ -1,106 +1,442 @@
-//! The instants of the log's entries: a ring in one of two modes, narrow
-//! (`u32` offsets from a base) or wide (`u64` instants), and how the rings
-//! of a log grow and shrink.
+//! The instants of the log's entries: the newest two in the struct (the
+//! **tail**), the older ones in a ring in one of two modes, narrow (`u32`
+//! offsets from a base) or wide (`u64` instants); how entries move from
+//! the tail to the ring, and how the ring grows and shrinks.
 
-use std::collections::VecDeque;
+use std::collections::{TryReserveError, VecDeque};
 use std::mem;
 
 use super::NARROW_SPAN;
 
-/// The instants of the entries, in µs since the epoch, in one of two modes.
+/// Entries the tail holds: two offsets fill the 8 bytes that the log's
+/// struct has left in one cache line (64 bytes; a unit test holds it
+/// there). A longer tail with a base of its own (7 entries in 96 bytes, 15
+/// in 128) makes the struct two cache lines, and on keys that are not in
+/// the cache the second line cost about what the ring's did (README,
+/// Performance).
+pub(in crate::core) const TAIL: usize = 2;
+
+/// A tail slot that holds no entry (an entry at this offset goes to the
+/// ring).
+const EMPTY: u32 = u32::MAX;
+
+/// The instants of the entries, in µs since the epoch, oldest first: the
+/// ring's, then the tail's.
+///
+/// The newest entries, up to [`TAIL`], are kept in the struct (the
+/// **tail**) as offsets from the narrow ring's base; when the tail is full
+/// they move to the ring in one batch. A call that records a unit thus
+/// reads nothing of the ring's allocation (the newest entry is in the
+/// struct) and writes to it one time in two: on a key that is not in the
+/// cache, about a cache miss less per call. An entry the base does
+/// not reach goes to the ring after the tail's, and the ring rebases or
+/// turns wide as before; a wide ring keeps no tail. Entries are named by
+/// their index in the whole sequence, so moving them from the tail to the
+/// ring changes no index.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Times {
+    ring: Ring,
+    tail: Tail,
+}
+
+/// The older entries, in one of two modes.
 #[derive(Clone, Debug)]
-pub(super) enum Times {
+enum Ring {
     /// Offsets from `base`: every instant in `base ..= base + u32::MAX`.
     Narrow { base: u64, offsets: VecDeque<u32> },
     /// The instants themselves.
     Wide(VecDeque<u64>),
 }
 
-impl Default for Times {
-    fn default() -> Times {
-        Times::Narrow {
+/// The newest entries, at most [`TAIL`]: offsets from the narrow ring's
+/// base in the first slots, [`EMPTY`] in the others. Empty while the ring
+/// is wide, and whenever the ring's base changes.
+#[derive(Clone, Copy, Debug)]
+struct Tail([u32; TAIL]);
+
+impl Default for Ring {
+    fn default() -> Ring {
+        Ring::Narrow {
             base: 0,
             offsets: VecDeque::new(),
         }
     }
 }
 
+impl Default for Tail {
+    fn default() -> Tail {
+        Tail([EMPTY; TAIL])
+    }
+}
+
 impl Times {
+    /// No entries, and a narrow ring with room for `entries` (decoding).
+    pub(super) fn with_capacity(entries: usize) -> Result<Times, TryReserveError> {
+        let mut offsets = VecDeque::new();
+        offsets.try_reserve_exact(entries)?;
+        Ok(Times {
+            ring: Ring::Narrow { base: 0, offsets },
+            tail: Tail::default(),
+        })
+    }
+
     pub(super) fn len(&self) -> usize {
-        match self {
-            Times::Narrow { offsets, .. } => offsets.len(),
-            Times::Wide(times) => times.len(),
+        self.ring.len() + self.tail.len()
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.tail.is_empty() && self.ring.len() == 0
+    }
+
+    /// The narrow ring's base, which the tail's offsets are from (0 when
+    /// wide: the tail is empty).
+    fn base(&self) -> u64 {
+        match self.ring {
+            Ring::Narrow { base, .. } => base,
+            Ring::Wide(_) => 0,
         }
+    }
+
+    fn in_tail(&self, offset: u32) -> u64 {
+        self.base().saturating_add(u64::from(offset))
     }
 
     /// The instant of the entry at `index`, in µs.
     pub(super) fn get(&self, index: usize) -> Option<u64> {
-        match self {
-            Times::Narrow { base, offsets } => offsets
-                .get(index)
-                .map(|&offset| base.saturating_add(u64::from(offset))),
-            Times::Wide(times) => times.get(index).copied(),
+        let in_ring = self.ring.len();
+        match index.checked_sub(in_ring) {
+            None => self.ring.get(index),
+            Some(i) => self.tail.entries().get(i).map(|&o| self.in_tail(o)),
         }
     }
 
     pub(super) fn front(&self) -> Option<u64> {
+        let first = || self.tail.entries().first().map(|&o| self.in_tail(o));
+        self.ring.front().or_else(first)
+    }
+
+    #[inline]
+    pub(super) fn back(&self) -> Option<u64> {
+        match self.tail.back() {
+            Some(o) => Some(self.in_tail(o)),
+            None => self.ring.back(),
+        }
+    }
+
+    pub(super) fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        let tail = self.tail.entries().iter().map(|&o| self.in_tail(o));
+        self.ring.iter().chain(tail)
+    }
+
+    /// How many entries at the front are at or before `cutoff` (µs).
+    #[inline]
+    pub(super) fn leading_at_most(&self, cutoff: u64) -> usize {
+        let in_ring = self.ring.len();
+        let n = self.ring.leading_at_most(cutoff);
+        if n < in_ring {
+            return n;
+        }
+        let tail = self.tail.entries();
+        n + match cutoff.checked_sub(self.base()) {
+            None => 0,
+            Some(d) => match u32::try_from(d) {
+                Ok(offset) => tail.partition_point(|&o| o <= offset),
+                Err(_) => tail.len(),
+            },
+        }
+    }
+
+    pub(super) fn drop_front(&mut self, n: usize) {
+        match &mut self.ring {
+            Ring::Narrow { offsets, .. } if n < offsets.len() => drop_front(offsets, n),
+            Ring::Wide(times) if n < times.len() => drop_front(times, n),
+            ring => {
+                let in_ring = ring.len();
+                // A narrow ring keeps its base, which the tail's offsets
+                // are from.
+                ring.clear();
+                self.tail.drop_front(n - in_ring);
+            }
+        }
+    }
+
+    /// Moves the newest entry to `t` (µs, not before it) if it can be held
+    /// where it is; answers whether it was.
+    pub(super) fn set_back(&mut self, t: u64) -> bool {
+        let len = self.tail.len();
+        if len == 0 {
+            return self.ring.set_back(t);
+        }
+        match (tail_offset(self.base(), t), self.tail.0.get_mut(len - 1)) {
+            (Some(offset), Some(back)) => {
+                *back = offset;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub(super) fn truncate(&mut self, len: usize) {
+        let in_ring = self.ring.len();
+        match len.checked_sub(in_ring) {
+            Some(in_tail) => self.tail.truncate(in_tail),
+            None => {
+                self.tail = Tail::default();
+                if len == 0 {
+                    self.ring.clear();
+                } else {
+                    self.ring.truncate(len);
+                }
+            }
+        }
+    }
+
+    /// Appends `t` (µs, after the newest entry, which is in the tail) if
+    /// the ring's base reaches it: the usual case of a call, which touches
+    /// only the struct (and the ring, to move a full tail there). Answers
+    /// whether it did.
+    #[inline]
+    pub(super) fn push_after_back(&mut self, t: u64, room: Room) -> bool {
+        let Ring::Narrow { base, offsets } = &mut self.ring else {
+            return false;
+        };
+        let len = self.tail.len();
+        let (Some(&newest), Some(offset)) =
+            (self.tail.0.get(len.wrapping_sub(1)), tail_offset(*base, t))
+        else {
+            return false;
+        };
+        if offset == newest {
+            return false;
+        }
+        match self.tail.0.get_mut(len) {
+            Some(slot) => *slot = offset,
+            None => {
+                flush(offsets, &mut self.tail, room);
+                self.tail = Tail::one(offset);
+            }
+        }
+        true
+    }
+
+    /// Appends `t` (µs, not before the newest entry): to the tail, after
+    /// moving a full tail to the ring; or, when the ring's base does not
+    /// reach it (or the ring is wide), to the ring, after the tail's
+    /// entries, changing the base or the mode as needed (see the module
+    /// doc).
+    pub(super) fn push(&mut self, t: u64, room: Room) {
+        if let Ring::Narrow { base, offsets } = &mut self.ring {
+            if offsets.is_empty() && self.tail.is_empty() {
+                *base = t;
+            }
+            if let Some(offset) = tail_offset(*base, t) {
+                if !self.tail.push(offset) {
+                    flush(offsets, &mut self.tail, room);
+                    self.tail = Tail::one(offset);
+                }
+                return;
+            }
+            flush(offsets, &mut self.tail, room);
+        }
+        self.ring.push(t, room);
+    }
+
+    /// Whether the ring is wide.
+    #[cfg(test)]
+    pub(super) fn is_wide(&self) -> bool {
+        matches!(self.ring, Ring::Wide(_))
+    }
+
+    /// The base of a narrow ring; `None` when wide.
+    #[cfg(test)]
+    pub(super) fn narrow_base(&self) -> Option<u64> {
+        match self.ring {
+            Ring::Narrow { base, .. } => Some(base),
+            Ring::Wide(_) => None,
+        }
+    }
+
+    /// Entries the ring has room for.
+    #[cfg(test)]
+    pub(super) fn capacity(&self) -> usize {
+        self.ring.capacity()
+    }
+
+    /// Entries in the tail.
+    #[cfg(test)]
+    pub(super) fn tail_len(&self) -> usize {
+        self.tail.len()
+    }
+
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.ring.heap_bytes()
+    }
+
+    pub(super) fn shrink_if_sparse(&mut self) {
+        self.ring.shrink_if_sparse();
+    }
+
+    pub(super) fn shrink_to_fit(&mut self) {
+        self.ring.shrink_to_fit();
+    }
+}
+
+/// `t - base` as an offset the tail can hold.
+fn tail_offset(base: u64, t: u64) -> Option<u32> {
+    offset_of(base, t).filter(|&offset| offset != EMPTY)
+}
+
+/// Moves the tail's entries to the end of the narrow ring whose base they
+/// are offsets from, in one reservation.
+fn flush(offsets: &mut VecDeque<u32>, tail: &mut Tail, room: Room) {
+    let entries = tail.entries();
+    if !entries.is_empty() {
+        reserve(offsets, entries.len(), room);
+        for &offset in entries {
+            offsets.push_back(offset);
+        }
+        *tail = Tail::default();
+    }
+}
+
+impl Tail {
+    fn one(offset: u32) -> Tail {
+        let mut tail = Tail::default();
+        tail.0[0] = offset;
+        tail
+    }
+
+    /// The slots in use (the first ones).
+    #[inline]
+    fn len(&self) -> usize {
+        self.0.iter().filter(|&&o| o != EMPTY).count()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0[0] == EMPTY
+    }
+
+    /// The newest entry's offset.
+    #[inline]
+    fn back(&self) -> Option<u32> {
+        self.0.iter().rev().find(|&&o| o != EMPTY).copied()
+    }
+
+    fn entries(&self) -> &[u32] {
+        self.0.get(..self.len()).unwrap_or(&[])
+    }
+
+    /// Appends `offset` (not [`EMPTY`]) if there is room.
+    fn push(&mut self, offset: u32) -> bool {
+        let len = self.len();
+        match self.0.get_mut(len) {
+            Some(slot) => {
+                *slot = offset;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn drop_front(&mut self, n: usize) {
+        let len = self.len();
+        let kept = len.saturating_sub(n);
+        self.0.copy_within(len - kept..len, 0);
+        self.truncate(kept);
+    }
+
+    fn truncate(&mut self, len: usize) {
+        if let Some(rest) = self.0.get_mut(len..) {
+            rest.fill(EMPTY);
+        }
+    }
+}
+
+impl Ring {
+    fn len(&self) -> usize {
         match self {
-            Times::Narrow { base, offsets } => offsets
+            Ring::Narrow { offsets, .. } => offsets.len(),
+            Ring::Wide(times) => times.len(),
+        }
+    }
+
+    /// The instant of the entry at `index`, in µs.
+    fn get(&self, index: usize) -> Option<u64> {
+        match self {
+            Ring::Narrow { base, offsets } => offsets
+                .get(index)
+                .map(|&offset| base.saturating_add(u64::from(offset))),
+            Ring::Wide(times) => times.get(index).copied(),
+        }
+    }
+
+    fn front(&self) -> Option<u64> {
+        match self {
+            Ring::Narrow { base, offsets } => offsets
                 .front()
                 .map(|&offset| base.saturating_add(u64::from(offset))),
-            Times::Wide(times) => times.front().copied(),
+            Ring::Wide(times) => times.front().copied(),
         }
     }
 
-    pub(super) fn back(&self) -> Option<u64> {
+    fn back(&self) -> Option<u64> {
         match self {
-            Times::Narrow { base, offsets } => offsets
+            Ring::Narrow { base, offsets } => offsets
                 .back()
                 .map(|&offset| base.saturating_add(u64::from(offset))),
-            Times::Wide(times) => times.back().copied(),
+            Ring::Wide(times) => times.back().copied(),
         }
     }
 
-    pub(super) fn iter(&self) -> TimesIter<'_> {
+    fn iter(&self) -> RingIter<'_> {
         match self {
-            Times::Narrow { base, offsets } => TimesIter::Narrow(*base, offsets.iter()),
-            Times::Wide(times) => TimesIter::Wide(times.iter()),
+            Ring::Narrow { base, offsets } => RingIter::Narrow(*base, offsets.iter()),
+            Ring::Wide(times) => RingIter::Wide(times.iter()),
         }
     }
 
     /// How many entries at the front are at or before `cutoff` (µs).
-    pub(super) fn leading_at_most(&self, cutoff: u64) -> usize {
+    fn leading_at_most(&self, cutoff: u64) -> usize {
         match self {
-            Times::Narrow { base, offsets } => match cutoff.checked_sub(*base) {
+            Ring::Narrow { base, offsets } => match cutoff.checked_sub(*base) {
                 None => 0,
                 Some(offset) => match u32::try_from(offset) {
                     Ok(offset) => leading_at_most(offsets, offset),
                     Err(_) => offsets.len(),
                 },
             },
-            Times::Wide(times) => leading_at_most(times, cutoff),
+            Ring::Wide(times) => leading_at_most(times, cutoff),
         }
     }
 
-    pub(super) fn drop_front(&mut self, n: usize) {
+    fn drop_front(&mut self, n: usize) {
         match self {
-            Times::Narrow { offsets, .. } => drop_front(offsets, n),
-            Times::Wide(times) => drop_front(times, n),
+            Ring::Narrow { offsets, .. } => drop_front(offsets, n),
+            Ring::Wide(times) => drop_front(times, n),
+        }
+    }
+
+    /// Drops every entry; an empty ring is narrow (a wide one frees its
+    /// buffer: the next entries decide the mode again).
+    fn clear(&mut self) {
+        match self {
+            Ring::Narrow { offsets, .. } => offsets.clear(),
+            Ring::Wide(_) => *self = Ring::default(),
         }
     }
 
     /// Moves the newest entry to `t` (µs, not before it) if the ring holds
     /// it as it is; answers whether it did.
-    pub(super) fn set_back(&mut self, t: u64) -> bool {
+    fn set_back(&mut self, t: u64) -> bool {
         match self {
-            Times::Narrow { base, offsets } => match (offset_of(*base, t), offsets.back_mut()) {
+            Ring::Narrow { base, offsets } => match (offset_of(*base, t), offsets.back_mut()) {
                 (Some(offset), Some(back)) => {
                     *back = offset;
                     true
                 }
                 _ => false,
             },
-            Times::Wide(times) => match times.back_mut() {
+            Ring::Wide(times) => match times.back_mut() {
                 Some(back) => {
                     *back = t;
                     true
@@ -110,18 +446,18 @@ impl Times {
         }
     }
 
-    pub(super) fn truncate(&mut self, len: usize) {
+    fn truncate(&mut self, len: usize) {
         match self {
-            Times::Narrow { offsets, .. } => offsets.truncate(len),
-            Times::Wide(times) => times.truncate(len),
+            Ring::Narrow { offsets, .. } => offsets.truncate(len),
+            Ring::Wide(times) => times.truncate(len),
         }
     }
 
     /// Appends `t` (µs, not before the newest entry), changing the base or
     /// the mode when a narrow ring cannot hold it or a wide one could be
     /// narrow (see the module doc).
-    pub(super) fn push(&mut self, t: u64, room: Room) {
-        if let Times::Narrow { base, offsets } = self {
+    fn push(&mut self, t: u64, room: Room) {
+        if let Ring::Narrow { base, offsets } = self {
             if offsets.is_empty() {
                 *base = t;
             }
@@ -138,11 +474,11 @@ impl Times {
             self.widen(room);
         }
         match self {
-            Times::Narrow { base, offsets } => {
+            Ring::Narrow { base, offsets } => {
                 reserve(offsets, 1, room);
                 offsets.push_back(offset_of(*base, t).unwrap_or(u32::MAX));
             }
-            Times::Wide(times) => {
+            Ring::Wide(times) => {
                 reserve(times, 1, room);
                 times.push_back(t);
             }
@@ -153,7 +489,7 @@ impl Times {
     /// narrow ring in place, rewrites a wide one.
     fn narrow_on(&mut self, base: u64, room: Room) {
         match self {
-            Times::Narrow {
+            Ring::Narrow {
                 base: current,
                 offsets,
             } => {
@@ -164,7 +500,7 @@ impl Times {
                 }
                 *current = base;
             }
-            Times::Wide(times) => {
+            Ring::Wide(times) => {
                 let mut offsets = VecDeque::new();
                 reserve(&mut offsets, times.len() + 1, room);
                 offsets.extend(
@@ -172,67 +508,67 @@ impl Times {
                         .iter()
                         .map(|&t| offset_of(base, t).unwrap_or(u32::MAX)),
                 );
-                *self = Times::Narrow { base, offsets };
+                *self = Ring::Narrow { base, offsets };
             }
         }
     }
 
     /// Makes the ring wide.
     fn widen(&mut self, room: Room) {
-        if let Times::Narrow { base, offsets } = self {
+        if let Ring::Narrow { base, offsets } = self {
             let mut times = VecDeque::new();
             reserve(&mut times, offsets.len() + 1, room);
             times.extend(offsets.iter().map(|&o| base.saturating_add(u64::from(o))));
-            *self = Times::Wide(times);
+            *self = Ring::Wide(times);
         }
     }
 
     /// Entries the ring has room for.
     #[cfg(test)]
-    pub(super) fn capacity(&self) -> usize {
+    fn capacity(&self) -> usize {
         match self {
-            Times::Narrow { offsets, .. } => offsets.capacity(),
-            Times::Wide(times) => times.capacity(),
+            Ring::Narrow { offsets, .. } => offsets.capacity(),
+            Ring::Wide(times) => times.capacity(),
         }
     }
 
-    pub(super) fn heap_bytes(&self) -> usize {
+    fn heap_bytes(&self) -> usize {
         match self {
-            Times::Narrow { offsets, .. } => offsets.capacity() * mem::size_of::<u32>(),
-            Times::Wide(times) => times.capacity() * mem::size_of::<u64>(),
+            Ring::Narrow { offsets, .. } => offsets.capacity() * mem::size_of::<u32>(),
+            Ring::Wide(times) => times.capacity() * mem::size_of::<u64>(),
         }
     }
 
-    pub(super) fn shrink_if_sparse(&mut self) {
+    fn shrink_if_sparse(&mut self) {
         match self {
-            Times::Narrow { offsets, .. } => shrink_if_sparse(offsets),
-            Times::Wide(times) => shrink_if_sparse(times),
+            Ring::Narrow { offsets, .. } => shrink_if_sparse(offsets),
+            Ring::Wide(times) => shrink_if_sparse(times),
         }
     }
 
-    pub(super) fn shrink_to_fit(&mut self) {
+    fn shrink_to_fit(&mut self) {
         match self {
-            Times::Narrow { offsets, .. } => offsets.shrink_to_fit(),
-            Times::Wide(times) => times.shrink_to_fit(),
+            Ring::Narrow { offsets, .. } => offsets.shrink_to_fit(),
+            Ring::Wide(times) => times.shrink_to_fit(),
         }
     }
 }
 
 /// The instants of a ring, oldest first, in µs.
-pub(super) enum TimesIter<'a> {
+enum RingIter<'a> {
     Narrow(u64, std::collections::vec_deque::Iter<'a, u32>),
     Wide(std::collections::vec_deque::Iter<'a, u64>),
 }
 
-impl Iterator for TimesIter<'_> {
+impl Iterator for RingIter<'_> {
     type Item = u64;
 
     fn next(&mut self) -> Option<u64> {
         match self {
-            TimesIter::Narrow(base, offsets) => offsets
+            RingIter::Narrow(base, offsets) => offsets
                 .next()
                 .map(|&offset| base.saturating_add(u64::from(offset))),
-            TimesIter::Wide(times) => times.next().copied(),
+            RingIter::Wide(times) => times.next().copied(),
         }
     }
 }
@@ -347,6 +683,11 @@ fn grow<T>(ring: &mut VecDeque<T>, additional: usize, room: Room) {
 /// reallocation; and a length that wavers (traffic does) does not
 /// reallocate at every wave.
 pub(super) fn shrink_if_sparse<T>(ring: &mut VecDeque<T>) {
+    // The planned capacity is at least the length: no need to plan it
+    // while the capacity is at most twice the length plus 8.
+    if ring.capacity() <= ring.len().saturating_mul(2).saturating_add(8) {
+        return;
+    }
     let planned = planned(ring.len());
     if ring.capacity() > planned.saturating_mul(2).saturating_add(8) {
         ring.shrink_to(planned);

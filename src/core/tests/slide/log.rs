@@ -6,6 +6,7 @@
 use std::mem;
 
 use super::{ms, params, request, MS, S, US};
+use crate::core::slide::times::TAIL;
 use crate::core::slide::{
     SlideLog, SlideParams, SlideUpdate, MAX_LIMIT, MAX_MICROS, PRECISION_RULE,
 };
@@ -151,9 +152,9 @@ fn a_new_log_allocates_nothing() {
     assert!(log.is_empty());
     assert_eq!(log.mem_usage(), mem::size_of::<SlideLog>());
     assert_eq!(log, SlideLog::default());
-    // Small: the ring (40 bytes with its base), the side table's
-    // pointer, the clock.
-    assert_eq!(mem::size_of::<SlideLog>(), 56);
+    // One cache line: the ring (40 bytes with its base), the tail (two
+    // offsets from that base), the side table's pointer, the clock.
+    assert_eq!(mem::size_of::<SlideLog>(), 64);
     assert!(mem::size_of::<SlideUpdate>() <= 40);
 }
 
@@ -387,8 +388,9 @@ fn a_dense_key_with_precision_holds_few_entries() {
     }
     assert_eq!(log.len(), 100_000);
     assert_eq!(log.entries(), 2);
-    // The struct, a ring of 2 entries, the side table and 2 records.
-    assert_eq!(log.mem_usage(), 56 + 2 * 4 + 56 + 2 * 8);
+    // The struct (the 2 entries in its tail, no ring), the side table
+    // and 2 records.
+    assert_eq!(log.mem_usage(), 64 + 56 + 2 * 8);
     // The exact log: an entry per call.
     let exact = params(1_000_000, 3_600 * S);
     let mut log = SlideLog::default();
@@ -419,4 +421,176 @@ fn precision_is_at_most_the_window() {
 /// Parameter values as `Limiter::params` receives them.
 fn numbers<const N: usize>(values: [u64; N]) -> [crate::core::Value<'static>; N] {
     values.map(crate::core::Value::Number)
+}
+
+/// The newest entries stay in the struct, up to `TAIL` (2): a new log
+/// allocates nothing for them; the next one moves them to the ring in one
+/// batch and starts the tail again. The log answers the same.
+#[test]
+fn the_newest_entries_stay_in_the_struct_and_move_in_batches() {
+    let p = params(100, 60 * S);
+    let mut log = SlideLog::default();
+    let t = 1_700_000_000 * S;
+    let at = |i: usize| Nanos::new(t + i as u64 * US);
+    for i in 0..TAIL {
+        request(&mut log, at(i), &p, 1);
+    }
+    assert_eq!(
+        (log.entries(), log.in_tail(), log.capacity()),
+        (TAIL, TAIL, 0)
+    );
+    assert_eq!(log.mem_usage(), mem::size_of::<SlideLog>());
+    let before = log.entry_list();
+    request(&mut log, at(TAIL), &p, 1);
+    assert_eq!((log.entries(), log.in_tail()), (TAIL + 1, 1));
+    // The ring's planned capacity for TAIL entries: a power of two, 4 or
+    // more.
+    assert_eq!(log.capacity(), TAIL.next_power_of_two().max(4));
+    assert_eq!(&log.entry_list()[..TAIL], &before[..]);
+    let n = 2 * TAIL + 1;
+    for i in TAIL + 1..n {
+        request(&mut log, at(i), &p, 1);
+    }
+    assert_eq!((log.entries(), log.in_tail()), (n, 1));
+    let expected: Vec<(u64, u64)> = (0..n as u64).map(|i| (t / US + i, 1)).collect();
+    assert_eq!(log.entry_list(), expected);
+    // 100 - n more fit; two more need the two oldest units gone.
+    let held = n as u64;
+    assert_eq!(log.decide(at(n), &p, 100 - held).0.remaining, 0);
+    let (d, _) = log.decide(at(n), &p, 102 - held);
+    assert_eq!(d.retry, Retry::At(Nanos::new(t + US + 60 * S)));
+}
+
+/// Expiry and refunds take entries across the boundary: from the tail
+/// and the ring at once.
+#[test]
+fn expiry_and_refunds_cross_from_the_ring_to_the_tail() {
+    let p = params(100, 100 * US);
+    let mut log = SlideLog::default();
+    let t = 1_700_000_000 * S;
+    let at = |i: usize| Nanos::new(t + i as u64 * US);
+    // Entries at 0 .. n µs, two of them in the tail.
+    let n = 3 * TAIL + 2;
+    for i in 0..n {
+        request(&mut log, at(i), &p, 1);
+    }
+    assert_eq!((log.entries(), log.in_tail()), (n, 2));
+    // A refund of 3: the 2 of the tail, 1 of the ring.
+    log.refund(at(n - 1), &p, 3);
+    let kept = n - 3;
+    assert_eq!((log.entries(), log.in_tail()), (kept, 0));
+    let expected: Vec<(u64, u64)> = (0..kept as u64).map(|i| (t / US + i, 1)).collect();
+    assert_eq!(log.entry_list(), expected);
+    // The next TAIL entries, at n µs and after, fill the tail again.
+    for i in n..n + TAIL {
+        request(&mut log, at(i), &p, 1);
+    }
+    assert_eq!((log.entries(), log.in_tail()), (kept + TAIL, TAIL));
+    // At n + 100 µs the entries up to n µs have left: the ring's and the
+    // tail's first; TAIL - 1 are counted.
+    let now = at(n + 100);
+    let (d, _) = log.decide(now, &p, 0);
+    assert_eq!(d.remaining, 100 - (TAIL as u64 - 1));
+    request(&mut log, now, &p, 1);
+    assert_eq!((log.entries(), log.in_tail()), (TAIL, TAIL));
+    let expected: Vec<(u64, u64)> = (n + 1..n + TAIL)
+        .chain([n + 100])
+        .map(|i| (t / US + i as u64, 1))
+        .collect();
+    assert_eq!(log.entry_list(), expected);
+    // Everything refunded: an empty log, as new.
+    log.refund(now, &p, 100);
+    assert_eq!(log, SlideLog::default());
+}
+
+/// A counted entry keeps its count as it moves from the tail to the
+/// ring, and a refund splits it there.
+#[test]
+fn counted_entries_move_to_the_ring_with_their_counts() {
+    let p = params(100, 60 * S);
+    let mut log = SlideLog::default();
+    let t = 1_700_000_000 * S;
+    let at = |i: usize| Nanos::new(t + i as u64 * US);
+    for i in 0..TAIL - 1 {
+        request(&mut log, at(i), &p, 1);
+    }
+    request(&mut log, at(TAIL - 1), &p, 5);
+    let units = TAIL + 4;
+    assert_eq!(
+        (log.entries(), log.in_tail(), log.len()),
+        (TAIL, TAIL, units)
+    );
+    request(&mut log, at(TAIL), &p, 1);
+    assert_eq!(
+        (log.entries(), log.in_tail(), log.len()),
+        (TAIL + 1, 1, units + 1)
+    );
+    assert_eq!(log.entry_list()[TAIL - 1], (t / US + TAIL as u64 - 1, 5));
+    assert_eq!(log.counted_entries(), Some(1));
+    // For 99 more, TAIL + 4 units must leave: the last is the counted
+    // entry's last, in the ring.
+    let (d, _) = log.decide(at(TAIL + 1), &p, 99);
+    let leaves = t + (TAIL as u64 - 1) * US + 60 * S;
+    assert_eq!(d.retry, Retry::At(Nanos::new(leaves)));
+    // A refund of 3: the newest unit, and 2 of the counted entry's.
+    log.refund(at(TAIL + 1), &p, 3);
+    assert_eq!(log.len(), units - 2);
+    assert_eq!(
+        log.entry_list().last(),
+        Some(&(t / US + TAIL as u64 - 1, 3))
+    );
+    assert_eq!(SlideLog::decode(&log.encode()), Ok(log));
+}
+
+/// Decoding fills the ring, then the tail, as appending would: the ring
+/// is allocated exactly for the entries before the tail.
+#[test]
+fn decoding_fills_the_ring_then_the_tail() {
+    let p = params(100, 60 * S);
+    let t = 1_700_000_000 * S;
+    for n in [3, TAIL, TAIL + 1, 2 * TAIL + 3, 3 * TAIL + 1] {
+        let mut log = SlideLog::default();
+        for i in 0..n as u64 {
+            request(&mut log, Nanos::new(t + i * US), &p, 1);
+        }
+        let bytes = log.encode();
+        let decoded = SlideLog::decode(&bytes).expect("decodes");
+        assert_eq!(decoded, log, "{n}");
+        let in_tail = (n - 1) % TAIL + 1;
+        assert_eq!(decoded.in_tail(), in_tail, "{n}");
+        assert_eq!(decoded.capacity(), n - in_tail, "{n}");
+        assert_eq!(decoded.encode(), bytes, "{n}");
+    }
+}
+
+/// An entry more than 2^32 µs (71 minutes) after the ring's base goes
+/// to the ring after the tail's entries, and the ring's modes handle the
+/// long span; a wide ring keeps no tail, a narrow one starts it again.
+#[test]
+fn an_entry_out_of_the_bases_reach_goes_to_the_ring() {
+    let year = 365 * 24 * 3_600 * S;
+    let p = params(10, 10 * year);
+    let mut log = SlideLog::default();
+    let t0 = 1_700_000_000 * S;
+    request(&mut log, Nanos::new(t0), &p, 1);
+    request(&mut log, Nanos::new(t0 + US), &p, 1);
+    assert_eq!((log.entries(), log.in_tail()), (2, 2));
+    let far = t0 + (1 << 32) * US;
+    request(&mut log, Nanos::new(far), &p, 1);
+    assert_eq!((log.entries(), log.in_tail()), (3, 0));
+    assert!(log.is_wide());
+    request(&mut log, Nanos::new(far + US), &p, 1);
+    assert_eq!((log.entries(), log.in_tail()), (4, 0));
+    let expected = [t0, t0 + US, far, far + US].map(|t| (t / US, 1));
+    assert_eq!(log.entry_list(), expected);
+    assert_eq!(SlideLog::decode(&log.encode()), Ok(log.clone()));
+    // Under a window of a minute the two old entries leave: the span is
+    // short, the ring narrow again, and the next entry in the tail.
+    let minute = params(10, 60 * S);
+    request(&mut log, Nanos::new(far + 2 * US), &minute, 1);
+    assert!(!log.is_wide());
+    request(&mut log, Nanos::new(far + 3 * US), &minute, 1);
+    assert_eq!((log.entries(), log.in_tail()), (4, 1));
+    let expected = [far, far + US, far + 2 * US, far + 3 * US].map(|t| (t / US, 1));
+    assert_eq!(log.entry_list(), expected);
 }

@@ -138,7 +138,27 @@ impl Model {
     }
 }
 
+impl Model {
+    /// A refund of `quantity` units at `now` (exact logs): forgets the
+    /// units that left at the instant it reads, takes the newest units,
+    /// moves the clock.
+    fn refund(&mut self, now: u64, window: u64, quantity: u64) {
+        let t = self.read_at(now);
+        let clock = self.clock;
+        self.stamps
+            .retain(|&s| u128::from(s.min(clock)) + u128::from(window) > u128::from(t));
+        let keep = self.stamps.len().saturating_sub(quantity as usize);
+        self.stamps.truncate(keep);
+        self.clock = t;
+        self.newest = None;
+    }
+}
+
 const LIMITS: [u64; 6] = [1, 2, 3, 5, 8, 13];
+
+/// Limits well above the 2 entries the log keeps in its struct (its tail):
+/// logs whose entries move to the ring in batches.
+const LONG_LIMITS: [u64; 4] = [16, 30, 47, 64];
 
 #[derive(Clone, Debug)]
 struct Step {
@@ -243,6 +263,46 @@ proptest! {
             assert_eq!(admitted, !expected.limited && quantity > 0);
         });
         prop_assert_eq!(log.units_ns(), model.stamps);
+    }
+
+    /// Logs longer than the tail: entries move to the ring in batches,
+    /// leave from both, and refunds take them back from both; at every
+    /// step the log answers as the model, and as its decoded copy (which
+    /// splits its entries between ring and tail its own way).
+    #[test]
+    fn matches_the_reference_model_across_the_tail(
+        window in (20u64..=400, prop_oneof![Just(0u64), 0u64..1_000]).prop_map(|(us, ns)| us * US + ns),
+        start in 0u64..100_000,
+        steps in prop::collection::vec(
+            (step(LONG_LIMITS.len(), 6, 4), prop::option::weighted(0.08, 1u64..40)),
+            1..300,
+        ),
+    ) {
+        let mut model = Model::default();
+        let mut log = SlideLog::default();
+        let (mut now, mut limit) = (start, LONG_LIMITS[0]);
+        for (s, refund) in &steps {
+            let dt = s.dt.0 * US + s.dt.1;
+            now = if s.back { now.saturating_sub(dt * 2) } else { now + dt };
+            if let Some(i) = s.limit {
+                limit = LONG_LIMITS[i];
+            }
+            let p = params(limit, window);
+            if let Some(q) = *refund {
+                log.refund(Nanos::new(now), &p, q);
+                model.refund(now, window, q);
+            } else {
+                let quantity = s.quantity % (limit + 3);
+                let copy = SlideLog::decode(&log.encode()).expect("round trip");
+                let (decision, update) = log.decide(Nanos::new(now), &p, quantity);
+                prop_assert_eq!(copy.decide(Nanos::new(now), &p, quantity).0, decision);
+                prop_assert_eq!(decision, model.decide(now, limit, window, quantity));
+                if let Some(update) = update {
+                    log.apply(update);
+                }
+            }
+            prop_assert_eq!(log.units_ns(), model.stamps.clone());
+        }
     }
 
     #[test]
