@@ -3,6 +3,7 @@
 
 use std::ffi::c_int;
 
+use arrayvec::ArrayVec;
 use redis_module::raw;
 
 use super::{
@@ -89,7 +90,8 @@ extern "C" fn rl_limiter<L: Kind>(
         if argv.len() < 2 + L::PARAMS.len() + usize::from(L::TAKES_ID) {
             return Err(Error::Arity);
         }
-        let words = arg_bytes::<MAX_ARGS>(argv, 2)?;
+        let mut words = ArrayVec::<&[u8], MAX_ARGS>::new();
+        arg_bytes(argv, 2, &mut words)?;
         let request = args::limiter::<L>(&words, || ctx.is_from_master_or_aof(), config::bounds())?;
         limit::<L>(ctx, argv, request)
     })

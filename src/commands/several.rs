@@ -140,7 +140,8 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
         return Err(Error::Arity);
     }
     // Every argument's bytes, read once, and every spec parsed once.
-    let words = arg_bytes::<{ MAX_SEVERAL_ARGS - 1 }>(argv, 1)?;
+    let mut words = ArrayVec::<&[u8], { MAX_SEVERAL_ARGS - 1 }>::new();
+    arg_bytes(argv, 1, &mut words)?;
     let mut specs = ArrayVec::new();
     let options = args::several(
         &words,
