@@ -228,7 +228,7 @@ pub fn params<L: Limiter>(
 }
 
 /// One parameter's value from its word.
-#[inline]
+#[inline(always)]
 fn value<'a>(
     word: &'a [u8],
     param: &Param,
