@@ -95,10 +95,11 @@ macro_rules! kinds {
         }
 
         /// What one limit of a several-limit call records when the whole
-        /// call is allowed: its kind's update, or nothing.
+        /// call is allowed: its kind's update, or nothing (`None` once
+        /// committed).
         pub enum Staged {
             Nothing,
-            $($variant(<$ty as Limiter>::Update)),+
+            $($variant(Option<<$ty as Limiter>::Update>)),+
         }
 
         /// The kinds, in the table's order.
@@ -114,11 +115,17 @@ macro_rules! kinds {
         }
 
         impl Staged {
-            /// Records the staged update on its key (opened for writing).
-            pub fn commit(self, key: &mut Key<'_>) -> Result<(), Error> {
+            /// Records the staged update on its key (opened for writing),
+            /// once. It is taken out of its variant, so that only the
+            /// update moves, not the whole enum (as large as the largest
+            /// kind's update).
+            pub fn commit(&mut self, key: &mut Key<'_>) -> Result<(), Error> {
                 match self {
                     Staged::Nothing => Ok(()),
-                    $(Staged::$variant(update) => commands::commit::<$ty>(key, update)),+
+                    $(Staged::$variant(update) => match update.take() {
+                        Some(update) => commands::commit::<$ty>(key, update),
+                        None => Ok(()),
+                    }),+
                 }
             }
         }
@@ -136,7 +143,7 @@ macro_rules! kinds {
                 Spec::$variant(params)
             }
             fn staged(update: <$ty as Limiter>::Update) -> Staged {
-                Staged::$variant(update)
+                Staged::$variant(Some(update))
             }
         }
         kinds!(@impl $index + 1; $($rest => $rest_ty),*);

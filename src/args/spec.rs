@@ -379,6 +379,14 @@ fn tail<'a>(
     Ok(out)
 }
 
+/// Whether two keys are the same. The keys of one call often share a hash
+/// tag and a length and differ at the end (`{user}:min`, `{user}:day`):
+/// their last bytes are compared first, which spares a call to `memcmp`.
+#[inline]
+fn same_key(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.last() == b.last() && a == b
+}
+
 /// RL.ALLOW / RL.PEEK's arguments after the command name,
 /// `numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS] [ID id] [AT ns]`:
 /// the specs go to `specs` (one per key, in order; the keys are arguments
@@ -400,7 +408,7 @@ pub fn several<'a>(
     }
     for i in 2..=count {
         let key = arg(args, i);
-        if (1..i).any(|j| arg(args, j) == key) {
+        if (1..i).any(|j| same_key(arg(args, j), key)) {
             return Err(ArgError::RepeatedKey(printable(key)));
         }
     }

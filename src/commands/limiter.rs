@@ -146,17 +146,17 @@ fn limit<'a, L: Kind>(
 
 /// Decides one limit of a several-limit call on its open key, changing
 /// nothing; the update it would record when the whole call is allowed is
-/// staged (`stage`), not applied.
+/// written to `stage` (when given), not applied.
 pub(super) struct DecideKey<'k, 'a, 'i> {
     pub key: &'k mut Key<'a>,
     pub now: Nanos,
     pub quantity: u64,
     pub id: &'i [u8],
-    pub stage: bool,
+    pub stage: Option<&'k mut Staged>,
 }
 
 impl Visit for DecideKey<'_, '_, '_> {
-    type Out = Result<(Decision, Staged), Error>;
+    type Out = Result<Decision, Error>;
 
     fn visit<L: Kind>(self, params: &L::Params) -> Self::Out {
         let (now, quantity, id) = (self.now, self.quantity, self.id);
@@ -167,11 +167,11 @@ impl Visit for DecideKey<'_, '_, '_> {
                 new_state::<L>(self.key, other)?.decide_as(now, params, quantity, id)
             }
         };
-        let staged = match update {
-            Some(update) if self.stage => L::staged(update),
-            _ => Staged::Nothing,
-        };
-        Ok((decision, staged))
+        if let (Some(update), Some(stage)) = (update, self.stage) {
+            // Written in place: the enum is as large as the largest update.
+            *stage = L::staged(update);
+        }
+        Ok(decision)
     }
 }
 
