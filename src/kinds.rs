@@ -35,6 +35,8 @@ pub trait Visit {
 /// its tag or a key's type need of it.
 pub struct Row {
     pub name: &'static str,
+    /// The name as `packed_upper` reads it, for `by_word`.
+    packed_name: Option<u64>,
     pub params: &'static [Param],
     pub options: &'static [Param],
     pub takes_id: bool,
@@ -43,7 +45,7 @@ pub struct Row {
     pub tag: u8,
     pub legacy: &'static [(i32, u8)],
     /// The parameters of a spec, read once into a typed [`Spec`].
-    pub read: fn(&RawSpec<'_>, Unit, Bounds) -> Result<Spec, ArgError>,
+    pub read: fn(&RawSpec<'_, '_>, Unit, Bounds) -> Result<Spec, ArgError>,
     /// RL.INSPECT's fields of a key holding this kind; `None` for another
     /// type.
     pub inspect: fn(&mut Key<'_>, Nanos) -> Option<commands::Details>,
@@ -59,6 +61,7 @@ impl Row {
     const fn of<L: Kind>() -> Row {
         Row {
             name: L::NAME,
+            packed_name: packed_upper(L::NAME.as_bytes()),
             params: L::PARAMS,
             options: L::OPTIONS,
             takes_id: L::TAKES_ID,
@@ -79,7 +82,7 @@ impl Row {
     }
 }
 
-fn read<L: Kind>(raw: &RawSpec<'_>, unit: Unit, bounds: Bounds) -> Result<Spec, ArgError> {
+fn read<L: Kind>(raw: &RawSpec<'_, '_>, unit: Unit, bounds: Bounds) -> Result<Spec, ArgError> {
     args::params::<L>(raw, unit, bounds).map(L::spec)
 }
 
@@ -161,11 +164,34 @@ kinds! {
 
 /// The kind whose word is `word` (any case).
 pub fn by_word(word: &[u8]) -> Option<&'static Row> {
-    let first = word.first()?.to_ascii_uppercase();
-    KINDS.iter().find(|k| {
-        let name = k.name.as_bytes();
-        name.len() == word.len() && name.first() == Some(&first) && word.eq_ignore_ascii_case(name)
-    })
+    // A word of up to 8 bytes is compared as one integer, in upper case,
+    // with each name's (names are upper case): one comparison per kind
+    // instead of a case-folding loop over its bytes.
+    match packed_upper(word) {
+        Some(packed) => KINDS
+            .iter()
+            .find(|k| k.name.len() == word.len() && k.packed_name == Some(packed)),
+        None => KINDS
+            .iter()
+            .find(|k| word.eq_ignore_ascii_case(k.name.as_bytes())),
+    }
+}
+
+/// The bytes of a word of up to 8 bytes, in ASCII upper case, as one
+/// integer (equal for two words of the same length exactly when they are
+/// the same word in any case); `None` for a longer word.
+#[inline]
+const fn packed_upper(word: &[u8]) -> Option<u64> {
+    if word.len() > 8 {
+        return None;
+    }
+    let mut packed = 0u64;
+    let mut i = 0;
+    while i < word.len() {
+        packed = packed << 8 | word[i].to_ascii_uppercase() as u64;
+        i += 1;
+    }
+    Some(packed)
 }
 
 /// The kinds' words for an error message: `A, B or C`.
