@@ -204,15 +204,21 @@ pub fn params<L: Limiter>(
     unit: Unit,
     bounds: Bounds,
 ) -> Result<L::Params, ArgError> {
-    let mut values = [Value::Absent; MAX_PARAMS + MAX_OPTIONS];
-    for (i, (slot, param)) in values.iter_mut().zip(L::PARAMS).enumerate() {
-        *slot = value(arg(raw.params, i), param, unit, bounds)?;
-    }
-    let options = &mut values[L::PARAMS.len()..];
-    for ((slot, option), word) in options.iter_mut().zip(L::OPTIONS).zip(raw.options) {
-        if let Some(word) = word {
-            *slot = value(word, option, unit, bounds)?;
-        }
+    // One step per parameter and option, each with its index a constant:
+    // the kind of what it reads, from `L`'s constant tables, is then known
+    // where the word is read (no dispatch on the kind, no bounds that do
+    // not apply). Parameters first, then options, each in order; then the
+    // options move up to follow the parameters, as `L::params` reads them.
+    let mut values: [Value; MAX_PARAMS + MAX_OPTIONS] = [
+        param_value::<L, 0>(raw, unit, bounds)?,
+        param_value::<L, 1>(raw, unit, bounds)?,
+        param_value::<L, 2>(raw, unit, bounds)?,
+        param_value::<L, 3>(raw, unit, bounds)?,
+        option_value::<L, 0>(raw, unit, bounds)?,
+        option_value::<L, 1>(raw, unit, bounds)?,
+    ];
+    if L::PARAMS.len() < MAX_PARAMS {
+        values.copy_within(MAX_PARAMS.., L::PARAMS.len());
     }
     let len = L::PARAMS.len() + L::OPTIONS.len();
     L::params(values.get(..len).unwrap_or_default()).map_err(|e| match e {
@@ -226,6 +232,32 @@ pub fn params<L: Limiter>(
         ParamError::Joint(rule) => ArgError::Joint(rule),
         ParamError::Unknown(text) => ArgError::Unknown(text),
     })
+}
+
+/// The value of parameter `I` of `L` (`Absent` past its last).
+#[inline(always)]
+fn param_value<'a, L: Limiter, const I: usize>(
+    raw: &RawSpec<'_, 'a>,
+    unit: Unit,
+    bounds: Bounds,
+) -> Result<Value<'a>, ArgError> {
+    match L::PARAMS.get(I) {
+        Some(param) => value(arg(raw.params, I), param, unit, bounds),
+        None => Ok(Value::Absent),
+    }
+}
+
+/// The value of option `I` of `L` (`Absent` when not given).
+#[inline(always)]
+fn option_value<'a, L: Limiter, const I: usize>(
+    raw: &RawSpec<'_, 'a>,
+    unit: Unit,
+    bounds: Bounds,
+) -> Result<Value<'a>, ArgError> {
+    match (L::OPTIONS.get(I), raw.options.get(I)) {
+        (Some(option), Some(Some(word))) => value(word, option, unit, bounds),
+        _ => Ok(Value::Absent),
+    }
 }
 
 /// One parameter's value from its word.
