@@ -11,7 +11,7 @@ use super::{
 };
 use crate::args::{self, Request};
 use crate::core::throttle::Tat;
-use crate::core::{Decision, Nanos, Param, ParamKind};
+use crate::core::{Decision, Nanos, Param, ParamKind, Unit};
 use crate::kinds::{Kind, Staged, Visit};
 use crate::registration::{Access, ArgType, CommandSpec, DocArg, Keys};
 use crate::server::{Argv, Ctx, Held, Key};
@@ -92,22 +92,48 @@ extern "C" fn rl_limiter<L: Kind>(
         }
         let mut words = ArrayVec::<&[u8], MAX_ARGS>::new();
         arg_bytes(argv, 2, &mut words)?;
-        let request = args::limiter::<L>(&words, || ctx.is_from_master_or_aof(), config::bounds())?;
-        limit::<L>(ctx, argv, request)
+        let Request {
+            params,
+            id,
+            quantity,
+            unit,
+            at,
+        } = args::limiter::<L>(&words, || ctx.is_from_master_or_aof(), config::bounds())?;
+        limit::<L>(
+            ctx,
+            argv,
+            &params,
+            Asked {
+                id,
+                quantity,
+                unit,
+                at,
+            },
+        )
     })
+}
+
+/// What a request asks besides its parameters.
+#[derive(Clone, Copy)]
+struct Asked<'i> {
+    id: &'i [u8],
+    quantity: u64,
+    unit: Unit,
+    at: Option<Nanos>,
 }
 
 /// The flow every limiter command shares.
 fn limit<'a, L: Kind>(
     ctx: Ctx<'a>,
     argv: Argv<'a>,
-    request: Request<'_, L::Params>,
+    params: &L::Params,
+    request: Asked<'_>,
 ) -> Result<Outcome, Error> {
     // Only a request that takes units can change the key.
     let takes = request.quantity > 0;
     let mut key = ctx.open_key(argv, 1, takes);
     let now = request.at.unwrap_or_else(clock::now);
-    let (params, quantity, id) = (&request.params, request.quantity, request.id);
+    let (quantity, id) = (request.quantity, request.id);
     let (decision, changed) = match key.value(L::module_type()) {
         Held::Ours(state) => {
             let (decision, update) = state.decide_as(now, params, quantity, id);
