@@ -9,7 +9,7 @@ use redis_module::raw;
 use super::{
     arg_bytes, entry, extend_expiry, new_state, propagate_change, recorded, store, Error, Outcome,
 };
-use crate::args::{self, Request};
+use crate::args::{self, Bounds, Request};
 use crate::core::throttle::Tat;
 use crate::core::{Decision, Nanos, Param, ParamKind, Unit};
 use crate::kinds::{Kind, Staged, Visit};
@@ -98,7 +98,7 @@ extern "C" fn rl_limiter<L: Kind>(
             quantity,
             unit,
             at,
-        } = args::limiter::<L>(&words, || ctx.is_from_master_or_aof(), config::bounds())?;
+        } = args::limiter::<L>(&words, || ctx.is_from_master_or_aof(), bounds::<L>())?;
         limit::<L>(
             ctx,
             argv,
@@ -111,6 +111,15 @@ extern "C" fn rl_limiter<L: Kind>(
             },
         )
     })
+}
+
+/// The configured bounds, read only for a kind that has a parameter they
+/// may cap (the others never look at them).
+fn bounds<L: Kind>() -> Bounds {
+    match const { args::capped(L::PARAMS) || args::capped(L::OPTIONS) } {
+        true => config::bounds(),
+        false => Bounds::HARD,
+    }
 }
 
 /// What a request asks besides its parameters.
