@@ -185,13 +185,23 @@ const fn packed_upper(word: &[u8]) -> Option<u64> {
     if word.len() > 8 {
         return None;
     }
-    let mut packed = 0u64;
+    let mut bytes = [0u8; 8];
     let mut i = 0;
     while i < word.len() {
-        packed = packed << 8 | word[i].to_ascii_uppercase() as u64;
+        bytes[i] = word[i];
         i += 1;
     }
-    Some(packed)
+    let packed = u64::from_le_bytes(bytes);
+    // All eight bytes at once: a byte is a lower-case letter when its low
+    // seven bits are from 'a' to 'z' and its high bit is clear; adding to
+    // the seven bits never carries into the next byte.
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGH: u64 = ONES * 0x80;
+    let seven = packed & !HIGH;
+    let from_a = seven + ONES * (0x80 - b'a' as u64);
+    let past_z = seven + ONES * (0x80 - b'z' as u64 - 1);
+    let lower = from_a & !past_z & !packed & HIGH;
+    Some(packed ^ (lower >> 2))
 }
 
 /// The kinds' words for an error message: `A, B or C`.
@@ -200,5 +210,43 @@ pub fn words() -> String {
     match names.split_last() {
         Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
         _ => names.join(""),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_name_kinds_in_any_case_and_nothing_else() {
+        for row in KINDS {
+            let lower = row.name.to_ascii_lowercase();
+            assert_eq!(by_word(row.name.as_bytes()).map(|r| r.name), Some(row.name));
+            assert_eq!(by_word(lower.as_bytes()).map(|r| r.name), Some(row.name));
+            let mut near = row.name.as_bytes().to_vec();
+            for (i, b) in row.name.bytes().enumerate() {
+                // The same letter with another high bit, a neighbour, or
+                // bit 5 flipped on a non-letter position, is another word.
+                for other in [b ^ 0x80, b + 1, b - 1, b ^ 0x20 ^ 0x40] {
+                    near[i] = other;
+                    assert_ne!(by_word(&near).map(|r| r.name), Some(row.name), "{near:?}");
+                }
+                near[i] = b;
+            }
+        }
+        assert!(by_word(b"").is_none());
+        assert!(by_word(b"THROTTLES").is_none());
+        assert!(by_word(b"\0SLIDE").is_none());
+        // Every byte value, in every position of a short word, against a
+        // byte-wise case-insensitive comparison.
+        for b in 0..=255u8 {
+            for word in [[b, b'L', b'I', b'D', b'E'], [b'S', b'L', b'I', b'D', b]] {
+                let expected = KINDS
+                    .iter()
+                    .find(|k| k.name.as_bytes().eq_ignore_ascii_case(&word))
+                    .map(|k| k.name);
+                assert_eq!(by_word(&word).map(|r| r.name), expected, "{word:?}");
+            }
+        }
     }
 }
