@@ -204,20 +204,25 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
         }
     }
 
-    // numkeys is 1 or more, so there is a binding limit.
+    // Each limit's five fields, once; numkeys is 1 or more, so there is a
+    // binding limit.
+    let mut fields: ArrayVec<[i64; 5], MAX_KEYS> = ArrayVec::new();
+    for decision in &decisions {
+        fields.push(decision.reply(now, options.unit));
+    }
     let binding = crate::core::binding(&decisions)
-        .and_then(|i| Some((i, decisions.get(i)?)))
+        .and_then(|i| Some((i, fields.get(i)?)))
         .ok_or(Error::Internal(
             c"ERR internal error: no binding limit among the decisions (please report it)",
         ))?;
     ctx.reply_array(7);
-    for field in binding.1.reply(now, options.unit) {
+    for &field in binding.1 {
         ctx.reply_integer(field);
     }
     ctx.reply_integer(binding.0 as i64 + 1);
-    ctx.reply_array(decisions.len());
-    for decision in &decisions {
-        ctx.reply_integers(&decision.reply(now, options.unit));
+    ctx.reply_array(fields.len());
+    for five in &fields {
+        ctx.reply_integers(five);
     }
     Ok(Outcome::of(options.at, !allowed))
 }
