@@ -283,8 +283,8 @@ fn arg_bytes<'a, const N: usize>(
         return Err(Error::Arg(ArgError::Extra(extra)));
     }
     words.clear();
-    for i in from..argv.len() {
-        words.push(argv.bytes(i));
+    for word in argv.bytes_from(from) {
+        words.push(word);
     }
     Ok(())
 }
