@@ -257,11 +257,12 @@ fn parse_decimal(arg: &[u8]) -> Option<u64> {
         1..=19 => {
             let mut n = 0u64;
             for &b in arg {
-                let digit = b.wrapping_sub(b'0');
+                // In 64 bits from the start: no widening in the loop.
+                let digit = u64::from(b).wrapping_sub(u64::from(b'0'));
                 if digit > 9 {
                     return None;
                 }
-                n = n * 10 + u64::from(digit);
+                n = n * 10 + digit;
             }
             Some(n)
         }
