@@ -7,8 +7,8 @@
 //! Never part of the shipped module: built with
 //! `cargo build --release --example floor` as `libfloor.so`.
 //!
-//! Two commands, both with RL.THROTTLE's arguments, flags and key
-//! positions, neither parsing its arguments nor deciding anything:
+//! Three commands with RL.THROTTLE's arguments, flags and key positions,
+//! none deciding anything:
 //!
 //! - `FLOOR.THROTTLE key max_burst count period [quantity] [MS]` opens its
 //!   key and replies: the least a module command with this interface costs.
@@ -18,8 +18,14 @@
 //!   once per millisecond on a hot key), then WATCH is told the key
 //!   changed. What a limiter costs beyond it is its own work: parsing,
 //!   deciding, replying from a state.
+//! - `FLOOR.PARSE key ...` is FLOOR.KEEP that also reads every argument
+//!   after the key (`RedisModule_StringPtrLen`, one call each) and parses
+//!   it as a decimal integer: the part of a limiter's parsing that no
+//!   implementation avoids. Between FLOOR.KEEP and it is the cost of
+//!   reading the arguments; what an RL command costs beyond it is its
+//!   parser's own work, its decision, and the rest of its flow.
 //!
-//! `FLOOR.THROTTLE`: flags
+//! All three: flags
 //! `write deny-oom fast` and key positions 1, 1, 1, as RL.THROTTLE; the
 //! reply is the five integers RL.THROTTLE answers to the benchmark's calls
 //! (1,000,000 per second, burst 999,999): `0 1000000 999999 -1 1`, so
@@ -63,6 +69,26 @@ extern "C" fn floor_keep(
         if argc < 5 {
             return wrong_arity(ctx);
         }
+        keep(ctx, *argv.add(1), libc_now_ms() + 60_000).and_then(|()| reply_five(ctx))
+    };
+    status(done)
+}
+
+extern "C" fn floor_parse(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    // SAFETY: as above.
+    let done = unsafe {
+        if argc < 5 {
+            return wrong_arity(ctx);
+        }
+        let mut sum = 0u64;
+        for i in 2..argc as usize {
+            sum = sum.wrapping_add(decimal(*argv.add(i)));
+        }
+        std::hint::black_box(sum);
         keep(ctx, *argv.add(1), libc_now_ms() + 60_000).and_then(|()| reply_five(ctx))
     };
     status(done)
@@ -181,6 +207,34 @@ unsafe fn numkeys(arg: *mut raw::RedisModuleString) -> usize {
     }
 }
 
+/// An argument's bytes read as a decimal integer (digits up to the first
+/// other byte; wrapping on overflow).
+///
+/// # Safety
+/// `arg` is an argument of the running command.
+unsafe fn decimal(arg: *mut raw::RedisModuleString) -> u64 {
+    let mut len = 0usize;
+    unsafe {
+        let Some(ptr_len) = raw::RedisModule_StringPtrLen else {
+            return 0;
+        };
+        let p = ptr_len(arg, &mut len);
+        if p.is_null() {
+            return 0;
+        }
+        let bytes = std::slice::from_raw_parts(p.cast::<u8>(), len);
+        let mut n = 0u64;
+        for &b in bytes {
+            let digit = b.wrapping_sub(b'0');
+            if digit > 9 {
+                break;
+            }
+            n = n.wrapping_mul(10).wrapping_add(u64::from(digit));
+        }
+        n
+    }
+}
+
 /// # Safety
 /// `ctx` is the running command's context.
 unsafe fn wrong_arity(ctx: *mut raw::RedisModuleCtx) -> c_int {
@@ -213,6 +267,7 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
         for (name, handler) in [
             (c"FLOOR.THROTTLE", Some(floor_throttle as Handler)),
             (c"FLOOR.KEEP", Some(floor_keep as Handler)),
+            (c"FLOOR.PARSE", Some(floor_parse as Handler)),
             (c"FLOOR.ALLOW", Some(floor_allow as Handler)),
         ] {
             let ok = create(

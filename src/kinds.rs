@@ -35,6 +35,8 @@ pub trait Visit {
 /// its tag or a key's type need of it.
 pub struct Row {
     pub name: &'static str,
+    /// The name as `packed_upper` reads it, for `by_word`.
+    packed_name: Option<u64>,
     pub params: &'static [Param],
     pub options: &'static [Param],
     pub takes_id: bool,
@@ -43,7 +45,7 @@ pub struct Row {
     pub tag: u8,
     pub legacy: &'static [(i32, u8)],
     /// The parameters of a spec, read once into a typed [`Spec`].
-    pub read: fn(&RawSpec<'_>, Unit, Bounds) -> Result<Spec, ArgError>,
+    pub read: fn(&RawSpec<'_, '_>, Unit, Bounds) -> Result<Spec, ArgError>,
     /// RL.INSPECT's fields of a key holding this kind; `None` for another
     /// type.
     pub inspect: fn(&mut Key<'_>, Nanos) -> Option<commands::Details>,
@@ -59,6 +61,7 @@ impl Row {
     const fn of<L: Kind>() -> Row {
         Row {
             name: L::NAME,
+            packed_name: packed_upper(L::NAME.as_bytes()),
             params: L::PARAMS,
             options: L::OPTIONS,
             takes_id: L::TAKES_ID,
@@ -79,7 +82,7 @@ impl Row {
     }
 }
 
-fn read<L: Kind>(raw: &RawSpec<'_>, unit: Unit, bounds: Bounds) -> Result<Spec, ArgError> {
+fn read<L: Kind>(raw: &RawSpec<'_, '_>, unit: Unit, bounds: Bounds) -> Result<Spec, ArgError> {
     args::params::<L>(raw, unit, bounds).map(L::spec)
 }
 
@@ -95,10 +98,11 @@ macro_rules! kinds {
         }
 
         /// What one limit of a several-limit call records when the whole
-        /// call is allowed: its kind's update, or nothing.
+        /// call is allowed: its kind's update, or nothing (`None` once
+        /// committed).
         pub enum Staged {
             Nothing,
-            $($variant(<$ty as Limiter>::Update)),+
+            $($variant(Option<<$ty as Limiter>::Update>)),+
         }
 
         /// The kinds, in the table's order.
@@ -114,11 +118,17 @@ macro_rules! kinds {
         }
 
         impl Staged {
-            /// Records the staged update on its key (opened for writing).
-            pub fn commit(self, key: &mut Key<'_>) -> Result<(), Error> {
+            /// Records the staged update on its key (opened for writing),
+            /// once. It is taken out of its variant, so that only the
+            /// update moves, not the whole enum (as large as the largest
+            /// kind's update).
+            pub fn commit(&mut self, key: &mut Key<'_>) -> Result<(), Error> {
                 match self {
                     Staged::Nothing => Ok(()),
-                    $(Staged::$variant(update) => commands::commit::<$ty>(key, update)),+
+                    $(Staged::$variant(update) => match update.take() {
+                        Some(update) => commands::commit::<$ty>(key, update),
+                        None => Ok(()),
+                    }),+
                 }
             }
         }
@@ -136,7 +146,7 @@ macro_rules! kinds {
                 Spec::$variant(params)
             }
             fn staged(update: <$ty as Limiter>::Update) -> Staged {
-                Staged::$variant(update)
+                Staged::$variant(Some(update))
             }
         }
         kinds!(@impl $index + 1; $($rest => $rest_ty),*);
@@ -154,11 +164,44 @@ kinds! {
 
 /// The kind whose word is `word` (any case).
 pub fn by_word(word: &[u8]) -> Option<&'static Row> {
-    let first = word.first()?.to_ascii_uppercase();
-    KINDS.iter().find(|k| {
-        let name = k.name.as_bytes();
-        name.len() == word.len() && name.first() == Some(&first) && word.eq_ignore_ascii_case(name)
-    })
+    // A word of up to 8 bytes is compared as one integer, in upper case,
+    // with each name's (names are upper case): one comparison per kind
+    // instead of a case-folding loop over its bytes.
+    match packed_upper(word) {
+        Some(packed) => KINDS
+            .iter()
+            .find(|k| k.name.len() == word.len() && k.packed_name == Some(packed)),
+        None => KINDS
+            .iter()
+            .find(|k| word.eq_ignore_ascii_case(k.name.as_bytes())),
+    }
+}
+
+/// The bytes of a word of up to 8 bytes, in ASCII upper case, as one
+/// integer (equal for two words of the same length exactly when they are
+/// the same word in any case); `None` for a longer word.
+#[inline]
+const fn packed_upper(word: &[u8]) -> Option<u64> {
+    if word.len() > 8 {
+        return None;
+    }
+    let mut bytes = [0u8; 8];
+    let mut i = 0;
+    while i < word.len() {
+        bytes[i] = word[i];
+        i += 1;
+    }
+    let packed = u64::from_le_bytes(bytes);
+    // All eight bytes at once: a byte is a lower-case letter when its low
+    // seven bits are from 'a' to 'z' and its high bit is clear; adding to
+    // the seven bits never carries into the next byte.
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGH: u64 = ONES * 0x80;
+    let seven = packed & !HIGH;
+    let from_a = seven + ONES * (0x80 - b'a' as u64);
+    let past_z = seven + ONES * (0x80 - b'z' as u64 - 1);
+    let lower = from_a & !past_z & !packed & HIGH;
+    Some(packed ^ (lower >> 2))
 }
 
 /// The kinds' words for an error message: `A, B or C`.
@@ -167,5 +210,43 @@ pub fn words() -> String {
     match names.split_last() {
         Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
         _ => names.join(""),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_name_kinds_in_any_case_and_nothing_else() {
+        for row in KINDS {
+            let lower = row.name.to_ascii_lowercase();
+            assert_eq!(by_word(row.name.as_bytes()).map(|r| r.name), Some(row.name));
+            assert_eq!(by_word(lower.as_bytes()).map(|r| r.name), Some(row.name));
+            let mut near = row.name.as_bytes().to_vec();
+            for (i, b) in row.name.bytes().enumerate() {
+                // The same letter with another high bit, a neighbour, or
+                // bit 5 flipped on a non-letter position, is another word.
+                for other in [b ^ 0x80, b + 1, b - 1, b ^ 0x20 ^ 0x40] {
+                    near[i] = other;
+                    assert_ne!(by_word(&near).map(|r| r.name), Some(row.name), "{near:?}");
+                }
+                near[i] = b;
+            }
+        }
+        assert!(by_word(b"").is_none());
+        assert!(by_word(b"THROTTLES").is_none());
+        assert!(by_word(b"\0SLIDE").is_none());
+        // Every byte value, in every position of a short word, against a
+        // byte-wise case-insensitive comparison.
+        for b in 0..=255u8 {
+            for word in [[b, b'L', b'I', b'D', b'E'], [b'S', b'L', b'I', b'D', b]] {
+                let expected = KINDS
+                    .iter()
+                    .find(|k| k.name.as_bytes().eq_ignore_ascii_case(&word))
+                    .map(|k| k.name);
+                assert_eq!(by_word(&word).map(|r| r.name), expected, "{word:?}");
+            }
+        }
     }
 }

@@ -203,6 +203,17 @@ impl<'a> Argv<'a> {
         self.argv.get(i).map_or(&[], |&s| string_bytes(self.api, s))
     }
 
+    /// The bytes of each argument from `i` on, borrowed for the command's
+    /// duration.
+    pub fn bytes_from(&self, i: usize) -> impl Iterator<Item = &'a [u8]> {
+        let api = self.api;
+        let argv: &'a [*mut RedisModuleString] = self.argv;
+        argv.get(i..)
+            .unwrap_or_default()
+            .iter()
+            .map(move |&s| string_bytes(api, s))
+    }
+
     /// The arguments from `i` on.
     pub fn skip(&self, i: usize) -> Argv<'a> {
         Argv {

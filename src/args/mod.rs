@@ -15,7 +15,7 @@ use std::ffi::CString;
 
 pub use spec::{lease_id, limiter, params, refund, several, RawSpec, Request};
 
-use crate::core::{slice, slide, Ceiling, Unit, MAX_DURATION_SECONDS};
+use crate::core::{slice, slide, Ceiling, Param, ParamKind, Unit, MAX_DURATION_SECONDS};
 
 /// The largest quantity one request may ask for. A quantity above the
 /// limiter's capacity can never fit; this bound only keeps numbers sane.
@@ -49,6 +49,22 @@ impl Bounds {
             Ceiling::Slices => self.max_slices,
         }
     }
+}
+
+/// Whether the configuration may cap one of these parameters, so that
+/// reading them needs the configured [`Bounds`].
+pub const fn capped(params: &[Param]) -> bool {
+    let mut i = 0;
+    while i < params.len() {
+        if let ParamKind::Integer {
+            ceiling: Some(_), ..
+        } = params[i].kind
+        {
+            return true;
+        }
+        i += 1;
+    }
+    false
 }
 
 /// Why the arguments were refused; `message` gives the reply.
@@ -241,11 +257,12 @@ fn parse_decimal(arg: &[u8]) -> Option<u64> {
         1..=19 => {
             let mut n = 0u64;
             for &b in arg {
-                let digit = b.wrapping_sub(b'0');
+                // In 64 bits from the start: no widening in the loop.
+                let digit = u64::from(b).wrapping_sub(u64::from(b'0'));
                 if digit > 9 {
                     return None;
                 }
-                n = n * 10 + u64::from(digit);
+                n = n * 10 + digit;
             }
             Some(n)
         }

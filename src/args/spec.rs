@@ -19,11 +19,12 @@ use crate::kinds::{self, Row, Spec};
 pub(super) const MAX_PARAMS: usize = 4;
 pub(super) const MAX_OPTIONS: usize = 2;
 
-/// A spec's words, found and not yet read: its parameters by position and
-/// its options by keyword (`None` when not given).
+/// A spec's words, found and not yet read: its parameters by position (a
+/// part of the command's words, not copied; a missing one reads as empty)
+/// and its options by keyword (`None` when not given).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct RawSpec<'a> {
-    params: [&'a [u8]; MAX_PARAMS],
+pub struct RawSpec<'w, 'a> {
+    params: &'w [&'a [u8]],
     options: [Option<&'a [u8]>; MAX_OPTIONS],
 }
 
@@ -113,7 +114,7 @@ fn option_index(options: &[Param], word: &[u8]) -> Option<usize> {
         .position(|o| o.name.len() == word.len() && word.eq_ignore_ascii_case(o.name.as_bytes()))
 }
 
-impl<'a> RawSpec<'a> {
+impl<'a> RawSpec<'_, 'a> {
     /// Records the option at `options[index]` with its value.
     fn option(&mut self, options: &[Param], index: usize, value: &'a [u8]) -> Result<(), ArgError> {
         let slot = self
@@ -138,10 +139,10 @@ pub fn limiter<'a, L: Limiter>(
     bounds: Bounds,
 ) -> Result<Request<'a, L::Params>, ArgError> {
     let n = L::PARAMS.len();
-    let mut raw = RawSpec::default();
-    for (slot, &word) in raw.params.iter_mut().zip(args.iter().take(n)) {
-        *slot = word;
-    }
+    let mut raw = RawSpec {
+        params: args.get(..n).unwrap_or(args),
+        options: [None; MAX_OPTIONS],
+    };
     let mut i = n;
     let id = match L::TAKES_ID {
         true => {
@@ -199,19 +200,25 @@ pub const MAX_ID: usize = 128;
 
 /// The typed parameters of `L` from a spec's words, in `unit`.
 pub fn params<L: Limiter>(
-    raw: &RawSpec<'_>,
+    raw: &RawSpec<'_, '_>,
     unit: Unit,
     bounds: Bounds,
 ) -> Result<L::Params, ArgError> {
-    let mut values = [Value::Absent; MAX_PARAMS + MAX_OPTIONS];
-    for ((slot, param), &word) in values.iter_mut().zip(L::PARAMS).zip(&raw.params) {
-        *slot = value(word, param, unit, bounds)?;
-    }
-    let options = &mut values[L::PARAMS.len()..];
-    for ((slot, option), word) in options.iter_mut().zip(L::OPTIONS).zip(raw.options) {
-        if let Some(word) = word {
-            *slot = value(word, option, unit, bounds)?;
-        }
+    // One step per parameter and option, each with its index a constant:
+    // the kind of what it reads, from `L`'s constant tables, is then known
+    // where the word is read (no dispatch on the kind, no bounds that do
+    // not apply). Parameters first, then options, each in order; then the
+    // options move up to follow the parameters, as `L::params` reads them.
+    let mut values: [Value; MAX_PARAMS + MAX_OPTIONS] = [
+        param_value::<L, 0>(raw, unit, bounds)?,
+        param_value::<L, 1>(raw, unit, bounds)?,
+        param_value::<L, 2>(raw, unit, bounds)?,
+        param_value::<L, 3>(raw, unit, bounds)?,
+        option_value::<L, 0>(raw, unit, bounds)?,
+        option_value::<L, 1>(raw, unit, bounds)?,
+    ];
+    if L::PARAMS.len() < MAX_PARAMS {
+        values.copy_within(MAX_PARAMS.., L::PARAMS.len());
     }
     let len = L::PARAMS.len() + L::OPTIONS.len();
     L::params(values.get(..len).unwrap_or_default()).map_err(|e| match e {
@@ -227,8 +234,34 @@ pub fn params<L: Limiter>(
     })
 }
 
+/// The value of parameter `I` of `L` (`Absent` past its last).
+#[inline(always)]
+fn param_value<'a, L: Limiter, const I: usize>(
+    raw: &RawSpec<'_, 'a>,
+    unit: Unit,
+    bounds: Bounds,
+) -> Result<Value<'a>, ArgError> {
+    match L::PARAMS.get(I) {
+        Some(param) => value(arg(raw.params, I), param, unit, bounds),
+        None => Ok(Value::Absent),
+    }
+}
+
+/// The value of option `I` of `L` (`Absent` when not given).
+#[inline(always)]
+fn option_value<'a, L: Limiter, const I: usize>(
+    raw: &RawSpec<'_, 'a>,
+    unit: Unit,
+    bounds: Bounds,
+) -> Result<Value<'a>, ArgError> {
+    match (L::OPTIONS.get(I), raw.options.get(I)) {
+        (Some(option), Some(Some(word))) => value(word, option, unit, bounds),
+        _ => Ok(Value::Absent),
+    }
+}
+
 /// One parameter's value from its word.
-#[inline]
+#[inline(always)]
 fn value<'a>(
     word: &'a [u8],
     param: &Param,
@@ -294,11 +327,11 @@ fn expects(row: &Row) -> String {
 /// Finds the spec that starts at `args[at]`: its kind and its words, and
 /// the position after it. `index` is the spec's 1-based position in a
 /// several-limit call, 0 for RL.REFUND's one spec.
-fn find_spec<'a>(
-    args: &[&'a [u8]],
+fn find_spec<'w, 'a>(
+    args: &'w [&'a [u8]],
     at: usize,
     index: usize,
-) -> Result<(&'static Row, RawSpec<'a>, usize), ArgError> {
+) -> Result<(&'static Row, RawSpec<'w, 'a>, usize), ArgError> {
     let word = arg(args, at);
     let row = kinds::by_word(word).ok_or_else(|| ArgError::UnknownKind {
         index,
@@ -312,10 +345,10 @@ fn find_spec<'a>(
             expects: expects(row),
         });
     }
-    let mut raw = RawSpec::default();
-    for (slot, &word) in raw.params.iter_mut().zip(&args[at + 1..=at + n]) {
-        *slot = word;
-    }
+    let mut raw = RawSpec {
+        params: args.get(at + 1..=at + n).unwrap_or_default(),
+        options: [None; MAX_OPTIONS],
+    };
     let mut next = at + 1 + n;
     while let Some(o) = option_index(row.options, arg(args, next)) {
         let value = args.get(next + 1).ok_or_else(|| {
@@ -379,6 +412,14 @@ fn tail<'a>(
     Ok(out)
 }
 
+/// Whether two keys are the same. The keys of one call often share a hash
+/// tag and a length and differ at the end (`{user}:min`, `{user}:day`):
+/// their last bytes are compared first, which spares a call to `memcmp`.
+#[inline]
+fn same_key(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.last() == b.last() && a == b
+}
+
 /// RL.ALLOW / RL.PEEK's arguments after the command name,
 /// `numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS] [ID id] [AT ns]`:
 /// the specs go to `specs` (one per key, in order; the keys are arguments
@@ -400,11 +441,11 @@ pub fn several<'a>(
     }
     for i in 2..=count {
         let key = arg(args, i);
-        if (1..i).any(|j| arg(args, j) == key) {
+        if (1..i).any(|j| same_key(arg(args, j), key)) {
             return Err(ArgError::RepeatedKey(printable(key)));
         }
     }
-    let mut found: ArrayVec<(&'static Row, RawSpec<'a>), MAX_KEYS> = ArrayVec::new();
+    let mut found: ArrayVec<(&'static Row, RawSpec<'_, 'a>), MAX_KEYS> = ArrayVec::new();
     let mut at = 1 + count;
     for index in 1..=count {
         if at >= args.len() {

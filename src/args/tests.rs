@@ -233,3 +233,11 @@ fn configured_bounds_apply_to_clients_only() {
     let slice_at: Vec<&[u8]> = vec![b"1", b"60", b"6", b"AT", b"5"];
     assert!(slice(&slice_at, || true, tight).is_ok());
 }
+
+#[test]
+fn only_the_kinds_with_a_ceiling_need_the_configured_bounds() {
+    assert!(capped(SlideLog::PARAMS));
+    assert!(capped(SliceWindow::PARAMS));
+    assert!(!capped(Tat::PARAMS));
+    assert!(!capped(SlideLog::OPTIONS));
+}

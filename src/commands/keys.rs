@@ -3,6 +3,7 @@
 
 use std::ffi::{c_int, CString};
 
+use arrayvec::ArrayVec;
 use redis_module::raw;
 
 use super::several::spec_doc;
@@ -189,7 +190,8 @@ extern "C" fn rl_refund(
         if argv.len() < 5 {
             return Err(Error::Arity);
         }
-        let words = arg_bytes::<MAX_REFUND_ARGS>(argv, 2)?;
+        let mut words = ArrayVec::<&[u8], MAX_REFUND_ARGS>::new();
+        arg_bytes(argv, 2, &mut words)?;
         let (spec, tail) = args::refund(&words, || ctx.is_from_master_or_aof(), config::bounds())?;
         let now = tail.at.unwrap_or_else(clock::now);
         let mut key = ctx.open_key(argv, 1, tail.quantity > 0);

@@ -3,14 +3,15 @@
 
 use std::ffi::c_int;
 
+use arrayvec::ArrayVec;
 use redis_module::raw;
 
 use super::{
     arg_bytes, entry, extend_expiry, new_state, propagate_change, recorded, store, Error, Outcome,
 };
-use crate::args::{self, Request};
+use crate::args::{self, Bounds, Request};
 use crate::core::throttle::Tat;
-use crate::core::{Decision, Nanos, Param, ParamKind};
+use crate::core::{Decision, Nanos, Param, ParamKind, Unit};
 use crate::kinds::{Kind, Staged, Visit};
 use crate::registration::{Access, ArgType, CommandSpec, DocArg, Keys};
 use crate::server::{Argv, Ctx, Held, Key};
@@ -89,23 +90,59 @@ extern "C" fn rl_limiter<L: Kind>(
         if argv.len() < 2 + L::PARAMS.len() + usize::from(L::TAKES_ID) {
             return Err(Error::Arity);
         }
-        let words = arg_bytes::<MAX_ARGS>(argv, 2)?;
-        let request = args::limiter::<L>(&words, || ctx.is_from_master_or_aof(), config::bounds())?;
-        limit::<L>(ctx, argv, request)
+        let mut words = ArrayVec::<&[u8], MAX_ARGS>::new();
+        arg_bytes(argv, 2, &mut words)?;
+        let Request {
+            params,
+            id,
+            quantity,
+            unit,
+            at,
+        } = args::limiter::<L>(&words, || ctx.is_from_master_or_aof(), bounds::<L>())?;
+        limit::<L>(
+            ctx,
+            argv,
+            &params,
+            Asked {
+                id,
+                quantity,
+                unit,
+                at,
+            },
+        )
     })
+}
+
+/// The configured bounds, read only for a kind that has a parameter they
+/// may cap (the others never look at them).
+fn bounds<L: Kind>() -> Bounds {
+    match const { args::capped(L::PARAMS) || args::capped(L::OPTIONS) } {
+        true => config::bounds(),
+        false => Bounds::HARD,
+    }
+}
+
+/// What a request asks besides its parameters.
+#[derive(Clone, Copy)]
+struct Asked<'i> {
+    id: &'i [u8],
+    quantity: u64,
+    unit: Unit,
+    at: Option<Nanos>,
 }
 
 /// The flow every limiter command shares.
 fn limit<'a, L: Kind>(
     ctx: Ctx<'a>,
     argv: Argv<'a>,
-    request: Request<'_, L::Params>,
+    params: &L::Params,
+    request: Asked<'_>,
 ) -> Result<Outcome, Error> {
     // Only a request that takes units can change the key.
     let takes = request.quantity > 0;
     let mut key = ctx.open_key(argv, 1, takes);
     let now = request.at.unwrap_or_else(clock::now);
-    let (params, quantity, id) = (&request.params, request.quantity, request.id);
+    let (quantity, id) = (request.quantity, request.id);
     let (decision, changed) = match key.value(L::module_type()) {
         Held::Ours(state) => {
             let (decision, update) = state.decide_as(now, params, quantity, id);
@@ -144,17 +181,17 @@ fn limit<'a, L: Kind>(
 
 /// Decides one limit of a several-limit call on its open key, changing
 /// nothing; the update it would record when the whole call is allowed is
-/// staged (`stage`), not applied.
+/// written to `stage` (when given), not applied.
 pub(super) struct DecideKey<'k, 'a, 'i> {
     pub key: &'k mut Key<'a>,
     pub now: Nanos,
     pub quantity: u64,
     pub id: &'i [u8],
-    pub stage: bool,
+    pub stage: Option<&'k mut Staged>,
 }
 
 impl Visit for DecideKey<'_, '_, '_> {
-    type Out = Result<(Decision, Staged), Error>;
+    type Out = Result<Decision, Error>;
 
     fn visit<L: Kind>(self, params: &L::Params) -> Self::Out {
         let (now, quantity, id) = (self.now, self.quantity, self.id);
@@ -165,11 +202,11 @@ impl Visit for DecideKey<'_, '_, '_> {
                 new_state::<L>(self.key, other)?.decide_as(now, params, quantity, id)
             }
         };
-        let staged = match update {
-            Some(update) if self.stage => L::staged(update),
-            _ => Staged::Nothing,
-        };
-        Ok((decision, staged))
+        if let (Some(update), Some(stage)) = (update, self.stage) {
+            // Written in place: the enum is as large as the largest update.
+            *stage = L::staged(update);
+        }
+        Ok(decision)
     }
 }
 

@@ -268,18 +268,25 @@ fn unix_ms_ceil(at: Nanos) -> i64 {
     i64::try_from(at.get().div_ceil(1_000_000)).unwrap_or(i64::MAX)
 }
 
-/// The bytes of the arguments from `from` on, without allocating; more
-/// than `N` of them is an error naming the first one too many (so the
-/// collection below never overflows).
+/// The bytes of the arguments from `from` on, into `words` (which the
+/// caller keeps on its stack: returning the collection by value would copy
+/// all of its capacity), without allocating; more than `N` of them is an
+/// error naming the first one too many (so the collection never overflows).
+#[inline]
 fn arg_bytes<'a, const N: usize>(
     argv: Argv<'a>,
     from: usize,
-) -> Result<ArrayVec<&'a [u8], N>, Error> {
+    words: &mut ArrayVec<&'a [u8], N>,
+) -> Result<(), Error> {
     if argv.len() > from + N {
         let extra = args::printable(argv.bytes(from + N));
         return Err(Error::Arg(ArgError::Extra(extra)));
     }
-    Ok((from..argv.len()).map(|i| argv.bytes(i)).collect())
+    words.clear();
+    for word in argv.bytes_from(from) {
+        words.push(word);
+    }
+    Ok(())
 }
 
 /// The entry of every command: makes the typed context and arguments,

@@ -114,11 +114,11 @@ extern "C" fn rl_peek(
 /// 16 keys, 16 specs of at most 5 words, QUANTITY q, MS, ID id, AT ns.
 const MAX_SEVERAL_ARGS: usize = 2 + MAX_KEYS * 6 + 7;
 
-/// One limit of a several-limit call: its open key, its decision, and what
-/// it would record.
+/// One limit of a several-limit call: its open key and what it would
+/// record. Its decision is kept apart, in the order of the limits, for the
+/// binding limit and the reply.
 struct Limit<'a> {
     key: Key<'a>,
-    decision: Decision,
     staged: Staged,
     /// Whether the call changed the key.
     changed: bool,
@@ -140,7 +140,8 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
         return Err(Error::Arity);
     }
     // Every argument's bytes, read once, and every spec parsed once.
-    let words = arg_bytes::<{ MAX_SEVERAL_ARGS - 1 }>(argv, 1)?;
+    let mut words = ArrayVec::<&[u8], { MAX_SEVERAL_ARGS - 1 }>::new();
+    arg_bytes(argv, 1, &mut words)?;
     let mut specs = ArrayVec::new();
     let options = args::several(
         &words,
@@ -155,34 +156,37 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
 
     // Open and decide every limit, staging what each would record.
     let mut limits: ArrayVec<Limit<'a>, MAX_KEYS> = ArrayVec::new();
+    let mut decisions: ArrayVec<Decision, MAX_KEYS> = ArrayVec::new();
     for (i, spec) in specs.iter().enumerate() {
-        let mut key = ctx.open_key(argv, 2 + i, takes);
-        let (decision, staged) = spec.visit(DecideKey {
-            key: &mut key,
+        // `count` is at most MAX_KEYS: neither push can overflow.
+        limits.push(Limit {
+            key: ctx.open_key(argv, 2 + i, takes),
+            staged: Staged::Nothing,
+            changed: false,
+        });
+        let Some(limit) = limits.last_mut() else {
+            break;
+        };
+        decisions.push(spec.visit(DecideKey {
+            key: &mut limit.key,
             now,
             quantity: options.quantity,
             id,
-            stage: takes,
-        })?;
-        limits.push(Limit {
-            key,
-            decision,
-            staged,
-            changed: false,
-        });
+            stage: takes.then_some(&mut limit.staged),
+        })?);
     }
-    let allowed = limits.iter().all(|l| !l.decision.limited);
+    let allowed = decisions.iter().all(|d| !d.limited);
 
     if takes {
-        for (limit, spec) in limits.iter_mut().zip(&specs) {
+        for ((limit, spec), decision) in limits.iter_mut().zip(&specs).zip(&decisions) {
             let key = &mut limit.key;
             if allowed {
-                std::mem::replace(&mut limit.staged, Staged::Nothing).commit(key)?;
-                recorded(key, limit.decision.reset_at);
+                limit.staged.commit(key)?;
+                recorded(key, decision.reset_at);
                 limit.changed = true;
             } else {
                 limit.changed = spec.visit(ExtendKey { key, now });
-                if limit.decision.limited {
+                if decision.limited {
                     key.notify(c"rl.limited");
                 }
             }
@@ -200,19 +204,25 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
         }
     }
 
-    let decisions: ArrayVec<Decision, MAX_KEYS> = limits.iter().map(|l| l.decision).collect();
-    // numkeys is 1 or more, so there is a binding limit.
-    let binding = crate::core::binding(&decisions).ok_or(Error::Internal(
-        c"ERR internal error: no binding limit among the decisions (please report it)",
-    ))?;
+    // Each limit's five fields, once; numkeys is 1 or more, so there is a
+    // binding limit.
+    let mut fields: ArrayVec<[i64; 5], MAX_KEYS> = ArrayVec::new();
+    for decision in &decisions {
+        fields.push(decision.reply(now, options.unit));
+    }
+    let binding = crate::core::binding(&decisions)
+        .and_then(|i| Some((i, fields.get(i)?)))
+        .ok_or(Error::Internal(
+            c"ERR internal error: no binding limit among the decisions (please report it)",
+        ))?;
     ctx.reply_array(7);
-    for field in decisions[binding].reply(now, options.unit) {
+    for &field in binding.1 {
         ctx.reply_integer(field);
     }
-    ctx.reply_integer(binding as i64 + 1);
-    ctx.reply_array(decisions.len());
-    for decision in &decisions {
-        ctx.reply_integers(&decision.reply(now, options.unit));
+    ctx.reply_integer(binding.0 as i64 + 1);
+    ctx.reply_array(fields.len());
+    for five in &fields {
+        ctx.reply_integers(five);
     }
     Ok(Outcome::of(options.at, !allowed))
 }
