@@ -23,4 +23,4 @@ TOP=0
 command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install valgrind" >&2; exit 1; }
 CARGO_PROFILE_RELEASE_DEBUG=${PROFILE_DEBUG:-0} cargo build --release --quiet
 cargo build --release --example floor --quiet
-exec python3 scripts/bench --no-build --instructions-only --top "$TOP"
+exec python3 scripts/bench --no-build --module "$MODULE" --instructions-only --top "$TOP"
