@@ -279,7 +279,8 @@ impl Handle {
         let len = u32::try_from(len)
             .ok()
             .filter(|&l| l >= 1 && l as usize <= MAX_ID_LEN)?;
-        let index = u32::try_from(index).ok().filter(|&i| i <= INDEX_MASK)?;
+        // The last index is NIL's: no record has it.
+        let index = u32::try_from(index).ok().filter(|&i| i < INDEX_MASK)?;
         Some(Handle((len - 1) << INDEX_BITS | index))
     }
 
@@ -314,6 +315,29 @@ fn id_in(classes: &[Class], h: Handle) -> &[u8] {
         .and_then(|at| classes.get(at))
         .and_then(|c| c.ids.get(h.index() * len..(h.index() + 1) * len))
         .unwrap_or(&[])
+}
+
+/// Runs `$body` with `$r` naming the records as the tree works on them
+/// (`Records`): one class's slices when the ids have one length (the
+/// usual key, where a record is an index into a slice), else all the
+/// classes. The body is compiled for both.
+macro_rules! on_records {
+    ($classes:expr, $r:ident => $body:expr) => {
+        match $classes.as_mut_slice() {
+            [one] => {
+                let $r = &mut OneClass {
+                    nodes: one.nodes.as_mut_slice(),
+                    ids: one.ids.as_slice(),
+                    len: one.len,
+                };
+                $body
+            }
+            classes => {
+                let $r = &mut AllClasses(classes);
+                $body
+            }
+        }
+    };
 }
 
 /// The index's hash of an id: SipHash-1-3 under the state's random keys,
@@ -860,7 +884,8 @@ impl Leases {
             self.earliest = self.earliest.min(expiry);
             self.latest = self.latest.max(expiry);
         }
-        self.root = self.insert(self.root, h);
+        let root = self.root;
+        self.root = on_records!(self.classes, r => r.insert(root, h));
     }
 
     /// Takes `h` out of the tree (its record stays), and out of the
@@ -868,17 +893,19 @@ impl Leases {
     /// next.
     fn cut(&mut self, h: Handle) {
         let expiry = self.node(h).expiry;
-        self.root = self.unlink(self.root, h);
-        if self.root == Handle::NIL {
-            (self.earliest, self.latest) = (Nanos::ZERO, Nanos::ZERO);
-            return;
-        }
-        if expiry == self.earliest {
-            self.earliest = self.node(self.leftmost(self.root)).expiry;
-        }
-        if expiry == self.latest {
-            self.latest = self.node(self.rightmost(self.root)).expiry;
-        }
+        let (root, earliest, latest) = (self.root, self.earliest, self.latest);
+        (self.root, self.earliest, self.latest) = on_records!(self.classes, r => {
+            let root = r.unlink(root, h);
+            let earliest = match expiry == earliest {
+                true => r.get(r.leftmost(root)).expiry,
+                false => earliest,
+            };
+            let latest = match expiry == latest {
+                true => r.get(r.rightmost(root)).expiry,
+                false => latest,
+            };
+            (root, earliest, latest)
+        });
     }
 
     /// Removes a lease: tree, index and record.
@@ -961,27 +988,12 @@ impl Leases {
     /// Makes the link to `from` point at `to`, which holds the same record
     /// now: a walk from the root by its key.
     fn relink(&mut self, from: Handle, to: Handle) {
-        if self.root == from {
+        let root = self.root;
+        if root == from {
             self.root = to;
             return;
         }
-        let mut at = self.root;
-        while at != Handle::NIL {
-            let node = *self.node(at);
-            let go_left = self.cmp(to, at) == Ordering::Less;
-            let next = if go_left { node.left } else { node.right };
-            if next == from {
-                if let Some(node) = self.node_mut(at) {
-                    if go_left {
-                        node.left = to;
-                    } else {
-                        node.right = to;
-                    }
-                }
-                return;
-            }
-            at = next;
-        }
+        on_records!(self.classes, r => r.relink(root, from, to));
     }
 
     /// Drops the leases expired at `now`, soonest first.
@@ -994,9 +1006,6 @@ impl Leases {
             self.remove(self.leftmost(self.root));
         }
     }
-
-    // The AVL tree. Every function takes the root of a subtree and returns
-    // the root of the subtree it became.
 
     fn set_left(&mut self, h: Handle, child: Handle) {
         if let Some(node) = self.node_mut(h) {
@@ -1023,115 +1032,6 @@ impl Leases {
             node.weight_height = node.weight() | height << WEIGHT_BITS;
             node.sum = sum;
         }
-    }
-
-    fn rotate_right(&mut self, h: Handle) -> Handle {
-        let left = self.node(h).left;
-        self.set_left(h, self.node(left).right);
-        self.set_right(left, h);
-        self.fix(h);
-        self.fix(left);
-        left
-    }
-
-    fn rotate_left(&mut self, h: Handle) -> Handle {
-        let right = self.node(h).right;
-        self.set_right(h, self.node(right).left);
-        self.set_left(right, h);
-        self.fix(h);
-        self.fix(right);
-        right
-    }
-
-    /// Restores the AVL balance at `h` (children heights differ by at most
-    /// one), whose subtrees are balanced and differ by at most two.
-    fn balance(&mut self, h: Handle) -> Handle {
-        let node = *self.node(h);
-        let (left, right) = (*self.node(node.left), *self.node(node.right));
-        if left.height() > right.height() + 1 {
-            if self.node(left.left).height() < self.node(left.right).height() {
-                let rotated = self.rotate_left(node.left);
-                self.set_left(h, rotated);
-            }
-            self.rotate_right(h)
-        } else if right.height() > left.height() + 1 {
-            if self.node(right.right).height() < self.node(right.left).height() {
-                let rotated = self.rotate_right(node.right);
-                self.set_right(h, rotated);
-            }
-            self.rotate_left(h)
-        } else {
-            // Balanced: only the height and the sum change (`fix`, from
-            // the children at hand).
-            let height = 1 + left.height().max(right.height());
-            let sum = node
-                .weight()
-                .saturating_add(left.sum)
-                .saturating_add(right.sum);
-            if let Some(node) = self.node_mut(h) {
-                node.weight_height = node.weight() | height << WEIGHT_BITS;
-                node.sum = sum;
-            }
-            h
-        }
-    }
-
-    /// Inserts `h` (its links ignored) into the subtree at `root`.
-    fn insert(&mut self, root: Handle, h: Handle) -> Handle {
-        if root == Handle::NIL {
-            self.set_left(h, Handle::NIL);
-            self.set_right(h, Handle::NIL);
-            self.fix(h);
-            return h;
-        }
-        if self.cmp(h, root) == Ordering::Less {
-            let left = self.insert(self.node(root).left, h);
-            self.set_left(root, left);
-        } else {
-            let right = self.insert(self.node(root).right, h);
-            self.set_right(root, right);
-        }
-        self.balance(root)
-    }
-
-    /// Takes `h` out of the subtree at `root` (its record stays).
-    fn unlink(&mut self, root: Handle, h: Handle) -> Handle {
-        if root == Handle::NIL {
-            return Handle::NIL;
-        }
-        if root == h {
-            let node = *self.node(h);
-            if node.left == Handle::NIL {
-                return node.right;
-            }
-            if node.right == Handle::NIL {
-                return node.left;
-            }
-            let (right, next) = self.unlink_first(node.right);
-            self.set_left(next, node.left);
-            self.set_right(next, right);
-            return self.balance(next);
-        }
-        if self.cmp(h, root) == Ordering::Less {
-            let left = self.unlink(self.node(root).left, h);
-            self.set_left(root, left);
-        } else {
-            let right = self.unlink(self.node(root).right, h);
-            self.set_right(root, right);
-        }
-        self.balance(root)
-    }
-
-    /// Takes the first node out of the subtree at `root`: the new root,
-    /// and the node taken.
-    fn unlink_first(&mut self, root: Handle) -> (Handle, Handle) {
-        let node = *self.node(root);
-        if node.left == Handle::NIL {
-            return (node.right, root);
-        }
-        let (left, first) = self.unlink_first(node.left);
-        self.set_left(root, left);
-        (self.balance(root), first)
     }
 
     fn rightmost(&self, mut h: Handle) -> Handle {
@@ -1196,6 +1096,326 @@ impl Iterator for InOrder<'_> {
             at = self.leases.node(at).left;
         }
         Some(h)
+    }
+}
+
+/// The records, as the tree's algorithms read and write them.
+///
+/// The AVL functions take the root of a subtree and return the root of
+/// the subtree it became, and whether its height changed. The sums are
+/// adjusted on the way down (the weight inserted or removed is known
+/// there), so that on the way back up only the heights are left, and the
+/// walk back stops at the first subtree whose height did not change.
+trait Records {
+    /// The record of `h`; for NIL (or a handle of no record), an empty
+    /// subtree.
+    fn get(&self, h: Handle) -> &Node;
+    fn get_mut(&mut self, h: Handle) -> Option<&mut Node>;
+    fn id(&self, h: Handle) -> &[u8];
+
+    /// Whether the lease `h`, of `expiry`, comes before `at`, of
+    /// `at_expiry`, in the tree's order (by expiry, then id).
+    fn before(&self, h: Handle, expiry: Nanos, at: Handle, at_expiry: Nanos) -> bool {
+        match expiry.cmp(&at_expiry) {
+            Ordering::Less => true,
+            Ordering::Greater => false,
+            Ordering::Equal => self.id(h) < self.id(at),
+        }
+    }
+
+    fn set_left(&mut self, h: Handle, child: Handle) {
+        if let Some(node) = self.get_mut(h) {
+            node.left = child;
+        }
+    }
+
+    fn set_right(&mut self, h: Handle, child: Handle) {
+        if let Some(node) = self.get_mut(h) {
+            node.right = child;
+        }
+    }
+
+    /// Recomputes the height and the sum of `h` from its children.
+    fn fix(&mut self, h: Handle) {
+        let node = *self.get(h);
+        let (left, right) = (self.get(node.left), self.get(node.right));
+        let height = 1 + left.height().max(right.height());
+        let sum = node
+            .weight()
+            .saturating_add(left.sum)
+            .saturating_add(right.sum);
+        if let Some(node) = self.get_mut(h) {
+            node.weight_height = node.weight() | height << WEIGHT_BITS;
+            node.sum = sum;
+        }
+    }
+
+    fn rotate_right(&mut self, h: Handle) -> Handle {
+        let left = self.get(h).left;
+        self.set_left(h, self.get(left).right);
+        self.set_right(left, h);
+        self.fix(h);
+        self.fix(left);
+        left
+    }
+
+    fn rotate_left(&mut self, h: Handle) -> Handle {
+        let right = self.get(h).right;
+        self.set_right(h, self.get(right).left);
+        self.set_left(right, h);
+        self.fix(h);
+        self.fix(right);
+        right
+    }
+
+    /// Restores the AVL balance at `h` (children heights differ by at most
+    /// one), whose subtrees are balanced, hold their true sums and differ
+    /// by at most two, and whose own sum is already right; the new root
+    /// and whether the subtree's height changed.
+    fn rebalance(&mut self, h: Handle) -> (Handle, bool) {
+        let node = *self.get(h);
+        let (left, right) = (*self.get(node.left), *self.get(node.right));
+        let root = if left.height() > right.height() + 1 {
+            if self.get(left.left).height() < self.get(left.right).height() {
+                let rotated = self.rotate_left(node.left);
+                self.set_left(h, rotated);
+            }
+            self.rotate_right(h)
+        } else if right.height() > left.height() + 1 {
+            if self.get(right.right).height() < self.get(right.left).height() {
+                let rotated = self.rotate_right(node.right);
+                self.set_right(h, rotated);
+            }
+            self.rotate_left(h)
+        } else {
+            let height = 1 + left.height().max(right.height());
+            if height == node.height() {
+                return (h, false);
+            }
+            if let Some(node) = self.get_mut(h) {
+                node.weight_height = node.weight() | height << WEIGHT_BITS;
+            }
+            return (h, true);
+        };
+        (root, self.get(root).height() != node.height())
+    }
+
+    /// Inserts `h` (its links ignored) into the tree at `root`; the new
+    /// root.
+    fn insert(&mut self, root: Handle, h: Handle) -> Handle {
+        let Some(node) = self.get_mut(h) else {
+            return root;
+        };
+        let (expiry, weight) = (node.expiry, node.weight());
+        (node.left, node.right) = (Handle::NIL, Handle::NIL);
+        node.weight_height = weight | 1 << WEIGHT_BITS;
+        node.sum = weight;
+        self.insert_under(root, h, expiry, weight).0
+    }
+
+    /// Inserts the leaf `h`, of `expiry` and `weight`, under `at`.
+    fn insert_under(
+        &mut self,
+        at: Handle,
+        h: Handle,
+        expiry: Nanos,
+        weight: u32,
+    ) -> (Handle, bool) {
+        let Some(node) = self.get_mut(at) else {
+            return (h, true);
+        };
+        node.sum = node.sum.saturating_add(weight);
+        let (at_expiry, left, right) = (node.expiry, node.left, node.right);
+        if self.before(h, expiry, at, at_expiry) {
+            let (child, grew) = self.insert_under(left, h, expiry, weight);
+            if child != left {
+                self.set_left(at, child);
+            }
+            if !grew {
+                return (at, false);
+            }
+        } else {
+            let (child, grew) = self.insert_under(right, h, expiry, weight);
+            if child != right {
+                self.set_right(at, child);
+            }
+            if !grew {
+                return (at, false);
+            }
+        }
+        self.rebalance(at)
+    }
+
+    /// Takes `h`, which is in the tree at `root`, out of it (its record
+    /// stays); the new root.
+    fn unlink(&mut self, root: Handle, h: Handle) -> Handle {
+        let node = self.get(h);
+        let (expiry, weight) = (node.expiry, node.weight());
+        self.unlink_under(root, h, expiry, weight).0
+    }
+
+    /// Takes `h`, of `expiry` and `weight`, out of the subtree at `at`.
+    fn unlink_under(
+        &mut self,
+        at: Handle,
+        h: Handle,
+        expiry: Nanos,
+        weight: u32,
+    ) -> (Handle, bool) {
+        if at == h {
+            let node = *self.get(h);
+            if node.left == Handle::NIL {
+                return (node.right, true);
+            }
+            if node.right == Handle::NIL {
+                return (node.left, true);
+            }
+            // The next lease in order takes `h`'s place.
+            let (right, next, shrank) = self.unlink_first(node.right);
+            if let Some(next) = self.get_mut(next) {
+                (next.left, next.right) = (node.left, right);
+                next.weight_height = next.weight() | node.height() << WEIGHT_BITS;
+                next.sum = node.sum.saturating_sub(weight);
+            }
+            return match shrank {
+                true => self.rebalance(next),
+                false => (next, false),
+            };
+        }
+        let Some(node) = self.get_mut(at) else {
+            // Not found (never: `h` is in the tree).
+            return (at, false);
+        };
+        node.sum = node.sum.saturating_sub(weight);
+        let (at_expiry, left, right) = (node.expiry, node.left, node.right);
+        if self.before(h, expiry, at, at_expiry) {
+            let (child, shrank) = self.unlink_under(left, h, expiry, weight);
+            if child != left {
+                self.set_left(at, child);
+            }
+            if !shrank {
+                return (at, false);
+            }
+        } else {
+            let (child, shrank) = self.unlink_under(right, h, expiry, weight);
+            if child != right {
+                self.set_right(at, child);
+            }
+            if !shrank {
+                return (at, false);
+            }
+        }
+        self.rebalance(at)
+    }
+
+    /// Takes the first node out of the subtree at `at`: the new root, the
+    /// node taken, and whether the height changed.
+    fn unlink_first(&mut self, at: Handle) -> (Handle, Handle, bool) {
+        let node = *self.get(at);
+        if node.left == Handle::NIL {
+            return (node.right, at, true);
+        }
+        let (left, first, shrank) = self.unlink_first(node.left);
+        let weight = self.get(first).weight();
+        if let Some(node) = self.get_mut(at) {
+            node.left = left;
+            node.sum = node.sum.saturating_sub(weight);
+        }
+        match shrank {
+            true => {
+                let (root, changed) = self.rebalance(at);
+                (root, first, changed)
+            }
+            false => (at, first, false),
+        }
+    }
+
+    fn rightmost(&self, mut h: Handle) -> Handle {
+        loop {
+            let right = self.get(h).right;
+            if right == Handle::NIL {
+                return h;
+            }
+            h = right;
+        }
+    }
+
+    fn leftmost(&self, mut h: Handle) -> Handle {
+        loop {
+            let left = self.get(h).left;
+            if left == Handle::NIL {
+                return h;
+            }
+            h = left;
+        }
+    }
+
+    /// Makes the link to `from` in the tree at `root` (not `from`) point at
+    /// `to`, which holds the same record now: a walk by its key.
+    fn relink(&mut self, root: Handle, from: Handle, to: Handle) {
+        let expiry = self.get(to).expiry;
+        let mut at = root;
+        while at != Handle::NIL {
+            let node = *self.get(at);
+            let go_left = self.before(to, expiry, at, node.expiry);
+            let next = if go_left { node.left } else { node.right };
+            if next == from {
+                match go_left {
+                    true => self.set_left(at, to),
+                    false => self.set_right(at, to),
+                }
+                return;
+            }
+            at = next;
+        }
+    }
+}
+
+/// The records of a state whose ids all have one length: `Handle::index`
+/// names a record of `nodes` and an id of `ids` at once.
+struct OneClass<'a> {
+    nodes: &'a mut [Node],
+    ids: &'a [u8],
+    len: usize,
+}
+
+impl Records for OneClass<'_> {
+    #[inline]
+    fn get(&self, h: Handle) -> &Node {
+        // NIL's index is past every class (`Handle::new`).
+        self.nodes.get(h.index()).unwrap_or(&NIL_NODE)
+    }
+
+    #[inline]
+    fn get_mut(&mut self, h: Handle) -> Option<&mut Node> {
+        self.nodes.get_mut(h.index())
+    }
+
+    #[inline]
+    fn id(&self, h: Handle) -> &[u8] {
+        let at = h.index() * self.len;
+        self.ids.get(at..at + self.len).unwrap_or(&[])
+    }
+}
+
+/// The records of a state with ids of several lengths (or none).
+struct AllClasses<'a>(&'a mut [Class]);
+
+impl Records for AllClasses<'_> {
+    fn get(&self, h: Handle) -> &Node {
+        class_at(self.0, h.len())
+            .and_then(|at| self.0.get(at))
+            .and_then(|c| c.nodes.get(h.index()))
+            .unwrap_or(&NIL_NODE)
+    }
+
+    fn get_mut(&mut self, h: Handle) -> Option<&mut Node> {
+        let at = class_at(self.0, h.len())?;
+        self.0.get_mut(at)?.nodes.get_mut(h.index())
+    }
+
+    fn id(&self, h: Handle) -> &[u8] {
+        id_in(self.0, h)
     }
 }
 
