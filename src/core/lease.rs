@@ -82,10 +82,13 @@
 //!   keys use one id length (then its class is found at once), a few
 //!   several (then by a binary search on the length).
 //! - an **index** by id: a `hashbrown::HashTable` of 4-byte handles, hashed
-//!   with the standard library's SipHash-1-3 under random keys drawn per
-//!   state (`RandomState`), so that clients choosing ids cannot aim
-//!   collisions. The index's order never reaches anything observable: the
-//!   encoding, equality, RL.INSPECT and every decision follow the tree.
+//!   with the standard library's SipHash-1-3 under random keys drawn once
+//!   per process (`RandomState`, as the server keys its own dictionaries),
+//!   so that clients choosing ids cannot aim collisions. Keys common to
+//!   every state let the hash `decide` computed serve `apply` (a call
+//!   hashes its id once), whichever state the update is applied to. The
+//!   index's order never reaches anything observable: the encoding,
+//!   equality, RL.INSPECT and every decision follow the tree.
 //!
 //! The classes' buffers double up to 16 leases, then grow by an eighth
 //! (rounded down) and shrink back to an eighth more than needed when less
@@ -102,11 +105,12 @@
 //! and not yet dropped, one walk for held; a refused request one or two
 //! more for `retry_after`. A grant, a renewal or a release first drops
 //! the leases expired at `now` (each dropped once: O(log n) amortized per
-//! lease); then a new lease is one insertion in the tree, a release one
+//! lease); then a new lease is one insertion in the tree (and one into the
+//! index, with the hash `decide` computed), a release one hash, one
 //! removal and at most one walk to re-link the record that moved into
 //! its place, and a renewal a removal and an insertion of its own record
-//! (which `apply` finds through `decide`'s handle, without a second hash;
-//! the id does not move). Measured on the state alone (`lease_costs` in the
+//! (which `apply` finds through `decide`'s handle; the id does not
+//! move). Measured on the state alone (`lease_costs` in the
 //! tests, release build), a renewal, a release and an acquire of random
 //! leases took 114, 62 and 117 ns with 10 leases held, 312, 201 and 191 ns
 //! with 10,000. Added to what a single command costs the server (about
@@ -142,6 +146,7 @@ use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::mem;
+use std::sync::OnceLock;
 
 use arrayvec::ArrayVec;
 use hashbrown::HashTable;
@@ -192,6 +197,8 @@ pub struct LeaseUpdate {
     /// The lease `decide` found for the id (NIL: none), which `apply`
     /// takes when it still holds that id, saving a hash.
     hint: Handle,
+    /// `hash_of(id)`.
+    hash: u64,
     id: ArrayVec<u8, MAX_ID_LEN>,
 }
 
@@ -204,10 +211,9 @@ pub struct Leases {
     /// The records and ids, by id length, shortest first; no class is
     /// empty.
     classes: Vec<Class>,
-    /// The handles of all the leases kept, by the hash of their id.
+    /// The handles of all the leases kept, by the hash of their id
+    /// (`hash_of`).
     index: HashTable<Handle>,
-    /// The index's hash function, with keys drawn per state.
-    hasher: RandomState,
     /// The root of the tree of all the leases kept, by `(expiry, id)`.
     root: Handle,
     /// The soonest and the latest expiry of the leases kept (both
@@ -340,10 +346,13 @@ macro_rules! on_records {
     };
 }
 
-/// The index's hash of an id: SipHash-1-3 under the state's random keys,
-/// of the id's bytes alone.
-fn hash_of(hasher: &RandomState, id: &[u8]) -> u64 {
-    let mut state = hasher.build_hasher();
+/// The index's hash of an id: SipHash-1-3 of the id's bytes alone, under
+/// random keys drawn once per process (as the server's own dictionaries
+/// are keyed), so that the hash `decide` computed is good for `apply`
+/// whatever state it is applied to.
+fn hash_of(id: &[u8]) -> u64 {
+    static KEYS: OnceLock<RandomState> = OnceLock::new();
+    let mut state = KEYS.get_or_init(RandomState::new).build_hasher();
     state.write(id);
     state.finish()
 }
@@ -364,8 +373,10 @@ impl Leases {
     ) -> (Decision, Option<LeaseUpdate>) {
         let limit = params.limit.min(MAX_LIMIT);
         let named = (1..=MAX_ID_LEN).contains(&id.len());
+        let hash = if named { hash_of(id) } else { 0 };
         let own = if named {
-            self.find(id).filter(|&h| self.node(h).expiry > now)
+            self.find_hashed(hash, id)
+                .filter(|&h| self.node(h).expiry > now)
         } else {
             None
         };
@@ -402,6 +413,7 @@ impl Leases {
                 expiry,
                 weight,
                 hint: own.unwrap_or(Handle::NIL),
+                hash,
                 id,
             }),
             _ => None,
@@ -419,11 +431,9 @@ impl Leases {
         // The lease decide found, if it is still there (dropping expired
         // leases may have moved records); else the index says.
         let hinted = update.hint != Handle::NIL && self.id(update.hint) == id;
-        let (own, hash) = if hinted {
-            (Some(update.hint), 0)
-        } else {
-            let hash = hash_of(&self.hasher, id);
-            (self.find_hashed(hash, id), hash)
+        let own = match hinted {
+            true => Some(update.hint),
+            false => self.find_hashed(update.hash, id),
         };
         let own_weight = own.map_or(0, |h| u64::from(self.node(h).weight()));
         let total = u64::from(self.node(self.root).sum).saturating_sub(own_weight)
@@ -443,13 +453,8 @@ impl Leases {
             }
             None => {
                 if let Some(h) = self.push(id, update.expiry, update.weight) {
-                    let Leases {
-                        classes,
-                        index,
-                        hasher,
-                        ..
-                    } = self;
-                    index.insert_unique(hash, h, |&e| hash_of(hasher, id_in(classes, e)));
+                    let Leases { classes, index, .. } = self;
+                    index.insert_unique(update.hash, h, |&e| hash_of(id_in(classes, e)));
                     self.link(h);
                 }
             }
@@ -461,13 +466,14 @@ impl Leases {
     /// when there was none (released already, expired, never granted).
     pub fn release(&mut self, now: Nanos, id: &[u8]) -> bool {
         self.drop_expired(now);
-        match self.find(id) {
-            Some(h) => {
-                self.remove(h);
-                true
-            }
-            None => false,
-        }
+        let Leases { classes, index, .. } = self;
+        let found = index.find_entry(hash_of(id), |&h| id_in(classes, h) == id);
+        let Ok(entry) = found else {
+            return false;
+        };
+        let (h, _) = entry.remove();
+        self.remove_unindexed(h);
+        true
     }
 
     /// Nothing unexpired is held at `now`: the state is equivalent to a
@@ -675,8 +681,9 @@ impl Leases {
     // The decisions' questions, each O(log n).
 
     /// The lease kept under `id`, expired or not.
+    #[cfg(test)]
     fn find(&self, id: &[u8]) -> Option<Handle> {
-        self.find_hashed(hash_of(&self.hasher, id), id)
+        self.find_hashed(hash_of(id), id)
     }
 
     /// The lease kept under `id`, whose hash is `hash`.
@@ -861,17 +868,12 @@ impl Leases {
     /// Adds `h`, of id `id`, to the index; false when the id is there
     /// already.
     fn index_new(&mut self, id: &[u8], h: Handle) -> bool {
-        let Leases {
-            classes,
-            index,
-            hasher,
-            ..
-        } = self;
-        let hash = hash_of(hasher, id);
+        let Leases { classes, index, .. } = self;
+        let hash = hash_of(id);
         if index.find(hash, |&e| id_in(classes, e) == id).is_some() {
             return false;
         }
-        index.insert_unique(hash, h, |&e| hash_of(hasher, id_in(classes, e)));
+        index.insert_unique(hash, h, |&e| hash_of(id_in(classes, e)));
         true
     }
 
@@ -910,16 +912,16 @@ impl Leases {
 
     /// Removes a lease: tree, index and record.
     fn remove(&mut self, h: Handle) {
-        self.cut(h);
-        let Leases {
-            classes,
-            index,
-            hasher,
-            ..
-        } = self;
-        if let Ok(entry) = index.find_entry(hash_of(hasher, id_in(classes, h)), |&e| e == h) {
+        let Leases { classes, index, .. } = self;
+        if let Ok(entry) = index.find_entry(hash_of(id_in(classes, h)), |&e| e == h) {
             entry.remove();
         }
+        self.remove_unindexed(h);
+    }
+
+    /// Removes a lease already out of the index: tree and record.
+    fn remove_unindexed(&mut self, h: Handle) {
+        self.cut(h);
         self.free(h);
         let (len, capacity) = (self.index.len(), self.index.capacity());
         if self.classes.is_empty() {
@@ -928,13 +930,8 @@ impl Leases {
             self.index = HashTable::new();
         } else if capacity > 16 && len * 4 < capacity {
             // Less than a quarter full: shrink the index.
-            let Leases {
-                classes,
-                index,
-                hasher,
-                ..
-            } = self;
-            index.shrink_to(len + len / 4, |&e| hash_of(hasher, id_in(classes, e)));
+            let Leases { classes, index, .. } = self;
+            index.shrink_to(len + len / 4, |&e| hash_of(id_in(classes, e)));
         }
     }
 
@@ -974,13 +971,8 @@ impl Leases {
             return;
         };
         self.relink(moved, h);
-        let Leases {
-            classes,
-            index,
-            hasher,
-            ..
-        } = self;
-        if let Some(entry) = index.find_mut(hash_of(hasher, id_in(classes, h)), |&e| e == moved) {
+        let Leases { classes, index, .. } = self;
+        if let Some(entry) = index.find_mut(hash_of(id_in(classes, h)), |&e| e == moved) {
             *entry = h;
         }
     }
