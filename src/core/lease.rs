@@ -655,7 +655,7 @@ impl Leases {
             }
             sorted.push(h);
         }
-        leases.root = leases.build(&sorted);
+        leases.root = on_records!(leases.classes, r => r.build(&sorted));
         if let (Some(&first), Some(&last)) = (sorted.first(), sorted.last()) {
             leases.earliest = leases.node(first).expiry;
             leases.latest = leases.node(last).expiry;
@@ -999,33 +999,6 @@ impl Leases {
         }
     }
 
-    fn set_left(&mut self, h: Handle, child: Handle) {
-        if let Some(node) = self.node_mut(h) {
-            node.left = child;
-        }
-    }
-
-    fn set_right(&mut self, h: Handle, child: Handle) {
-        if let Some(node) = self.node_mut(h) {
-            node.right = child;
-        }
-    }
-
-    /// Recomputes the height and the sum of `h` from its children.
-    fn fix(&mut self, h: Handle) {
-        let node = *self.node(h);
-        let (left, right) = (self.node(node.left), self.node(node.right));
-        let height = 1 + left.height().max(right.height());
-        let sum = node
-            .weight()
-            .saturating_add(left.sum)
-            .saturating_add(right.sum);
-        if let Some(node) = self.node_mut(h) {
-            node.weight_height = node.weight() | height << WEIGHT_BITS;
-            node.sum = sum;
-        }
-    }
-
     fn rightmost(&self, mut h: Handle) -> Handle {
         while self.node(h).right != Handle::NIL {
             h = self.node(h).right;
@@ -1037,19 +1010,6 @@ impl Leases {
         while self.node(h).left != Handle::NIL {
             h = self.node(h).left;
         }
-        h
-    }
-
-    /// A balanced tree of `sorted`, in that order.
-    fn build(&mut self, sorted: &[Handle]) -> Handle {
-        let (left, rest) = sorted.split_at(sorted.len() / 2);
-        let Some((&h, right)) = rest.split_first() else {
-            return Handle::NIL;
-        };
-        let (left, right) = (self.build(left), self.build(right));
-        self.set_left(h, left);
-        self.set_right(h, right);
-        self.fix(h);
         h
     }
 
@@ -1089,6 +1049,38 @@ impl Iterator for InOrder<'_> {
         }
         Some(h)
     }
+}
+
+/// The most nodes a way down the tree passes that `Path` holds: an AVL
+/// tree of height h has at least F(h + 2) - 1 nodes (F the Fibonacci
+/// numbers), so one of at most 2^20 records is at most 28 deep.
+const MAX_DEPTH: usize = 32;
+
+/// A way down the tree: the nodes passed, and whether it went on to the
+/// left of each.
+type Path = ArrayVec<(Handle, bool), MAX_DEPTH>;
+
+/// Records a node passed; false when the path is full (never: see
+/// `MAX_DEPTH`), and then the caller rebuilds the tree instead of
+/// retracing its steps.
+fn push(path: &mut Path, limit: usize, h: Handle, left: bool) -> bool {
+    path.len() < limit && path.try_push((h, left)).is_ok()
+}
+
+#[cfg(not(test))]
+fn path_limit() -> usize {
+    MAX_DEPTH
+}
+
+#[cfg(test)]
+fn path_limit() -> usize {
+    PATH_LIMIT.with(|limit| limit.get())
+}
+
+#[cfg(test)]
+thread_local! {
+    /// What `push` takes as full, lowered by a test to reach the rebuild.
+    pub(crate) static PATH_LIMIT: std::cell::Cell<usize> = const { std::cell::Cell::new(MAX_DEPTH) };
 }
 
 /// The records, as the tree's algorithms read and write them.
@@ -1192,8 +1184,17 @@ trait Records {
         (root, self.get(root).height() != node.height())
     }
 
+    fn set_child(&mut self, h: Handle, left: bool, child: Handle) {
+        if let Some(node) = self.get_mut(h) {
+            match left {
+                true => node.left = child,
+                false => node.right = child,
+            }
+        }
+    }
+
     /// Inserts `h` (its links ignored) into the tree at `root`; the new
-    /// root.
+    /// root. The way down adds `h`'s weight to the sums it passes.
     fn insert(&mut self, root: Handle, h: Handle) -> Handle {
         let Some(node) = self.get_mut(h) else {
             return root;
@@ -1202,124 +1203,155 @@ trait Records {
         (node.left, node.right) = (Handle::NIL, Handle::NIL);
         node.weight_height = weight | 1 << WEIGHT_BITS;
         node.sum = weight;
-        self.insert_under(root, h, expiry, weight).0
-    }
-
-    /// Inserts the leaf `h`, of `expiry` and `weight`, under `at`.
-    fn insert_under(
-        &mut self,
-        at: Handle,
-        h: Handle,
-        expiry: Nanos,
-        weight: u32,
-    ) -> (Handle, bool) {
-        let Some(node) = self.get_mut(at) else {
-            return (h, true);
-        };
-        node.sum = node.sum.saturating_add(weight);
-        let (at_expiry, left, right) = (node.expiry, node.left, node.right);
-        if self.before(h, expiry, at, at_expiry) {
-            let (child, grew) = self.insert_under(left, h, expiry, weight);
-            if child != left {
-                self.set_left(at, child);
-            }
-            if !grew {
-                return (at, false);
-            }
-        } else {
-            let (child, grew) = self.insert_under(right, h, expiry, weight);
-            if child != right {
-                self.set_right(at, child);
-            }
-            if !grew {
-                return (at, false);
-            }
+        let (mut path, limit) = (Path::new(), path_limit());
+        let mut whole = true;
+        let mut parent = None;
+        let mut at = root;
+        while let Some(node) = self.get_mut(at) {
+            node.sum = node.sum.saturating_add(weight);
+            let (at_expiry, left, right) = (node.expiry, node.left, node.right);
+            let go_left = self.before(h, expiry, at, at_expiry);
+            whole &= push(&mut path, limit, at, go_left);
+            parent = Some((at, go_left));
+            at = if go_left { left } else { right };
         }
-        self.rebalance(at)
+        let Some((parent, left)) = parent else {
+            return h;
+        };
+        if !whole {
+            self.set_child(parent, left, h);
+            return self.rebuild(root);
+        }
+        self.retrace(root, &mut path, h)
     }
 
     /// Takes `h`, which is in the tree at `root`, out of it (its record
-    /// stays); the new root.
+    /// stays); the new root. The way down takes `h`'s weight out of the
+    /// sums it passes; when `h` has two children, the next lease in order
+    /// takes its place.
     fn unlink(&mut self, root: Handle, h: Handle) -> Handle {
-        let node = self.get(h);
+        let node = *self.get(h);
         let (expiry, weight) = (node.expiry, node.weight());
-        self.unlink_under(root, h, expiry, weight).0
-    }
-
-    /// Takes `h`, of `expiry` and `weight`, out of the subtree at `at`.
-    fn unlink_under(
-        &mut self,
-        at: Handle,
-        h: Handle,
-        expiry: Nanos,
-        weight: u32,
-    ) -> (Handle, bool) {
-        if at == h {
-            let node = *self.get(h);
-            if node.left == Handle::NIL {
-                return (node.right, true);
+        let (mut path, limit) = (Path::new(), path_limit());
+        let mut whole = true;
+        let mut parent = None;
+        let mut at = root;
+        while at != h {
+            let Some(passed) = self.get_mut(at) else {
+                // Not found (never: `h` is in the tree).
+                return root;
+            };
+            passed.sum = passed.sum.saturating_sub(weight);
+            let (at_expiry, left, right) = (passed.expiry, passed.left, passed.right);
+            let go_left = self.before(h, expiry, at, at_expiry);
+            whole &= push(&mut path, limit, at, go_left);
+            parent = Some((at, go_left));
+            at = if go_left { left } else { right };
+        }
+        let (place, below) = if node.left == Handle::NIL || node.right == Handle::NIL {
+            // At most one child, which takes `h`'s place.
+            let child = match node.left {
+                Handle::NIL => node.right,
+                left => left,
+            };
+            (child, child)
+        } else {
+            // The next lease in order takes `h`'s place; the way down to it
+            // takes its weight out of the sums.
+            let next = self.leftmost(node.right);
+            let moved = *self.get(next);
+            whole &= push(&mut path, limit, next, false);
+            let mut above = None;
+            let mut at = node.right;
+            while at != next {
+                let Some(passed) = self.get_mut(at) else {
+                    break;
+                };
+                passed.sum = passed.sum.saturating_sub(moved.weight());
+                let left = passed.left;
+                whole &= push(&mut path, limit, at, true);
+                above = Some(at);
+                at = left;
             }
-            if node.right == Handle::NIL {
-                return (node.left, true);
+            if let Some(above) = above {
+                self.set_left(above, moved.right);
             }
-            // The next lease in order takes `h`'s place.
-            let (right, next, shrank) = self.unlink_first(node.right);
             if let Some(next) = self.get_mut(next) {
-                (next.left, next.right) = (node.left, right);
-                next.weight_height = next.weight() | node.height() << WEIGHT_BITS;
+                next.left = node.left;
+                if above.is_some() {
+                    next.right = node.right;
+                }
+                next.weight_height = moved.weight() | node.height() << WEIGHT_BITS;
                 next.sum = node.sum.saturating_sub(weight);
             }
-            return match shrank {
-                true => self.rebalance(next),
-                false => (next, false),
-            };
-        }
-        let Some(node) = self.get_mut(at) else {
-            // Not found (never: `h` is in the tree).
-            return (at, false);
+            (next, moved.right)
         };
-        node.sum = node.sum.saturating_sub(weight);
-        let (at_expiry, left, right) = (node.expiry, node.left, node.right);
-        if self.before(h, expiry, at, at_expiry) {
-            let (child, shrank) = self.unlink_under(left, h, expiry, weight);
-            if child != left {
-                self.set_left(at, child);
+        let root = match parent {
+            Some((parent, left)) => {
+                self.set_child(parent, left, place);
+                root
             }
-            if !shrank {
-                return (at, false);
-            }
-        } else {
-            let (child, shrank) = self.unlink_under(right, h, expiry, weight);
-            if child != right {
-                self.set_right(at, child);
-            }
-            if !shrank {
-                return (at, false);
-            }
+            None => place,
+        };
+        match whole {
+            true if path.is_empty() => root,
+            true => self.retrace(root, &mut path, below),
+            false => self.rebuild(root),
         }
-        self.rebalance(at)
     }
 
-    /// Takes the first node out of the subtree at `at`: the new root, the
-    /// node taken, and whether the height changed.
-    fn unlink_first(&mut self, at: Handle) -> (Handle, Handle, bool) {
-        let node = *self.get(at);
-        if node.left == Handle::NIL {
-            return (node.right, at, true);
-        }
-        let (left, first, shrank) = self.unlink_first(node.left);
-        let weight = self.get(first).weight();
-        if let Some(node) = self.get_mut(at) {
-            node.left = left;
-            node.sum = node.sum.saturating_sub(weight);
-        }
-        match shrank {
-            true => {
-                let (root, changed) = self.rebalance(at);
-                (root, first, changed)
+    /// After the subtree below the last node of `path` (on the side the
+    /// path took) became `sub`: links it, then rebalances the nodes of the
+    /// path up from there, as long as their subtrees' heights change; the
+    /// new root.
+    fn retrace(&mut self, root: Handle, path: &mut Path, mut sub: Handle) -> Handle {
+        let mut changed = true;
+        while let Some((parent, left)) = path.pop() {
+            self.set_child(parent, left, sub);
+            if !changed {
+                return root;
             }
-            false => (at, first, false),
+            let (rebalanced, height_changed) = self.rebalance(parent);
+            if rebalanced == parent && !height_changed {
+                return root;
+            }
+            (sub, changed) = (rebalanced, height_changed);
         }
+        sub
+    }
+
+    /// The tree at `root` (its order and weights right, its balance or
+    /// heights not), rebuilt balanced: for a way down longer than `Path`
+    /// holds, which an AVL tree of at most `MAX_LIMIT` records never has.
+    fn rebuild(&mut self, root: Handle) -> Handle {
+        let mut sorted = Vec::new();
+        let mut stack = Vec::new();
+        let mut at = root;
+        loop {
+            while at != Handle::NIL {
+                stack.push(at);
+                at = self.get(at).left;
+            }
+            let Some(h) = stack.pop() else {
+                break;
+            };
+            sorted.push(h);
+            at = self.get(h).right;
+        }
+        self.build(&sorted)
+    }
+
+    /// A balanced tree of `sorted`, in that order.
+    fn build(&mut self, sorted: &[Handle]) -> Handle {
+        let (left, rest) = sorted.split_at(sorted.len() / 2);
+        let Some((&h, right)) = rest.split_first() else {
+            return Handle::NIL;
+        };
+        let (left, right) = (self.build(left), self.build(right));
+        self.set_left(h, left);
+        self.set_right(h, right);
+        self.fix(h);
+        h
     }
 
     fn rightmost(&self, mut h: Handle) -> Handle {
