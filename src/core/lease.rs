@@ -149,6 +149,7 @@ use std::mem;
 use std::sync::OnceLock;
 
 use arrayvec::ArrayVec;
+use hashbrown::hash_table::Entry;
 use hashbrown::HashTable;
 
 use super::codec::{Reader, Writer};
@@ -346,6 +347,46 @@ macro_rules! on_records {
     };
 }
 
+/// Appends a record and its id to their class (made when missing),
+/// outside the tree and the index. `None` when the class is full
+/// (never: see the invariants).
+fn push(classes: &mut Vec<Class>, id: &[u8], expiry: Nanos, weight: u32) -> Option<Handle> {
+    let len = id.len();
+    let at = match classes.binary_search_by_key(&len, |c| c.len) {
+        Ok(at) => at,
+        Err(at) => {
+            classes.reserve_exact(1);
+            classes.insert(
+                at,
+                Class {
+                    len,
+                    nodes: Vec::new(),
+                    ids: Vec::new(),
+                },
+            );
+            at
+        }
+    };
+    let class = classes.get_mut(at)?;
+    let h = Handle::new(len, class.nodes.len())?;
+    let n = class.nodes.len();
+    if n == class.nodes.capacity() {
+        // Double while small, then an eighth more.
+        let more = if n < 16 { n.max(1) } else { n / 8 };
+        class.nodes.reserve_exact(more);
+        class.ids.reserve_exact(more * len);
+    }
+    class.nodes.push(Node {
+        expiry,
+        weight_height: weight & WEIGHT_MASK,
+        sum: weight,
+        left: Handle::NIL,
+        right: Handle::NIL,
+    });
+    class.ids.extend_from_slice(id);
+    Some(h)
+}
+
 /// The index's hash of an id: SipHash-1-3 of the id's bytes alone, under
 /// random keys drawn once per process (as the server's own dictionaries
 /// are keyed), so that the hash `decide` computed is good for `apply`
@@ -428,37 +469,44 @@ impl Leases {
     pub fn apply(&mut self, update: LeaseUpdate) {
         self.drop_expired(update.now);
         let id = update.id.as_slice();
-        // The lease decide found, if it is still there (dropping expired
-        // leases may have moved records); else the index says.
-        let hinted = update.hint != Handle::NIL && self.id(update.hint) == id;
-        let own = match hinted {
-            true => Some(update.hint),
-            false => self.find_hashed(update.hash, id),
-        };
-        let own_weight = own.map_or(0, |h| u64::from(self.node(h).weight()));
-        let total = u64::from(self.node(self.root).sum).saturating_sub(own_weight)
-            + u64::from(update.weight);
-        let weight_ok = update.weight >= 1 && u64::from(update.weight) <= MAX_LIMIT;
-        if !weight_ok || total > MAX_LIMIT || id.is_empty() {
+        let weight = u64::from(update.weight);
+        if !(1..=MAX_LIMIT).contains(&weight) || id.is_empty() {
             return;
         }
-        match own {
-            Some(h) => {
-                self.cut(h);
-                if let Some(node) = self.node_mut(h) {
-                    node.expiry = update.expiry;
-                    node.weight_height = update.weight;
+        let held = u64::from(self.node(self.root).sum);
+        // The lease decide found, if it is still there (dropping expired
+        // leases may have moved records); else the index says, in the
+        // probe that finds the new lease's slot.
+        let own = if update.hint != Handle::NIL && self.id(update.hint) == id {
+            update.hint
+        } else {
+            let Leases { classes, index, .. } = self;
+            let same = |&e: &Handle| id_in(classes, e) == id;
+            match index.entry(update.hash, same, |&e| hash_of(id_in(classes, e))) {
+                Entry::Occupied(entry) => *entry.get(),
+                Entry::Vacant(entry) => {
+                    if held + weight > MAX_LIMIT {
+                        return;
+                    }
+                    if let Some(h) = push(classes, id, update.expiry, update.weight) {
+                        entry.insert(h);
+                        self.link(h);
+                    }
+                    return;
                 }
-                self.link(h);
             }
-            None => {
-                if let Some(h) = self.push(id, update.expiry, update.weight) {
-                    let Leases { classes, index, .. } = self;
-                    index.insert_unique(update.hash, h, |&e| hash_of(id_in(classes, e)));
-                    self.link(h);
-                }
-            }
+        };
+        // Both at most MAX_LIMIT: no overflow.
+        let own_weight = u64::from(self.node(own).weight());
+        if held.saturating_sub(own_weight) + weight > MAX_LIMIT {
+            return;
         }
+        self.cut(own);
+        if let Some(node) = self.node_mut(own) {
+            node.expiry = update.expiry;
+            node.weight_height = update.weight;
+        }
+        self.link(own);
     }
 
     /// Releases the lease `id` at `now`, dropping the leases expired at
@@ -647,8 +695,7 @@ impl Leases {
                 return Err(DecodeError::Invalid("leases out of order"));
             }
             previous = Some((expiry, id));
-            let h = leases
-                .push(id, expiry, weight)
+            let h = push(&mut leases.classes, id, expiry, weight)
                 .ok_or(DecodeError::Invalid("too many leases"))?;
             if !leases.index_new(id, h) {
                 return Err(DecodeError::Invalid("a lease id given twice"));
@@ -825,46 +872,6 @@ impl Leases {
             .then_with(|| self.id(a).cmp(self.id(b)))
     }
 
-    /// Appends a record and its id to their class (made when missing),
-    /// outside the tree and the index. `None` when the class is full
-    /// (never: see the invariants).
-    fn push(&mut self, id: &[u8], expiry: Nanos, weight: u32) -> Option<Handle> {
-        let len = id.len();
-        let at = match self.classes.binary_search_by_key(&len, |c| c.len) {
-            Ok(at) => at,
-            Err(at) => {
-                self.classes.reserve_exact(1);
-                self.classes.insert(
-                    at,
-                    Class {
-                        len,
-                        nodes: Vec::new(),
-                        ids: Vec::new(),
-                    },
-                );
-                at
-            }
-        };
-        let class = self.classes.get_mut(at)?;
-        let h = Handle::new(len, class.nodes.len())?;
-        let n = class.nodes.len();
-        if n == class.nodes.capacity() {
-            // Double while small, then an eighth more.
-            let more = if n < 16 { n.max(1) } else { n / 8 };
-            class.nodes.reserve_exact(more);
-            class.ids.reserve_exact(more * len);
-        }
-        class.nodes.push(Node {
-            expiry,
-            weight_height: weight & WEIGHT_MASK,
-            sum: weight,
-            left: Handle::NIL,
-            right: Handle::NIL,
-        });
-        class.ids.extend_from_slice(id);
-        Some(h)
-    }
-
     /// Adds `h`, of id `id`, to the index; false when the id is there
     /// already.
     fn index_new(&mut self, id: &[u8], h: Handle) -> bool {
@@ -891,21 +898,14 @@ impl Leases {
     }
 
     /// Takes `h` out of the tree (its record stays), and out of the
-    /// bounds: when it was the soonest or the latest, a walk finds the
-    /// next.
+    /// bounds: when it was the first or the last in order, the lease that
+    /// takes that rank gives the new bound (a tree left empty gives zero).
     fn cut(&mut self, h: Handle) {
-        let expiry = self.node(h).expiry;
         let (root, earliest, latest) = (self.root, self.earliest, self.latest);
         (self.root, self.earliest, self.latest) = on_records!(self.classes, r => {
-            let root = r.unlink(root, h);
-            let earliest = match expiry == earliest {
-                true => r.get(r.leftmost(root)).expiry,
-                false => earliest,
-            };
-            let latest = match expiry == latest {
-                true => r.get(r.rightmost(root)).expiry,
-                false => latest,
-            };
+            let (root, first, last) = r.unlink(root, h);
+            let earliest = first.map_or(earliest, |first| r.get(first).expiry);
+            let latest = last.map_or(latest, |last| r.get(last).expiry);
             (root, earliest, latest)
         });
     }
@@ -988,8 +988,16 @@ impl Leases {
         on_records!(self.classes, r => r.relink(root, from, to));
     }
 
-    /// Drops the leases expired at `now`, soonest first.
+    /// Drops the leases expired at `now`, soonest first. Inlined for the
+    /// usual call, which finds none.
+    #[inline]
     fn drop_expired(&mut self, now: Nanos) {
+        if !self.none_expired(now) {
+            self.drop_some_expired(now);
+        }
+    }
+
+    fn drop_some_expired(&mut self, now: Nanos) {
         // Each turn removes one lease: at most as many turns as leases.
         for _ in 0..self.count() {
             if self.none_expired(now) {
@@ -1060,10 +1068,10 @@ const MAX_DEPTH: usize = 32;
 /// left of each.
 type Path = ArrayVec<(Handle, bool), MAX_DEPTH>;
 
-/// Records a node passed; false when the path is full (never: see
+/// Records a node passed on `path`; false when the path is full (never: see
 /// `MAX_DEPTH`), and then the caller rebuilds the tree instead of
 /// retracing its steps.
-fn push(path: &mut Path, limit: usize, h: Handle, left: bool) -> bool {
+fn step(path: &mut Path, limit: usize, h: Handle, left: bool) -> bool {
     path.len() < limit && path.try_push((h, left)).is_ok()
 }
 
@@ -1079,7 +1087,7 @@ fn path_limit() -> usize {
 
 #[cfg(test)]
 thread_local! {
-    /// What `push` takes as full, lowered by a test to reach the rebuild.
+    /// What `step` takes as full, lowered by a test to reach the rebuild.
     pub(crate) static PATH_LIMIT: std::cell::Cell<usize> = const { std::cell::Cell::new(MAX_DEPTH) };
 }
 
@@ -1211,7 +1219,7 @@ trait Records {
             node.sum = node.sum.saturating_add(weight);
             let (at_expiry, left, right) = (node.expiry, node.left, node.right);
             let go_left = self.before(h, expiry, at, at_expiry);
-            whole &= push(&mut path, limit, at, go_left);
+            whole &= step(&mut path, limit, at, go_left);
             parent = Some((at, go_left));
             at = if go_left { left } else { right };
         }
@@ -1226,28 +1234,43 @@ trait Records {
     }
 
     /// Takes `h`, which is in the tree at `root`, out of it (its record
-    /// stays); the new root. The way down takes `h`'s weight out of the
-    /// sums it passes; when `h` has two children, the next lease in order
-    /// takes its place.
-    fn unlink(&mut self, root: Handle, h: Handle) -> Handle {
+    /// stays): the new root, and when `h` was the first (the last) lease in
+    /// order, the one that is now (NIL when none is left). The way down
+    /// takes `h`'s weight out of the sums it passes; when `h` has two
+    /// children, the next lease in order takes its place.
+    fn unlink(&mut self, root: Handle, h: Handle) -> (Handle, Option<Handle>, Option<Handle>) {
         let node = *self.get(h);
         let (expiry, weight) = (node.expiry, node.weight());
         let (mut path, limit) = (Path::new(), path_limit());
         let mut whole = true;
         let mut parent = None;
+        let (mut all_left, mut all_right) = (true, true);
         let mut at = root;
         while at != h {
             let Some(passed) = self.get_mut(at) else {
                 // Not found (never: `h` is in the tree).
-                return root;
+                return (root, None, None);
             };
             passed.sum = passed.sum.saturating_sub(weight);
             let (at_expiry, left, right) = (passed.expiry, passed.left, passed.right);
             let go_left = self.before(h, expiry, at, at_expiry);
-            whole &= push(&mut path, limit, at, go_left);
+            whole &= step(&mut path, limit, at, go_left);
             parent = Some((at, go_left));
+            (all_left, all_right) = (all_left && go_left, all_right && !go_left);
             at = if go_left { left } else { right };
         }
+        // `h` is the first when the way went left all along and nothing is
+        // on its left: the next in order follows it, the least of its
+        // right subtree or else its parent. The last likewise.
+        let above = parent.map_or(Handle::NIL, |(parent, _)| parent);
+        let first = (all_left && node.left == Handle::NIL).then(|| match node.right {
+            Handle::NIL => above,
+            right => self.leftmost(right),
+        });
+        let last = (all_right && node.right == Handle::NIL).then(|| match node.left {
+            Handle::NIL => above,
+            left => self.rightmost(left),
+        });
         let (place, below) = if node.left == Handle::NIL || node.right == Handle::NIL {
             // At most one child, which takes `h`'s place.
             let child = match node.left {
@@ -1260,7 +1283,7 @@ trait Records {
             // takes its weight out of the sums.
             let next = self.leftmost(node.right);
             let moved = *self.get(next);
-            whole &= push(&mut path, limit, next, false);
+            whole &= step(&mut path, limit, next, false);
             let mut above = None;
             let mut at = node.right;
             while at != next {
@@ -1269,7 +1292,7 @@ trait Records {
                 };
                 passed.sum = passed.sum.saturating_sub(moved.weight());
                 let left = passed.left;
-                whole &= push(&mut path, limit, at, true);
+                whole &= step(&mut path, limit, at, true);
                 above = Some(at);
                 at = left;
             }
@@ -1293,11 +1316,12 @@ trait Records {
             }
             None => place,
         };
-        match whole {
+        let root = match whole {
             true if path.is_empty() => root,
             true => self.retrace(root, &mut path, below),
             false => self.rebuild(root),
-        }
+        };
+        (root, first, last)
     }
 
     /// After the subtree below the last node of `path` (on the side the
