@@ -71,7 +71,12 @@
 //!   neither the latest nor a prefix of the weights without walking the
 //!   expired leases; AVL rather than red-black or a treap for its strict
 //!   depth bound (1.44 log2 n, 29 at the largest limit) and its one byte
-//!   of balance information, which shares a word with the weight.
+//!   of balance information, which shares a word with the weight. The
+//!   tree's algorithms work on a view of the records (`Records`): with a
+//!   single id length, the usual key, a handle indexes one slice. An
+//!   insertion or a removal walks down once, adjusting the sums it passes
+//!   and recording its way, then walks back up it only while subtree
+//!   heights change (O(1) amortized for an insertion).
 //! - **ids** stored at their exact length: records are grouped in
 //!   **classes** by the length of their id, and a class keeps its ids end
 //!   to end in one buffer, the i-th id belonging to the i-th record. A
@@ -106,16 +111,16 @@
 //! more for `retry_after`. A grant, a renewal or a release first drops
 //! the leases expired at `now` (each dropped once: O(log n) amortized per
 //! lease); then a new lease is one insertion in the tree (and one into the
-//! index, with the hash `decide` computed), a release one hash, one
-//! removal and at most one walk to re-link the record that moved into
-//! its place, and a renewal a removal and an insertion of its own record
-//! (which `apply` finds through `decide`'s handle; the id does not
-//! move). Measured on the state alone (`lease_costs` in the
+//! index, with the hash `decide` computed), a release one hash and one
+//! removal (and, when the class's last record moves into its place, a
+//! walk to re-link that record and a hash to re-index it), and a renewal
+//! a removal and an insertion of its own record (which `apply` finds
+//! through `decide`'s handle; the id does not move). Measured on the state alone (`lease_costs` in the
 //! tests, release build), a renewal, a release and an acquire of random
-//! leases took 114, 62 and 117 ns with 10 leases held, 312, 201 and 191 ns
-//! with 10,000. Added to what a single command costs the server (about
-//! 1 µs of CPU, README's performance section), 10,000 leases cost at most
-//! about 1.2 times what 10 do.
+//! leases took 73, 43 and 81 ns with 10 leases held, 130, 126 and 85 ns
+//! with 10,000. In the server, with the benchmark's pairs (acquire then
+//! release a fresh id), RL.LEASE and RL.RELEASE cost about 1.05 and 1.03
+//! times as much server CPU with 10,000 leases held as with 10.
 //!
 //! RL.INSPECT walks the expired leases still kept to count them, then at
 //! most 100 holders. Encoding and decoding are O(n) (decoding builds the
@@ -1093,11 +1098,11 @@ thread_local! {
 
 /// The records, as the tree's algorithms read and write them.
 ///
-/// The AVL functions take the root of a subtree and return the root of
-/// the subtree it became, and whether its height changed. The sums are
-/// adjusted on the way down (the weight inserted or removed is known
-/// there), so that on the way back up only the heights are left, and the
-/// walk back stops at the first subtree whose height did not change.
+/// An insertion or a removal takes the tree's root and returns the new
+/// one. It adjusts the sums on its way down (the weight inserted or
+/// removed is known there), recording the way (`Path`), so that on the way
+/// back up (`retrace`) only heights and balance are left, and that walk
+/// stops at the first subtree whose height did not change.
 trait Records {
     /// The record of `h`; for NIL (or a handle of no record), an empty
     /// subtree.
