@@ -71,7 +71,12 @@
 //!   neither the latest nor a prefix of the weights without walking the
 //!   expired leases; AVL rather than red-black or a treap for its strict
 //!   depth bound (1.44 log2 n, 29 at the largest limit) and its one byte
-//!   of balance information, which shares a word with the weight.
+//!   of balance information, which shares a word with the weight. The
+//!   tree's algorithms work on a view of the records (`Records`): with a
+//!   single id length, the usual key, a handle indexes one slice. An
+//!   insertion or a removal walks down once, adjusting the sums it passes
+//!   and recording its way, then walks back up it only while subtree
+//!   heights change (O(1) amortized for an insertion).
 //! - **ids** stored at their exact length: records are grouped in
 //!   **classes** by the length of their id, and a class keeps its ids end
 //!   to end in one buffer, the i-th id belonging to the i-th record. A
@@ -82,10 +87,13 @@
 //!   keys use one id length (then its class is found at once), a few
 //!   several (then by a binary search on the length).
 //! - an **index** by id: a `hashbrown::HashTable` of 4-byte handles, hashed
-//!   with the standard library's SipHash-1-3 under random keys drawn per
-//!   state (`RandomState`), so that clients choosing ids cannot aim
-//!   collisions. The index's order never reaches anything observable: the
-//!   encoding, equality, RL.INSPECT and every decision follow the tree.
+//!   with the standard library's SipHash-1-3 under random keys drawn once
+//!   per process (`RandomState`, as the server keys its own dictionaries),
+//!   so that clients choosing ids cannot aim collisions. Keys common to
+//!   every state let the hash `decide` computed serve `apply` (a call
+//!   hashes its id once), whichever state the update is applied to. The
+//!   index's order never reaches anything observable: the encoding,
+//!   equality, RL.INSPECT and every decision follow the tree.
 //!
 //! The classes' buffers double up to 16 leases, then grow by an eighth
 //! (rounded down) and shrink back to an eighth more than needed when less
@@ -102,16 +110,17 @@
 //! and not yet dropped, one walk for held; a refused request one or two
 //! more for `retry_after`. A grant, a renewal or a release first drops
 //! the leases expired at `now` (each dropped once: O(log n) amortized per
-//! lease); then a new lease is one insertion in the tree, a release one
-//! removal and at most one walk to re-link the record that moved into
-//! its place, and a renewal a removal and an insertion of its own record
-//! (which `apply` finds through `decide`'s handle, without a second hash;
-//! the id does not move). Measured on the state alone (`lease_costs` in the
+//! lease); then a new lease is one insertion in the tree (and one into the
+//! index, with the hash `decide` computed), a release one hash and one
+//! removal (and, when the class's last record moves into its place, a
+//! walk to re-link that record and a hash to re-index it), and a renewal
+//! a removal and an insertion of its own record (which `apply` finds
+//! through `decide`'s handle; the id does not move). Measured on the state alone (`lease_costs` in the
 //! tests, release build), a renewal, a release and an acquire of random
-//! leases took 114, 62 and 117 ns with 10 leases held, 312, 201 and 191 ns
-//! with 10,000. Added to what a single command costs the server (about
-//! 1 µs of CPU, README's performance section), 10,000 leases cost at most
-//! about 1.2 times what 10 do.
+//! leases took 73, 43 and 81 ns with 10 leases held, 130, 126 and 85 ns
+//! with 10,000. In the server, with the benchmark's pairs (acquire then
+//! release a fresh id), RL.LEASE and RL.RELEASE cost about 1.05 and 1.03
+//! times as much server CPU with 10,000 leases held as with 10.
 //!
 //! RL.INSPECT walks the expired leases still kept to count them, then at
 //! most 100 holders. Encoding and decoding are O(n) (decoding builds the
@@ -142,8 +151,10 @@ use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::mem;
+use std::sync::OnceLock;
 
 use arrayvec::ArrayVec;
+use hashbrown::hash_table::Entry;
 use hashbrown::HashTable;
 
 use super::codec::{Reader, Writer};
@@ -192,6 +203,8 @@ pub struct LeaseUpdate {
     /// The lease `decide` found for the id (NIL: none), which `apply`
     /// takes when it still holds that id, saving a hash.
     hint: Handle,
+    /// `hash_of(id)`.
+    hash: u64,
     id: ArrayVec<u8, MAX_ID_LEN>,
 }
 
@@ -204,10 +217,9 @@ pub struct Leases {
     /// The records and ids, by id length, shortest first; no class is
     /// empty.
     classes: Vec<Class>,
-    /// The handles of all the leases kept, by the hash of their id.
+    /// The handles of all the leases kept, by the hash of their id
+    /// (`hash_of`).
     index: HashTable<Handle>,
-    /// The index's hash function, with keys drawn per state.
-    hasher: RandomState,
     /// The root of the tree of all the leases kept, by `(expiry, id)`.
     root: Handle,
     /// The soonest and the latest expiry of the leases kept (both
@@ -279,7 +291,8 @@ impl Handle {
         let len = u32::try_from(len)
             .ok()
             .filter(|&l| l >= 1 && l as usize <= MAX_ID_LEN)?;
-        let index = u32::try_from(index).ok().filter(|&i| i <= INDEX_MASK)?;
+        // The last index is NIL's: no record has it.
+        let index = u32::try_from(index).ok().filter(|&i| i < INDEX_MASK)?;
         Some(Handle((len - 1) << INDEX_BITS | index))
     }
 
@@ -316,10 +329,76 @@ fn id_in(classes: &[Class], h: Handle) -> &[u8] {
         .unwrap_or(&[])
 }
 
-/// The index's hash of an id: SipHash-1-3 under the state's random keys,
-/// of the id's bytes alone.
-fn hash_of(hasher: &RandomState, id: &[u8]) -> u64 {
-    let mut state = hasher.build_hasher();
+/// Runs `$body` with `$r` naming the records as the tree works on them
+/// (`Records`): one class's slices when the ids have one length (the
+/// usual key, where a record is an index into a slice), else all the
+/// classes. The body is compiled for both.
+macro_rules! on_records {
+    ($classes:expr, $r:ident => $body:expr) => {
+        match $classes.as_mut_slice() {
+            [one] => {
+                let $r = &mut OneClass {
+                    nodes: one.nodes.as_mut_slice(),
+                    ids: one.ids.as_slice(),
+                    len: one.len,
+                };
+                $body
+            }
+            classes => {
+                let $r = &mut AllClasses(classes);
+                $body
+            }
+        }
+    };
+}
+
+/// Appends a record and its id to their class (made when missing),
+/// outside the tree and the index. `None` when the class is full
+/// (never: see the invariants).
+fn push(classes: &mut Vec<Class>, id: &[u8], expiry: Nanos, weight: u32) -> Option<Handle> {
+    let len = id.len();
+    let at = match classes.binary_search_by_key(&len, |c| c.len) {
+        Ok(at) => at,
+        Err(at) => {
+            classes.reserve_exact(1);
+            classes.insert(
+                at,
+                Class {
+                    len,
+                    nodes: Vec::new(),
+                    ids: Vec::new(),
+                },
+            );
+            at
+        }
+    };
+    let class = classes.get_mut(at)?;
+    let h = Handle::new(len, class.nodes.len())?;
+    let n = class.nodes.len();
+    if n == class.nodes.capacity() {
+        // Double while small, then an eighth more.
+        let more = if n < 16 { n.max(1) } else { n / 8 };
+        class.nodes.reserve_exact(more);
+        class.ids.reserve_exact(more * len);
+    }
+    class.nodes.push(Node {
+        expiry,
+        weight_height: weight & WEIGHT_MASK,
+        sum: weight,
+        left: Handle::NIL,
+        right: Handle::NIL,
+    });
+    class.ids.extend_from_slice(id);
+    Some(h)
+}
+
+/// The index's hash of an id: SipHash-1-3 of the id's bytes alone, under
+/// random keys drawn once per process (as the server's own dictionaries
+/// are keyed), so that the hash `decide` computed is good for `apply`
+/// whatever state it is applied to.
+fn hash_of(id: &[u8]) -> u64 {
+    static KEYS: OnceLock<RandomState> = OnceLock::new();
+    let mut state = KEYS.get_or_init(RandomState::new).build_hasher();
     state.write(id);
     state.finish()
 }
@@ -340,8 +419,10 @@ impl Leases {
     ) -> (Decision, Option<LeaseUpdate>) {
         let limit = params.limit.min(MAX_LIMIT);
         let named = (1..=MAX_ID_LEN).contains(&id.len());
+        let hash = if named { hash_of(id) } else { 0 };
         let own = if named {
-            self.find(id).filter(|&h| self.node(h).expiry > now)
+            self.find_hashed(hash, id)
+                .filter(|&h| self.node(h).expiry > now)
         } else {
             None
         };
@@ -378,6 +459,7 @@ impl Leases {
                 expiry,
                 weight,
                 hint: own.unwrap_or(Handle::NIL),
+                hash,
                 id,
             }),
             _ => None,
@@ -392,44 +474,44 @@ impl Leases {
     pub fn apply(&mut self, update: LeaseUpdate) {
         self.drop_expired(update.now);
         let id = update.id.as_slice();
-        // The lease decide found, if it is still there (dropping expired
-        // leases may have moved records); else the index says.
-        let hinted = update.hint != Handle::NIL && self.id(update.hint) == id;
-        let (own, hash) = if hinted {
-            (Some(update.hint), 0)
-        } else {
-            let hash = hash_of(&self.hasher, id);
-            (self.find_hashed(hash, id), hash)
-        };
-        let own_weight = own.map_or(0, |h| u64::from(self.node(h).weight()));
-        let total = u64::from(self.node(self.root).sum).saturating_sub(own_weight)
-            + u64::from(update.weight);
-        let weight_ok = update.weight >= 1 && u64::from(update.weight) <= MAX_LIMIT;
-        if !weight_ok || total > MAX_LIMIT || id.is_empty() {
+        let weight = u64::from(update.weight);
+        if !(1..=MAX_LIMIT).contains(&weight) || id.is_empty() {
             return;
         }
-        match own {
-            Some(h) => {
-                self.cut(h);
-                if let Some(node) = self.node_mut(h) {
-                    node.expiry = update.expiry;
-                    node.weight_height = update.weight;
+        let held = u64::from(self.node(self.root).sum);
+        // The lease decide found, if it is still there (dropping expired
+        // leases may have moved records); else the index says, in the
+        // probe that finds the new lease's slot.
+        let own = if update.hint != Handle::NIL && self.id(update.hint) == id {
+            update.hint
+        } else {
+            let Leases { classes, index, .. } = self;
+            let same = |&e: &Handle| id_in(classes, e) == id;
+            match index.entry(update.hash, same, |&e| hash_of(id_in(classes, e))) {
+                Entry::Occupied(entry) => *entry.get(),
+                Entry::Vacant(entry) => {
+                    if held + weight > MAX_LIMIT {
+                        return;
+                    }
+                    if let Some(h) = push(classes, id, update.expiry, update.weight) {
+                        entry.insert(h);
+                        self.link(h);
+                    }
+                    return;
                 }
-                self.link(h);
             }
-            None => {
-                if let Some(h) = self.push(id, update.expiry, update.weight) {
-                    let Leases {
-                        classes,
-                        index,
-                        hasher,
-                        ..
-                    } = self;
-                    index.insert_unique(hash, h, |&e| hash_of(hasher, id_in(classes, e)));
-                    self.link(h);
-                }
-            }
+        };
+        // Both at most MAX_LIMIT: no overflow.
+        let own_weight = u64::from(self.node(own).weight());
+        if held.saturating_sub(own_weight) + weight > MAX_LIMIT {
+            return;
         }
+        self.cut(own);
+        if let Some(node) = self.node_mut(own) {
+            node.expiry = update.expiry;
+            node.weight_height = update.weight;
+        }
+        self.link(own);
     }
 
     /// Releases the lease `id` at `now`, dropping the leases expired at
@@ -443,13 +525,14 @@ impl Leases {
             return false;
         }
         self.drop_expired(now);
-        match self.find(id) {
-            Some(h) => {
-                self.remove(h);
-                true
-            }
-            None => false,
-        }
+        let Leases { classes, index, .. } = self;
+        let found = index.find_entry(hash_of(id), |&h| id_in(classes, h) == id);
+        let Ok(entry) = found else {
+            return false;
+        };
+        let (h, _) = entry.remove();
+        self.remove_unindexed(h);
+        true
     }
 
     /// Nothing unexpired is held at `now`: the state is equivalent to a
@@ -623,15 +706,14 @@ impl Leases {
                 return Err(DecodeError::Invalid("leases out of order"));
             }
             previous = Some((expiry, id));
-            let h = leases
-                .push(id, expiry, weight)
+            let h = push(&mut leases.classes, id, expiry, weight)
                 .ok_or(DecodeError::Invalid("too many leases"))?;
             if !leases.index_new(id, h) {
                 return Err(DecodeError::Invalid("a lease id given twice"));
             }
             sorted.push(h);
         }
-        leases.root = leases.build(&sorted);
+        leases.root = on_records!(leases.classes, r => r.build(&sorted));
         if let (Some(&first), Some(&last)) = (sorted.first(), sorted.last()) {
             leases.earliest = leases.node(first).expiry;
             leases.latest = leases.node(last).expiry;
@@ -657,8 +739,9 @@ impl Leases {
     // The decisions' questions, each O(log n).
 
     /// The lease kept under `id`, expired or not.
+    #[cfg(test)]
     fn find(&self, id: &[u8]) -> Option<Handle> {
-        self.find_hashed(hash_of(&self.hasher, id), id)
+        self.find_hashed(hash_of(id), id)
     }
 
     /// The lease kept under `id`, whose hash is `hash`.
@@ -800,60 +883,15 @@ impl Leases {
             .then_with(|| self.id(a).cmp(self.id(b)))
     }
 
-    /// Appends a record and its id to their class (made when missing),
-    /// outside the tree and the index. `None` when the class is full
-    /// (never: see the invariants).
-    fn push(&mut self, id: &[u8], expiry: Nanos, weight: u32) -> Option<Handle> {
-        let len = id.len();
-        let at = match self.classes.binary_search_by_key(&len, |c| c.len) {
-            Ok(at) => at,
-            Err(at) => {
-                self.classes.reserve_exact(1);
-                self.classes.insert(
-                    at,
-                    Class {
-                        len,
-                        nodes: Vec::new(),
-                        ids: Vec::new(),
-                    },
-                );
-                at
-            }
-        };
-        let class = self.classes.get_mut(at)?;
-        let h = Handle::new(len, class.nodes.len())?;
-        let n = class.nodes.len();
-        if n == class.nodes.capacity() {
-            // Double while small, then an eighth more.
-            let more = if n < 16 { n.max(1) } else { n / 8 };
-            class.nodes.reserve_exact(more);
-            class.ids.reserve_exact(more * len);
-        }
-        class.nodes.push(Node {
-            expiry,
-            weight_height: weight & WEIGHT_MASK,
-            sum: weight,
-            left: Handle::NIL,
-            right: Handle::NIL,
-        });
-        class.ids.extend_from_slice(id);
-        Some(h)
-    }
-
     /// Adds `h`, of id `id`, to the index; false when the id is there
     /// already.
     fn index_new(&mut self, id: &[u8], h: Handle) -> bool {
-        let Leases {
-            classes,
-            index,
-            hasher,
-            ..
-        } = self;
-        let hash = hash_of(hasher, id);
+        let Leases { classes, index, .. } = self;
+        let hash = hash_of(id);
         if index.find(hash, |&e| id_in(classes, e) == id).is_some() {
             return false;
         }
-        index.insert_unique(hash, h, |&e| hash_of(hasher, id_in(classes, e)));
+        index.insert_unique(hash, h, |&e| hash_of(id_in(classes, e)));
         true
     }
 
@@ -866,39 +904,35 @@ impl Leases {
             self.earliest = self.earliest.min(expiry);
             self.latest = self.latest.max(expiry);
         }
-        self.root = self.insert(self.root, h);
+        let root = self.root;
+        self.root = on_records!(self.classes, r => r.insert(root, h));
     }
 
     /// Takes `h` out of the tree (its record stays), and out of the
-    /// bounds: when it was the soonest or the latest, a walk finds the
-    /// next.
+    /// bounds: when it was the first or the last in order, the lease that
+    /// takes that rank gives the new bound (a tree left empty gives zero).
     fn cut(&mut self, h: Handle) {
-        let expiry = self.node(h).expiry;
-        self.root = self.unlink(self.root, h);
-        if self.root == Handle::NIL {
-            (self.earliest, self.latest) = (Nanos::ZERO, Nanos::ZERO);
-            return;
-        }
-        if expiry == self.earliest {
-            self.earliest = self.node(self.leftmost(self.root)).expiry;
-        }
-        if expiry == self.latest {
-            self.latest = self.node(self.rightmost(self.root)).expiry;
-        }
+        let (root, earliest, latest) = (self.root, self.earliest, self.latest);
+        (self.root, self.earliest, self.latest) = on_records!(self.classes, r => {
+            let (root, first, last) = r.unlink(root, h);
+            let earliest = first.map_or(earliest, |first| r.get(first).expiry);
+            let latest = last.map_or(latest, |last| r.get(last).expiry);
+            (root, earliest, latest)
+        });
     }
 
     /// Removes a lease: tree, index and record.
     fn remove(&mut self, h: Handle) {
-        self.cut(h);
-        let Leases {
-            classes,
-            index,
-            hasher,
-            ..
-        } = self;
-        if let Ok(entry) = index.find_entry(hash_of(hasher, id_in(classes, h)), |&e| e == h) {
+        let Leases { classes, index, .. } = self;
+        if let Ok(entry) = index.find_entry(hash_of(id_in(classes, h)), |&e| e == h) {
             entry.remove();
         }
+        self.remove_unindexed(h);
+    }
+
+    /// Removes a lease already out of the index: tree and record.
+    fn remove_unindexed(&mut self, h: Handle) {
+        self.cut(h);
         self.free(h);
         let (len, capacity) = (self.index.len(), self.index.capacity());
         if self.classes.is_empty() {
@@ -907,13 +941,8 @@ impl Leases {
             self.index = HashTable::new();
         } else if capacity > 16 && len * 4 < capacity {
             // Less than a quarter full: shrink the index.
-            let Leases {
-                classes,
-                index,
-                hasher,
-                ..
-            } = self;
-            index.shrink_to(len + len / 4, |&e| hash_of(hasher, id_in(classes, e)));
+            let Leases { classes, index, .. } = self;
+            index.shrink_to(len + len / 4, |&e| hash_of(id_in(classes, e)));
         }
     }
 
@@ -953,13 +982,8 @@ impl Leases {
             return;
         };
         self.relink(moved, h);
-        let Leases {
-            classes,
-            index,
-            hasher,
-            ..
-        } = self;
-        if let Some(entry) = index.find_mut(hash_of(hasher, id_in(classes, h)), |&e| e == moved) {
+        let Leases { classes, index, .. } = self;
+        if let Some(entry) = index.find_mut(hash_of(id_in(classes, h)), |&e| e == moved) {
             *entry = h;
         }
     }
@@ -967,31 +991,24 @@ impl Leases {
     /// Makes the link to `from` point at `to`, which holds the same record
     /// now: a walk from the root by its key.
     fn relink(&mut self, from: Handle, to: Handle) {
-        if self.root == from {
+        let root = self.root;
+        if root == from {
             self.root = to;
             return;
         }
-        let mut at = self.root;
-        while at != Handle::NIL {
-            let node = *self.node(at);
-            let go_left = self.cmp(to, at) == Ordering::Less;
-            let next = if go_left { node.left } else { node.right };
-            if next == from {
-                if let Some(node) = self.node_mut(at) {
-                    if go_left {
-                        node.left = to;
-                    } else {
-                        node.right = to;
-                    }
-                }
-                return;
-            }
-            at = next;
+        on_records!(self.classes, r => r.relink(root, from, to));
+    }
+
+    /// Drops the leases expired at `now`, soonest first. Inlined for the
+    /// usual call, which finds none.
+    #[inline]
+    fn drop_expired(&mut self, now: Nanos) {
+        if !self.none_expired(now) {
+            self.drop_some_expired(now);
         }
     }
 
-    /// Drops the leases expired at `now`, soonest first.
-    fn drop_expired(&mut self, now: Nanos) {
+    fn drop_some_expired(&mut self, now: Nanos) {
         // Each turn removes one lease: at most as many turns as leases.
         for _ in 0..self.count() {
             if self.none_expired(now) {
@@ -999,145 +1016,6 @@ impl Leases {
             }
             self.remove(self.leftmost(self.root));
         }
-    }
-
-    // The AVL tree. Every function takes the root of a subtree and returns
-    // the root of the subtree it became.
-
-    fn set_left(&mut self, h: Handle, child: Handle) {
-        if let Some(node) = self.node_mut(h) {
-            node.left = child;
-        }
-    }
-
-    fn set_right(&mut self, h: Handle, child: Handle) {
-        if let Some(node) = self.node_mut(h) {
-            node.right = child;
-        }
-    }
-
-    /// Recomputes the height and the sum of `h` from its children.
-    fn fix(&mut self, h: Handle) {
-        let node = *self.node(h);
-        let (left, right) = (self.node(node.left), self.node(node.right));
-        let height = 1 + left.height().max(right.height());
-        let sum = node
-            .weight()
-            .saturating_add(left.sum)
-            .saturating_add(right.sum);
-        if let Some(node) = self.node_mut(h) {
-            node.weight_height = node.weight() | height << WEIGHT_BITS;
-            node.sum = sum;
-        }
-    }
-
-    fn rotate_right(&mut self, h: Handle) -> Handle {
-        let left = self.node(h).left;
-        self.set_left(h, self.node(left).right);
-        self.set_right(left, h);
-        self.fix(h);
-        self.fix(left);
-        left
-    }
-
-    fn rotate_left(&mut self, h: Handle) -> Handle {
-        let right = self.node(h).right;
-        self.set_right(h, self.node(right).left);
-        self.set_left(right, h);
-        self.fix(h);
-        self.fix(right);
-        right
-    }
-
-    /// Restores the AVL balance at `h` (children heights differ by at most
-    /// one), whose subtrees are balanced and differ by at most two.
-    fn balance(&mut self, h: Handle) -> Handle {
-        let node = *self.node(h);
-        let (left, right) = (*self.node(node.left), *self.node(node.right));
-        if left.height() > right.height() + 1 {
-            if self.node(left.left).height() < self.node(left.right).height() {
-                let rotated = self.rotate_left(node.left);
-                self.set_left(h, rotated);
-            }
-            self.rotate_right(h)
-        } else if right.height() > left.height() + 1 {
-            if self.node(right.right).height() < self.node(right.left).height() {
-                let rotated = self.rotate_right(node.right);
-                self.set_right(h, rotated);
-            }
-            self.rotate_left(h)
-        } else {
-            // Balanced: only the height and the sum change (`fix`, from
-            // the children at hand).
-            let height = 1 + left.height().max(right.height());
-            let sum = node
-                .weight()
-                .saturating_add(left.sum)
-                .saturating_add(right.sum);
-            if let Some(node) = self.node_mut(h) {
-                node.weight_height = node.weight() | height << WEIGHT_BITS;
-                node.sum = sum;
-            }
-            h
-        }
-    }
-
-    /// Inserts `h` (its links ignored) into the subtree at `root`.
-    fn insert(&mut self, root: Handle, h: Handle) -> Handle {
-        if root == Handle::NIL {
-            self.set_left(h, Handle::NIL);
-            self.set_right(h, Handle::NIL);
-            self.fix(h);
-            return h;
-        }
-        if self.cmp(h, root) == Ordering::Less {
-            let left = self.insert(self.node(root).left, h);
-            self.set_left(root, left);
-        } else {
-            let right = self.insert(self.node(root).right, h);
-            self.set_right(root, right);
-        }
-        self.balance(root)
-    }
-
-    /// Takes `h` out of the subtree at `root` (its record stays).
-    fn unlink(&mut self, root: Handle, h: Handle) -> Handle {
-        if root == Handle::NIL {
-            return Handle::NIL;
-        }
-        if root == h {
-            let node = *self.node(h);
-            if node.left == Handle::NIL {
-                return node.right;
-            }
-            if node.right == Handle::NIL {
-                return node.left;
-            }
-            let (right, next) = self.unlink_first(node.right);
-            self.set_left(next, node.left);
-            self.set_right(next, right);
-            return self.balance(next);
-        }
-        if self.cmp(h, root) == Ordering::Less {
-            let left = self.unlink(self.node(root).left, h);
-            self.set_left(root, left);
-        } else {
-            let right = self.unlink(self.node(root).right, h);
-            self.set_right(root, right);
-        }
-        self.balance(root)
-    }
-
-    /// Takes the first node out of the subtree at `root`: the new root,
-    /// and the node taken.
-    fn unlink_first(&mut self, root: Handle) -> (Handle, Handle) {
-        let node = *self.node(root);
-        if node.left == Handle::NIL {
-            return (node.right, root);
-        }
-        let (left, first) = self.unlink_first(node.left);
-        self.set_left(root, left);
-        (self.balance(root), first)
     }
 
     fn rightmost(&self, mut h: Handle) -> Handle {
@@ -1151,19 +1029,6 @@ impl Leases {
         while self.node(h).left != Handle::NIL {
             h = self.node(h).left;
         }
-        h
-    }
-
-    /// A balanced tree of `sorted`, in that order.
-    fn build(&mut self, sorted: &[Handle]) -> Handle {
-        let (left, rest) = sorted.split_at(sorted.len() / 2);
-        let Some((&h, right)) = rest.split_first() else {
-            return Handle::NIL;
-        };
-        let (left, right) = (self.build(left), self.build(right));
-        self.set_left(h, left);
-        self.set_right(h, right);
-        self.fix(h);
         h
     }
 
@@ -1202,6 +1067,414 @@ impl Iterator for InOrder<'_> {
             at = self.leases.node(at).left;
         }
         Some(h)
+    }
+}
+
+/// The most nodes a way down the tree passes that `Path` holds: an AVL
+/// tree of height h has at least F(h + 2) - 1 nodes (F the Fibonacci
+/// numbers), so one of at most 2^20 records is at most 28 deep.
+const MAX_DEPTH: usize = 32;
+
+/// A way down the tree: the nodes passed, and whether it went on to the
+/// left of each.
+type Path = ArrayVec<(Handle, bool), MAX_DEPTH>;
+
+/// Records a node passed on `path`; false when the path is full (never: see
+/// `MAX_DEPTH`), and then the caller rebuilds the tree instead of
+/// retracing its steps.
+fn step(path: &mut Path, limit: usize, h: Handle, left: bool) -> bool {
+    path.len() < limit && path.try_push((h, left)).is_ok()
+}
+
+#[cfg(not(test))]
+fn path_limit() -> usize {
+    MAX_DEPTH
+}
+
+#[cfg(test)]
+fn path_limit() -> usize {
+    PATH_LIMIT.with(|limit| limit.get())
+}
+
+#[cfg(test)]
+thread_local! {
+    /// What `step` takes as full, lowered by a test to reach the rebuild.
+    pub(crate) static PATH_LIMIT: std::cell::Cell<usize> = const { std::cell::Cell::new(MAX_DEPTH) };
+}
+
+/// The records, as the tree's algorithms read and write them.
+///
+/// An insertion or a removal takes the tree's root and returns the new
+/// one. It adjusts the sums on its way down (the weight inserted or
+/// removed is known there), recording the way (`Path`), so that on the way
+/// back up (`retrace`) only heights and balance are left, and that walk
+/// stops at the first subtree whose height did not change.
+trait Records {
+    /// The record of `h`; for NIL (or a handle of no record), an empty
+    /// subtree.
+    fn get(&self, h: Handle) -> &Node;
+    fn get_mut(&mut self, h: Handle) -> Option<&mut Node>;
+    fn id(&self, h: Handle) -> &[u8];
+
+    /// Whether the lease `h`, of `expiry`, comes before `at`, of
+    /// `at_expiry`, in the tree's order (by expiry, then id).
+    fn before(&self, h: Handle, expiry: Nanos, at: Handle, at_expiry: Nanos) -> bool {
+        match expiry.cmp(&at_expiry) {
+            Ordering::Less => true,
+            Ordering::Greater => false,
+            Ordering::Equal => self.id(h) < self.id(at),
+        }
+    }
+
+    fn set_left(&mut self, h: Handle, child: Handle) {
+        if let Some(node) = self.get_mut(h) {
+            node.left = child;
+        }
+    }
+
+    fn set_right(&mut self, h: Handle, child: Handle) {
+        if let Some(node) = self.get_mut(h) {
+            node.right = child;
+        }
+    }
+
+    /// Recomputes the height and the sum of `h` from its children.
+    fn fix(&mut self, h: Handle) {
+        let node = *self.get(h);
+        let (left, right) = (self.get(node.left), self.get(node.right));
+        let height = 1 + left.height().max(right.height());
+        let sum = node
+            .weight()
+            .saturating_add(left.sum)
+            .saturating_add(right.sum);
+        if let Some(node) = self.get_mut(h) {
+            node.weight_height = node.weight() | height << WEIGHT_BITS;
+            node.sum = sum;
+        }
+    }
+
+    fn rotate_right(&mut self, h: Handle) -> Handle {
+        let left = self.get(h).left;
+        self.set_left(h, self.get(left).right);
+        self.set_right(left, h);
+        self.fix(h);
+        self.fix(left);
+        left
+    }
+
+    fn rotate_left(&mut self, h: Handle) -> Handle {
+        let right = self.get(h).right;
+        self.set_right(h, self.get(right).left);
+        self.set_left(right, h);
+        self.fix(h);
+        self.fix(right);
+        right
+    }
+
+    /// Restores the AVL balance at `h` (children heights differ by at most
+    /// one), whose subtrees are balanced, hold their true sums and differ
+    /// by at most two, and whose own sum is already right; the new root
+    /// and whether the subtree's height changed.
+    fn rebalance(&mut self, h: Handle) -> (Handle, bool) {
+        let node = *self.get(h);
+        let (left, right) = (*self.get(node.left), *self.get(node.right));
+        let root = if left.height() > right.height() + 1 {
+            if self.get(left.left).height() < self.get(left.right).height() {
+                let rotated = self.rotate_left(node.left);
+                self.set_left(h, rotated);
+            }
+            self.rotate_right(h)
+        } else if right.height() > left.height() + 1 {
+            if self.get(right.right).height() < self.get(right.left).height() {
+                let rotated = self.rotate_right(node.right);
+                self.set_right(h, rotated);
+            }
+            self.rotate_left(h)
+        } else {
+            let height = 1 + left.height().max(right.height());
+            if height == node.height() {
+                return (h, false);
+            }
+            if let Some(node) = self.get_mut(h) {
+                node.weight_height = node.weight() | height << WEIGHT_BITS;
+            }
+            return (h, true);
+        };
+        (root, self.get(root).height() != node.height())
+    }
+
+    fn set_child(&mut self, h: Handle, left: bool, child: Handle) {
+        if let Some(node) = self.get_mut(h) {
+            match left {
+                true => node.left = child,
+                false => node.right = child,
+            }
+        }
+    }
+
+    /// Inserts `h` (its links ignored) into the tree at `root`; the new
+    /// root. The way down adds `h`'s weight to the sums it passes.
+    fn insert(&mut self, root: Handle, h: Handle) -> Handle {
+        let Some(node) = self.get_mut(h) else {
+            return root;
+        };
+        let (expiry, weight) = (node.expiry, node.weight());
+        (node.left, node.right) = (Handle::NIL, Handle::NIL);
+        node.weight_height = weight | 1 << WEIGHT_BITS;
+        node.sum = weight;
+        let (mut path, limit) = (Path::new(), path_limit());
+        let mut whole = true;
+        let mut parent = None;
+        let mut at = root;
+        while let Some(node) = self.get_mut(at) {
+            node.sum = node.sum.saturating_add(weight);
+            let (at_expiry, left, right) = (node.expiry, node.left, node.right);
+            let go_left = self.before(h, expiry, at, at_expiry);
+            whole &= step(&mut path, limit, at, go_left);
+            parent = Some((at, go_left));
+            at = if go_left { left } else { right };
+        }
+        let Some((parent, left)) = parent else {
+            return h;
+        };
+        if !whole {
+            self.set_child(parent, left, h);
+            return self.rebuild(root);
+        }
+        self.retrace(root, &mut path, h)
+    }
+
+    /// Takes `h`, which is in the tree at `root`, out of it (its record
+    /// stays): the new root, and when `h` was the first (the last) lease in
+    /// order, the one that is now (NIL when none is left). The way down
+    /// takes `h`'s weight out of the sums it passes; when `h` has two
+    /// children, the next lease in order takes its place.
+    fn unlink(&mut self, root: Handle, h: Handle) -> (Handle, Option<Handle>, Option<Handle>) {
+        let node = *self.get(h);
+        let (expiry, weight) = (node.expiry, node.weight());
+        let (mut path, limit) = (Path::new(), path_limit());
+        let mut whole = true;
+        let mut parent = None;
+        let (mut all_left, mut all_right) = (true, true);
+        let mut at = root;
+        while at != h {
+            let Some(passed) = self.get_mut(at) else {
+                // Not found (never: `h` is in the tree).
+                return (root, None, None);
+            };
+            passed.sum = passed.sum.saturating_sub(weight);
+            let (at_expiry, left, right) = (passed.expiry, passed.left, passed.right);
+            let go_left = self.before(h, expiry, at, at_expiry);
+            whole &= step(&mut path, limit, at, go_left);
+            parent = Some((at, go_left));
+            (all_left, all_right) = (all_left && go_left, all_right && !go_left);
+            at = if go_left { left } else { right };
+        }
+        // `h` is the first when the way went left all along and nothing is
+        // on its left: the next in order follows it, the least of its
+        // right subtree or else its parent. The last likewise.
+        let above = parent.map_or(Handle::NIL, |(parent, _)| parent);
+        let first = (all_left && node.left == Handle::NIL).then(|| match node.right {
+            Handle::NIL => above,
+            right => self.leftmost(right),
+        });
+        let last = (all_right && node.right == Handle::NIL).then(|| match node.left {
+            Handle::NIL => above,
+            left => self.rightmost(left),
+        });
+        let (place, below) = if node.left == Handle::NIL || node.right == Handle::NIL {
+            // At most one child, which takes `h`'s place.
+            let child = match node.left {
+                Handle::NIL => node.right,
+                left => left,
+            };
+            (child, child)
+        } else {
+            // The next lease in order takes `h`'s place; the way down to it
+            // takes its weight out of the sums.
+            let next = self.leftmost(node.right);
+            let moved = *self.get(next);
+            whole &= step(&mut path, limit, next, false);
+            let mut above = None;
+            let mut at = node.right;
+            while at != next {
+                let Some(passed) = self.get_mut(at) else {
+                    break;
+                };
+                passed.sum = passed.sum.saturating_sub(moved.weight());
+                let left = passed.left;
+                whole &= step(&mut path, limit, at, true);
+                above = Some(at);
+                at = left;
+            }
+            if let Some(above) = above {
+                self.set_left(above, moved.right);
+            }
+            if let Some(next) = self.get_mut(next) {
+                next.left = node.left;
+                if above.is_some() {
+                    next.right = node.right;
+                }
+                next.weight_height = moved.weight() | node.height() << WEIGHT_BITS;
+                next.sum = node.sum.saturating_sub(weight);
+            }
+            (next, moved.right)
+        };
+        let root = match parent {
+            Some((parent, left)) => {
+                self.set_child(parent, left, place);
+                root
+            }
+            None => place,
+        };
+        let root = match whole {
+            true if path.is_empty() => root,
+            true => self.retrace(root, &mut path, below),
+            false => self.rebuild(root),
+        };
+        (root, first, last)
+    }
+
+    /// After the subtree below the last node of `path` (on the side the
+    /// path took) became `sub`: links it, then rebalances the nodes of the
+    /// path up from there, as long as their subtrees' heights change; the
+    /// new root.
+    fn retrace(&mut self, root: Handle, path: &mut Path, mut sub: Handle) -> Handle {
+        let mut changed = true;
+        while let Some((parent, left)) = path.pop() {
+            self.set_child(parent, left, sub);
+            if !changed {
+                return root;
+            }
+            let (rebalanced, height_changed) = self.rebalance(parent);
+            if rebalanced == parent && !height_changed {
+                return root;
+            }
+            (sub, changed) = (rebalanced, height_changed);
+        }
+        sub
+    }
+
+    /// The tree at `root` (its order and weights right, its balance or
+    /// heights not), rebuilt balanced: for a way down longer than `Path`
+    /// holds, which an AVL tree of at most `MAX_LIMIT` records never has.
+    fn rebuild(&mut self, root: Handle) -> Handle {
+        let mut sorted = Vec::new();
+        let mut stack = Vec::new();
+        let mut at = root;
+        loop {
+            while at != Handle::NIL {
+                stack.push(at);
+                at = self.get(at).left;
+            }
+            let Some(h) = stack.pop() else {
+                break;
+            };
+            sorted.push(h);
+            at = self.get(h).right;
+        }
+        self.build(&sorted)
+    }
+
+    /// A balanced tree of `sorted`, in that order.
+    fn build(&mut self, sorted: &[Handle]) -> Handle {
+        let (left, rest) = sorted.split_at(sorted.len() / 2);
+        let Some((&h, right)) = rest.split_first() else {
+            return Handle::NIL;
+        };
+        let (left, right) = (self.build(left), self.build(right));
+        self.set_left(h, left);
+        self.set_right(h, right);
+        self.fix(h);
+        h
+    }
+
+    fn rightmost(&self, mut h: Handle) -> Handle {
+        loop {
+            let right = self.get(h).right;
+            if right == Handle::NIL {
+                return h;
+            }
+            h = right;
+        }
+    }
+
+    fn leftmost(&self, mut h: Handle) -> Handle {
+        loop {
+            let left = self.get(h).left;
+            if left == Handle::NIL {
+                return h;
+            }
+            h = left;
+        }
+    }
+
+    /// Makes the link to `from` in the tree at `root` (not `from`) point at
+    /// `to`, which holds the same record now: a walk by its key.
+    fn relink(&mut self, root: Handle, from: Handle, to: Handle) {
+        let expiry = self.get(to).expiry;
+        let mut at = root;
+        while at != Handle::NIL {
+            let node = *self.get(at);
+            let go_left = self.before(to, expiry, at, node.expiry);
+            let next = if go_left { node.left } else { node.right };
+            if next == from {
+                match go_left {
+                    true => self.set_left(at, to),
+                    false => self.set_right(at, to),
+                }
+                return;
+            }
+            at = next;
+        }
+    }
+}
+
+/// The records of a state whose ids all have one length: `Handle::index`
+/// names a record of `nodes` and an id of `ids` at once.
+struct OneClass<'a> {
+    nodes: &'a mut [Node],
+    ids: &'a [u8],
+    len: usize,
+}
+
+impl Records for OneClass<'_> {
+    #[inline]
+    fn get(&self, h: Handle) -> &Node {
+        // NIL's index is past every class (`Handle::new`).
+        self.nodes.get(h.index()).unwrap_or(&NIL_NODE)
+    }
+
+    #[inline]
+    fn get_mut(&mut self, h: Handle) -> Option<&mut Node> {
+        self.nodes.get_mut(h.index())
+    }
+
+    #[inline]
+    fn id(&self, h: Handle) -> &[u8] {
+        let at = h.index() * self.len;
+        self.ids.get(at..at + self.len).unwrap_or(&[])
+    }
+}
+
+/// The records of a state with ids of several lengths (or none).
+struct AllClasses<'a>(&'a mut [Class]);
+
+impl Records for AllClasses<'_> {
+    fn get(&self, h: Handle) -> &Node {
+        class_at(self.0, h.len())
+            .and_then(|at| self.0.get(at))
+            .and_then(|c| c.nodes.get(h.index()))
+            .unwrap_or(&NIL_NODE)
+    }
+
+    fn get_mut(&mut self, h: Handle) -> Option<&mut Node> {
+        let at = class_at(self.0, h.len())?;
+        self.0.get_mut(at)?.nodes.get_mut(h.index())
+    }
+
+    fn id(&self, h: Handle) -> &[u8] {
+        id_in(self.0, h)
     }
 }
 

@@ -1049,6 +1049,59 @@ fn ten_thousand_leases_renewed_released_and_expired() {
     assert_eq!(Leases::decode(&state.encode()), Ok(state.clone()));
 }
 
+/// A way down the tree longer than the insertion's or removal's path
+/// holds (never with at most `MAX_LIMIT` leases: an AVL tree of them is at
+/// most 28 deep) makes it rebuild the tree instead of retracing its
+/// steps. With the path cut to 0, 1 and 2 nodes (a test-only limit), grants,
+/// renewals, releases and expiries on ids of one length and of several
+/// keep the state valid, and give the same leases as the usual path.
+#[test]
+fn a_full_path_rebuilds_the_tree() {
+    use crate::core::lease::PATH_LIMIT;
+    let usual = PATH_LIMIT.with(|limit| limit.get());
+    let long = params(MAX_LIMIT, 3_600 * S);
+    let short = params(MAX_LIMIT, S);
+    let run = |limit: usize, mixed: bool| {
+        PATH_LIMIT.with(|l| l.set(limit));
+        let id = |i: u64| match mixed && i.is_multiple_of(3) {
+            true => format!("x{i}").into_bytes(),
+            false => id16(i),
+        };
+        let mut state = Leases::default();
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for t in 0..600u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let i = x % 150;
+            let now = NOW + t * (S / 50);
+            match x >> 60 {
+                0..=2 => {
+                    state.release(Nanos::new(now), &id(i));
+                }
+                3..=7 => {
+                    take(&mut state, now, &short, &id(i), 1 + i % 3);
+                }
+                _ => {
+                    take(&mut state, now, &long, &id(i), 1 + i % 2);
+                }
+            }
+            state.check();
+        }
+        PATH_LIMIT.with(|l| l.set(usual));
+        state
+    };
+    for mixed in [false, true] {
+        let expected = run(usual, mixed);
+        assert!(expected.iter().count() > 20);
+        for limit in [0, 1, 2] {
+            let state = run(limit, mixed);
+            assert_eq!(leases_of(&state), leases_of(&expected), "limit {limit}");
+            assert_eq!(state.encode(), expected.encode());
+        }
+    }
+}
+
 /// Not a test: what acquire, renew and release cost on the state alone
 /// with 10 and with 10,000 leases held, the least per call over batches
 /// of distinct random leases (this machine is shared: the least is the
