@@ -520,7 +520,9 @@ impl Leases {
     /// and then the state is left as it was: a release that releases
     /// nothing changes nothing.
     pub fn release(&mut self, now: Nanos, id: &[u8]) -> bool {
-        let live = self.find(id).is_some_and(|h| self.node(h).expiry > now);
+        let live = self
+            .find_hashed(hash_of(id), id)
+            .is_some_and(|h| self.node(h).expiry > now);
         if !live {
             return false;
         }

@@ -409,13 +409,6 @@ impl Ring {
         }
     }
 
-    fn drop_front(&mut self, n: usize) {
-        match self {
-            Ring::Narrow { offsets, .. } => drop_front(offsets, n),
-            Ring::Wide(times) => drop_front(times, n),
-        }
-    }
-
     /// Drops every entry; an empty ring is narrow (a wide one frees its
     /// buffer: the next entries decide the mode again).
     fn clear(&mut self) {
