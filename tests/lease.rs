@@ -1492,16 +1492,7 @@ fn debug_reload_and_an_rdb_restart_keep_the_leases() {
 }
 
 fn aof_restart(preamble: &str) {
-    let mut server = Server::start_with(&[
-        "--save",
-        "",
-        "--appendonly",
-        "yes",
-        "--appendfsync",
-        "always",
-        "--aof-use-rdb-preamble",
-        preamble,
-    ]);
+    let mut server = start_synced_aof_server(preamble);
     let mut con = server.conn();
     workload(&mut con, 0);
     workload(&mut con, 1);

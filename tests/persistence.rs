@@ -136,16 +136,7 @@ fn rdb_restart() {
 }
 
 fn aof_restart(preamble: &str) {
-    let mut server = Server::start_with(&[
-        "--save",
-        "",
-        "--appendonly",
-        "yes",
-        "--appendfsync",
-        "always",
-        "--aof-use-rdb-preamble",
-        preamble,
-    ]);
+    let mut server = start_synced_aof_server(preamble);
     let mut con = server.conn();
     workload(&mut con, 2);
     let before = dataset(&mut con);

@@ -316,6 +316,21 @@ pub fn start_aof_server() -> Server {
     ])
 }
 
+/// A server that writes every change to the AOF and syncs it at once,
+/// with the RDB preamble or without (`preamble` "yes" or "no").
+pub fn start_synced_aof_server(preamble: &str) -> Server {
+    Server::start_with(&[
+        "--save",
+        "",
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+        "--aof-use-rdb-preamble",
+        preamble,
+    ])
+}
+
 /// A connection to the server on loopback `port`: 2 s to connect, then
 /// `read_timeout` for each reply.
 pub fn connect(port: u16, read_timeout: Duration) -> redis::RedisResult<Connection> {
