@@ -1559,18 +1559,8 @@ impl Limiter for Leases {
     const TYPE_NAME: &'static str = "rl-lease-";
     const TAG: u8 = b'E';
     const PARAMS: &'static [Param] = &[
-        Param {
-            name: "limit",
-            kind: ParamKind::Integer {
-                min: 1,
-                max: MAX_LIMIT,
-                ceiling: None,
-            },
-        },
-        Param {
-            name: "ttl",
-            kind: ParamKind::Duration,
-        },
+        Param::integer("limit", 1, MAX_LIMIT),
+        Param::of("ttl", ParamKind::Duration),
     ];
     const TAKES_ID: bool = true;
     const REFUNDS: bool = false;

@@ -190,6 +190,25 @@ pub struct Param {
     pub kind: ParamKind,
 }
 
+impl Param {
+    /// An integer in `min..=max`.
+    pub const fn integer(name: &'static str, min: u64, max: u64) -> Param {
+        Param::capped(name, min, max, None)
+    }
+
+    /// An integer in `min..=max` that the configuration may cap lower.
+    pub const fn capped(name: &'static str, min: u64, max: u64, ceiling: Option<Ceiling>) -> Param {
+        Param {
+            name,
+            kind: ParamKind::Integer { min, max, ceiling },
+        }
+    }
+
+    pub const fn of(name: &'static str, kind: ParamKind) -> Param {
+        Param { name, kind }
+    }
+}
+
 /// What a parameter is, which gives its range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ParamKind {

@@ -238,26 +238,9 @@ impl Limiter for SliceWindow {
     const COMPLEXITY: &'static str = "O(1) amortized";
     const SINCE: &'static str = "0.1.0";
     const PARAMS: &'static [Param] = &[
-        Param {
-            name: "limit",
-            kind: ParamKind::Integer {
-                min: 1,
-                max: MAX_LIMIT,
-                ceiling: None,
-            },
-        },
-        Param {
-            name: "window",
-            kind: ParamKind::Duration,
-        },
-        Param {
-            name: "slices",
-            kind: ParamKind::Integer {
-                min: 1,
-                max: MAX_SLICES,
-                ceiling: Some(Ceiling::Slices),
-            },
-        },
+        Param::integer("limit", 1, MAX_LIMIT),
+        Param::of("window", ParamKind::Duration),
+        Param::capped("slices", 1, MAX_SLICES, Some(Ceiling::Slices)),
     ];
 
     fn params(values: &[Value<'_>]) -> Result<SliceParams, ParamError> {

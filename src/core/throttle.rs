@@ -222,26 +222,9 @@ impl Limiter for Tat {
     const COMPLEXITY: &'static str = "O(1)";
     const SINCE: &'static str = "0.1.0";
     const PARAMS: &'static [Param] = &[
-        Param {
-            name: "max_burst",
-            kind: ParamKind::Integer {
-                min: 0,
-                max: MAX_BURST,
-                ceiling: None,
-            },
-        },
-        Param {
-            name: "count",
-            kind: ParamKind::Integer {
-                min: 1,
-                max: MAX_COUNT,
-                ceiling: None,
-            },
-        },
-        Param {
-            name: "period",
-            kind: ParamKind::Duration,
-        },
+        Param::integer("max_burst", 0, MAX_BURST),
+        Param::integer("count", 1, MAX_COUNT),
+        Param::of("period", ParamKind::Duration),
     ];
 
     /// A redis-cell key: its TAT as a decimal count of nanoseconds, which

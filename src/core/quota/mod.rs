@@ -360,25 +360,15 @@ impl Limiter for Quota {
     const TYPE_NAME: &'static str = "rl-quota-";
     const TAG: u8 = b'Q';
     const PARAMS: &'static [Param] = &[
-        Param {
-            name: "limit",
-            kind: ParamKind::Integer {
-                min: 1,
-                max: MAX_LIMIT,
-                ceiling: None,
-            },
-        },
-        Param {
-            name: "unit",
-            kind: ParamKind::Word(&CalendarUnit::WORDS),
-        },
+        Param::integer("limit", 1, MAX_LIMIT),
+        Param::of("unit", ParamKind::Word(&CalendarUnit::WORDS)),
     ];
-    const OPTIONS: &'static [Param] = &[Param {
-        name: "TZ",
-        kind: ParamKind::Text {
+    const OPTIONS: &'static [Param] = &[Param::of(
+        "TZ",
+        ParamKind::Text {
             max: zone::MAX_ZONE_NAME,
         },
-    }];
+    )];
     const REPLICATES_STATE: bool = true;
     const SUMMARY: &'static str = "Calendar quota (minute to year) in a time zone. Replies limited, limit, remaining, retry_after, reset_after.";
     const COMPLEXITY: &'static str =

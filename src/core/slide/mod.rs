@@ -328,23 +328,10 @@ impl Limiter for SlideLog {
         "O(log N) at worst in the N units held; O(1) amortized per unit recorded";
     const SINCE: &'static str = "0.1.0";
     const PARAMS: &'static [Param] = &[
-        Param {
-            name: "limit",
-            kind: ParamKind::Integer {
-                min: 1,
-                max: MAX_LIMIT,
-                ceiling: Some(Ceiling::SlideLimit),
-            },
-        },
-        Param {
-            name: "window",
-            kind: ParamKind::Duration,
-        },
+        Param::capped("limit", 1, MAX_LIMIT, Some(Ceiling::SlideLimit)),
+        Param::of("window", ParamKind::Duration),
     ];
-    const OPTIONS: &'static [Param] = &[Param {
-        name: "PRECISION",
-        kind: ParamKind::DurationOrZero,
-    }];
+    const OPTIONS: &'static [Param] = &[Param::of("PRECISION", ParamKind::DurationOrZero)];
 
     fn params(values: &[Value<'_>]) -> Result<SlideParams, ParamError> {
         let [limit, window, precision] = Value::numbers(values)?;
