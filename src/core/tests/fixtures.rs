@@ -1,7 +1,7 @@
 //! The saved formats, pinned byte for byte.
 //!
 //! Each type's encoding (`Limiter::encode`) is what RDB saves (as one
-//! string buffer, under the type's `types::Stored::ENCODING_VERSION`) and
+//! string buffer, under the type's `Limiter::ENCODING_VERSION`) and
 //! what an AOF rewrite sends as the argument of `RL.STATE`, after the
 //! type's tag. Saved files must keep loading, so a change of these bytes is
 //! a change of format: it needs a new encoding version and tag, and a
