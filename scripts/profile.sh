@@ -13,6 +13,7 @@
 #
 #   scripts/profile.sh            # builds the release module and the floor
 #   scripts/profile.sh --top N    # also the N costliest functions per command
+#   MODULE=path scripts/profile.sh  # counts that build of the module instead
 #
 # Needs valgrind, redis-server and redis-benchmark (scripts/deps.sh --test
 # installs the last two; valgrind: apt-get install valgrind).
@@ -23,4 +24,4 @@ TOP=0
 command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install valgrind" >&2; exit 1; }
 CARGO_PROFILE_RELEASE_DEBUG=${PROFILE_DEBUG:-0} cargo build --release --quiet
 cargo build --release --example floor --quiet
-exec python3 scripts/bench --no-build --module "$MODULE" --instructions-only --top "$TOP"
+exec python3 scripts/bench --no-build --module "${MODULE:-target/release/libredis_ratelimit.so}" --instructions-only --top "$TOP"
