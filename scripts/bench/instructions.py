@@ -4,10 +4,19 @@ each command on one hot key, `redis-benchmark -c 10 -P 16`, after a
 warm-up that creates the keys; the counters are zeroed before the first
 command and dumped after each (`callgrind_control -z` / `-d <name>`, to this
 server's process only), and a dump's total divided by the calls is the
-figure. Counts do not depend on the machine's load, so they are the steady
-figures where throughput moves by 10 to 30 % between runs; keeping state
-moves them by a few hundred instructions (how often an expiry moves
-depends on the pace of the calls under valgrind).
+figure.
+
+Each command runs alone in a database of its own (`--dbnum`), on a key of
+the same name (`b:hot`, or `{b:hot}:<x>` for several keys): the server's
+hash of a key name is seeded at random when it starts, so keys sharing a
+database share buckets by chance, and a command whose key drew a shared
+bucket paid a few hundred instructions more for its lookups (FLOOR.KEEP
+measured 7,341 in one run and 7,837 in the next). Alone, every command's
+lookups cost the same, so the differences are the commands' own. Counts do
+not depend on the machine's load, so they are the steady figures where
+throughput moves by 10 to 30 % between runs; keeping state moves them by
+a few dozen instructions (how often an expiry moves depends on the pace
+of the calls under valgrind).
 
 Without valgrind the counts are left out and the report says so
 (`apt-get install valgrind`)."""
@@ -25,22 +34,33 @@ from .resp import Client
 from .servers import Server, has_command
 
 
+HOT = "b:hot"
+# RL.LEASE on a key holding this many leases: the call renews one of them.
+LEASES_HELD = 10
+LEASE_LIMIT, LEASE_TTL_S = 1_000, 3_600
+
+
 def commands_of(rows) -> list:
-    """What is counted: the floors, INCR, every single command, RL.ALLOW
-    and RL.PEEK of three limits; each on its hot key with the hot-key
-    regimes' limit (1,000,000 per second), as [(name, args, requires)]."""
+    """What is counted: the floors, INCR, every single command, RL.LEASE
+    renewing one of 10 leases held, RL.ALLOW and RL.PEEK of three limits;
+    each on its hot key with the hot-key regimes' limit (1,000,000 per
+    second), as [(name, args, required command or None, set-up commands)]."""
     by = {r.name: r for r in rows}
 
     def hot(row):
-        return row.args("c:%s" % row.id, THROUGHPUT_LIMIT, THROUGHPUT_WINDOW_S)
+        return row.args(HOT, THROUGHPUT_LIMIT, THROUGHPUT_WINDOW_S)
 
-    out = [(name, hot(by[name]), None) for name in ("FLOOR.THROTTLE", "FLOOR.KEEP")]
-    out.append(("FLOOR.ALLOW", list(FLOOR_ALLOW), None))
-    out.append(("INCR", hot(by["INCR"]), None))
-    out += [(r.name, hot(r), r.requires) for r in rows if r.single]
+    out = [(name, hot(by[name]), None, []) for name in ("FLOOR.THROTTLE", "FLOOR.KEEP")]
+    out.append(("FLOOR.ALLOW", [a.replace("b:floor_allow", HOT) for a in FLOOR_ALLOW], None, []))
+    out.append(("INCR", hot(by["INCR"]), None, []))
+    out += [(r.name, hot(r), r.requires, []) for r in rows if r.single]
+    lease = lambda lease_id: ["RL.LEASE", HOT, str(LEASE_LIMIT), str(LEASE_TTL_S), lease_id]
+    # Ids of 16 bytes, as in the RL.LEASE workload; the renewed one is the tenth.
+    held = [lease("h%015d" % i) for i in range(1, LEASES_HELD)]
+    out.append(("RL.LEASE", lease("h%015d" % 0), "RL.LEASE", held))
     allow = by["RL.ALLOW"]
-    out.append(("RL.ALLOW", hot(allow), None))
-    out.append(("RL.PEEK", allow.peek_args("c:%s" % allow.id, THROUGHPUT_LIMIT, THROUGHPUT_WINDOW_S), None))
+    out.append(("RL.ALLOW", hot(allow), None, []))
+    out.append(("RL.PEEK", allow.peek_args(HOT, THROUGHPUT_LIMIT, THROUGHPUT_WINDOW_S), None, []))
     return out
 
 
@@ -49,8 +69,10 @@ def missing_tools():
 
 
 def count(server_bin, modules, benchmark, commands, n, warm, workdir, top=0, progress=print) -> dict:
-    """`commands`: [(name, args, required command or None)], counted in
-    this order, those the server lacks left out ("skipped"). Returns
+    """`commands`: [(name, args, required command or None, set-up
+    commands)], counted in this order, each in database 1, 2, ... (its
+    set-up sent there first), those the server lacks left out ("skipped").
+    Returns
     {"available", "calls", "per_call": {name: instructions}, "top": {name:
     [(instructions per call, function)]}} or, without valgrind, why not."""
     missing = missing_tools()
@@ -64,20 +86,28 @@ def count(server_bin, modules, benchmark, commands, n, warm, workdir, top=0, pro
     # no other.
     prefix = "--vgdb-prefix=%s/vgdb" % out
     wrapper = ["valgrind", "--tool=callgrind", prefix, "--callgrind-out-file=%s/cg.%%p" % out]
-    server = Server(server_bin, modules, out, wrapper=wrapper, start_timeout_s=120)
+    server = Server(
+        server_bin, modules, out, wrapper=wrapper, start_timeout_s=120, extra=["--databases", str(len(commands) + 1)]
+    )
     progress("instructions: redis-server under callgrind, %s calls per command" % "{:,}".format(n))
     server.start()
     try:
         pid = server.proc.pid
         con = Client(server.port, timeout=120)
         try:
-            skipped = [name for name, _, req in commands if req and not has_command(con, req)]
+            skipped = [name for name, _, req, _ in commands if req and not has_command(con, req)]
+            commands = [(name, args, setup) for name, args, _, setup in commands if name not in skipped]
+            for db, (_, _, setup) in enumerate(commands, 1):
+                if setup:
+                    con.call("SELECT", db)
+                    for c in setup:
+                        con.call(*c)
         finally:
             con.close()
-        commands = [(name, args) for name, args, _ in commands if name not in skipped]
+        commands = [(db, name, args) for db, (name, args, _) in enumerate(commands, 1)]
 
-        def bench(calls, args):
-            cmd = [benchmark, "-h", "127.0.0.1", "-p", str(server.port), "-c", "10", "-n", str(calls)]
+        def bench(calls, db, args):
+            cmd = [benchmark, "-h", "127.0.0.1", "-p", str(server.port), "-c", "10", "-n", str(calls), "--dbnum", str(db)]
             p = subprocess.run(cmd + ["-P", "16", "-q"] + args, capture_output=True, text=True, timeout=900)
             if p.returncode != 0:
                 raise BenchError("redis-benchmark under callgrind failed: %s\n%s" % (" ".join(args), p.stderr))
@@ -88,22 +118,22 @@ def count(server_bin, modules, benchmark, commands, n, warm, workdir, top=0, pro
             if p.returncode != 0:
                 raise BenchError("callgrind_control %s failed: %s" % (" ".join(args), p.stderr))
 
-        for _, args in commands:
-            bench(warm, args)  # the keys exist before the counting
+        for db, _, args in commands:
+            bench(warm, db, args)  # the keys exist before the counting
         control("-d", "zero")  # a dump zeroes the counters, and shows it did
-        for name, args in commands:
-            bench(n, args)
+        for db, name, args in commands:
+            bench(n, db, args)
             control("-d", dump_name(name))
     finally:
         server.stop()
     # Every dump of this server is one of these (the last, at its exit,
     # has no trigger name): anything else dumped its counters meanwhile.
-    mine = {dump_name(name) for name, _ in commands} | {"zero"}
+    mine = {dump_name(name) for _, name, _ in commands} | {"zero"}
     foreign = [t for t in triggers(out, pid) if t is not None and t not in mine]
     if foreign:
         raise BenchError("callgrind dumps this benchmark did not ask for (%s): counts unusable" % ", ".join(foreign))
     per_call, tops = {}, {}
-    for name, _ in commands:
+    for _, name, _ in commands:
         path = find_dump(out, pid, dump_name(name))
         if path is None:
             raise BenchError("no callgrind dump for %s in %s" % (name, out))

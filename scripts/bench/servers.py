@@ -29,9 +29,11 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, binary: str, modules, workdir: str, wrapper=(), start_timeout_s: float = 10):
-        """`wrapper`: a command line the server runs under (valgrind's)."""
+    def __init__(self, binary: str, modules, workdir: str, wrapper=(), start_timeout_s: float = 10, extra=()):
+        """`wrapper`: a command line the server runs under (valgrind's);
+        `extra`: more of the server's options."""
         self.binary, self.modules, self.workdir = binary, modules, workdir
+        self.extra = list(extra)
         self.wrapper, self.start_timeout_s = list(wrapper), start_timeout_s
         self.proc = None
         self.port = None
@@ -48,7 +50,7 @@ class Server:
                 "--appendonly", "no",
                 "--dir", self.workdir,
                 "--logfile", log,
-            ]
+            ] + self.extra
             for so in self.modules:
                 cmd += ["--loadmodule", so]
             # A wrapper's own messages (valgrind's) go to a file beside the log.
