@@ -7,8 +7,8 @@
 //! Never part of the shipped module: built with
 //! `cargo build --release --example floor` as `libfloor.so`.
 //!
-//! Three commands with RL.THROTTLE's arguments, flags and key positions,
-//! none deciding anything:
+//! Four commands with RL.THROTTLE's arguments, flags and key positions,
+//! and two with RL.ALLOW's, none deciding anything:
 //!
 //! - `FLOOR.THROTTLE key max_burst count period [quantity] [MS]` opens its
 //!   key and replies: the least a module command with this interface costs.
@@ -24,10 +24,21 @@
 //!   implementation avoids. Between FLOOR.KEEP and it is the cost of
 //!   reading the arguments; what an RL command costs beyond it is its
 //!   parser's own work, its decision, and the rest of its flow.
+//! - `FLOOR.LIMIT key ...` is FLOOR.PARSE that also propagates its change
+//!   (`RedisModule_ReplicateVerbatim`, which the server drops at once when
+//!   no replica, backlog or AOF can replay it, as RL commands propagate
+//!   then): everything a limiter with these arguments must do except
+//!   deciding. The benchmark counts it with each RL command's own
+//!   arguments, so that what the command costs beyond it is its decision
+//!   and its glue (a string value stands for the state: the module type's
+//!   two look-ups, about 30 instructions, are not in it).
+//! - `FLOOR.ALLOWLIMIT numkeys key [key ...] ...` is FLOOR.ALLOW that also
+//!   reads every argument after the keys and parses it as a decimal, and
+//!   propagates: the same for RL.ALLOW's interface.
 //!
-//! All three: flags
+//! All: flags
 //! `write deny-oom fast` and key positions 1, 1, 1, as RL.THROTTLE; the
-//! reply is the five integers RL.THROTTLE answers to the benchmark's calls
+//! reply of the single-key ones is the five integers RL.THROTTLE answers to the benchmark's calls
 //! (1,000,000 per second, burst 999,999): `0 1000000 999999 -1 1`, so
 //! that formatting the reply costs the same.
 
@@ -84,12 +95,26 @@ extern "C" fn floor_parse(
         if argc < 5 {
             return wrong_arity(ctx);
         }
-        let mut sum = 0u64;
-        for i in 2..argc as usize {
-            sum = sum.wrapping_add(decimal(*argv.add(i)));
-        }
-        std::hint::black_box(sum);
+        parse_all(argv, 2, argc);
         keep(ctx, *argv.add(1), libc_now_ms() + 60_000).and_then(|()| reply_five(ctx))
+    };
+    status(done)
+}
+
+extern "C" fn floor_limit(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    // SAFETY: as above.
+    let done = unsafe {
+        if argc < 3 {
+            return wrong_arity(ctx);
+        }
+        parse_all(argv, 2, argc);
+        keep(ctx, *argv.add(1), libc_now_ms() + 60_000)
+            .and_then(|()| replicate(ctx))
+            .and_then(|()| reply_five(ctx))
     };
     status(done)
 }
@@ -103,34 +128,86 @@ extern "C" fn floor_allow(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    // SAFETY: as above.
-    let done = unsafe {
+    // SAFETY: the server's arguments to a command handler.
+    status(unsafe { allow(ctx, argv, argc, false) })
+}
+
+/// `FLOOR.ALLOWLIMIT numkeys key [key ...] ...`: FLOOR.ALLOW that also
+/// reads and parses every argument after the keys, and propagates.
+extern "C" fn floor_allow_limit(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    // SAFETY: the server's arguments to a command handler.
+    status(unsafe { allow(ctx, argv, argc, true) })
+}
+
+/// FLOOR.ALLOW, and with `limit` FLOOR.ALLOWLIMIT.
+///
+/// # Safety
+/// The server's arguments to a command handler.
+unsafe fn allow(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    limit: bool,
+) -> Option<()> {
+    unsafe {
         let count = if argc > 1 { numkeys(*argv.add(1)) } else { 0 };
         if count == 0 || argc < 2 + count as c_int {
-            return wrong_arity(ctx);
+            wrong_arity(ctx);
+            return Some(());
+        }
+        if limit {
+            parse_all(argv, 2 + count, argc);
         }
         let at = libc_now_ms() + 60_000;
-        (|| {
-            for i in 0..count {
-                keep(ctx, *argv.add(2 + i), at)?;
-            }
-            let (array, int) = (
-                raw::RedisModule_ReplyWithArray?,
-                raw::RedisModule_ReplyWithLongLong?,
-            );
-            array(ctx, 7);
-            FIVE.iter().for_each(|&f| {
-                int(ctx, f);
-            });
-            int(ctx, 1);
-            array(ctx, count as std::ffi::c_long);
-            for _ in 0..count {
-                reply_five(ctx)?;
-            }
-            Some(())
-        })()
-    };
-    status(done)
+        for i in 0..count {
+            keep(ctx, *argv.add(2 + i), at)?;
+        }
+        if limit {
+            replicate(ctx)?;
+        }
+        let (array, int) = (
+            raw::RedisModule_ReplyWithArray?,
+            raw::RedisModule_ReplyWithLongLong?,
+        );
+        array(ctx, 7);
+        FIVE.iter().for_each(|&f| {
+            int(ctx, f);
+        });
+        int(ctx, 1);
+        array(ctx, count as std::ffi::c_long);
+        for _ in 0..count {
+            reply_five(ctx)?;
+        }
+        Some(())
+    }
+}
+
+/// Reads arguments `from..argc` and parses each as a decimal, as every
+/// limiter must read its parameters.
+///
+/// # Safety
+/// `argv` holds the running command's `argc` arguments.
+unsafe fn parse_all(argv: *mut *mut raw::RedisModuleString, from: usize, argc: c_int) {
+    let mut sum = 0u64;
+    for i in from..argc as usize {
+        sum = sum.wrapping_add(unsafe { decimal(*argv.add(i)) });
+    }
+    std::hint::black_box(sum);
+}
+
+/// Propagates the running command as it was sent.
+///
+/// # Safety
+/// `ctx` is the running command's context.
+unsafe fn replicate(ctx: *mut raw::RedisModuleCtx) -> Option<()> {
+    unsafe {
+        raw::RedisModule_ReplicateVerbatim?(ctx);
+    }
+    Some(())
 }
 
 /// Opens the key for writing and closes it again.
@@ -268,7 +345,9 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
             (c"FLOOR.THROTTLE", Some(floor_throttle as Handler)),
             (c"FLOOR.KEEP", Some(floor_keep as Handler)),
             (c"FLOOR.PARSE", Some(floor_parse as Handler)),
+            (c"FLOOR.LIMIT", Some(floor_limit as Handler)),
             (c"FLOOR.ALLOW", Some(floor_allow as Handler)),
+            (c"FLOOR.ALLOWLIMIT", Some(floor_allow_limit as Handler)),
         ] {
             let ok = create(
                 ctx.get_raw(),

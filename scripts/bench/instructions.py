@@ -40,26 +40,41 @@ LEASES_HELD = 10
 LEASE_LIMIT, LEASE_TTL_S = 1_000, 3_600
 
 
+def limit_floor(name: str) -> str:
+    """The name under which the floor of `name`'s interface is counted:
+    FLOOR.LIMIT with the command's own arguments (FLOOR.ALLOWLIMIT for
+    RL.ALLOW's): everything the command must do but deciding."""
+    return "FLOOR.LIMIT " + name
+
+
 def commands_of(rows) -> list:
     """What is counted: the floors, INCR, every single command, RL.LEASE
     renewing one of 10 leases held, RL.ALLOW and RL.PEEK of three limits;
     each on its hot key with the hot-key regimes' limit (1,000,000 per
-    second), as [(name, args, required command or None, set-up commands)]."""
+    second), as [(name, args, required command or None, set-up commands)].
+    After each single command and RL.ALLOW, its interface's floor
+    (`limit_floor`) with the same arguments and set-up."""
     by = {r.name: r for r in rows}
 
     def hot(row):
         return row.args(HOT, THROUGHPUT_LIMIT, THROUGHPUT_WINDOW_S)
 
+    def with_floor(name, args, requires, setup):
+        floor = "FLOOR.ALLOWLIMIT" if name == "RL.ALLOW" else "FLOOR.LIMIT"
+        return [(name, args, requires, setup), (limit_floor(name), [floor] + args[1:], requires, [])]
+
     out = [(name, hot(by[name]), None, []) for name in ("FLOOR.THROTTLE", "FLOOR.KEEP")]
     out.append(("FLOOR.ALLOW", [a.replace("b:floor_allow", HOT) for a in FLOOR_ALLOW], None, []))
     out.append(("INCR", hot(by["INCR"]), None, []))
-    out += [(r.name, hot(r), r.requires, []) for r in rows if r.single]
+    for r in rows:
+        if r.single:
+            out += with_floor(r.name, hot(r), r.requires, [])
     lease = lambda lease_id: ["RL.LEASE", HOT, str(LEASE_LIMIT), str(LEASE_TTL_S), lease_id]
     # Ids of 16 bytes, as in the RL.LEASE workload; the renewed one is the tenth.
     held = [lease("h%015d" % i) for i in range(1, LEASES_HELD)]
-    out.append(("RL.LEASE", lease("h%015d" % 0), "RL.LEASE", held))
+    out += with_floor("RL.LEASE", lease("h%015d" % 0), "RL.LEASE", held)
     allow = by["RL.ALLOW"]
-    out.append(("RL.ALLOW", hot(allow), None, []))
+    out += with_floor("RL.ALLOW", hot(allow), None, [])
     out.append(("RL.PEEK", allow.peek_args(HOT, THROUGHPUT_LIMIT, THROUGHPUT_WINDOW_S), None, []))
     return out
 

@@ -24,6 +24,7 @@ from .regimes import (
 )
 from .report_details import print_details
 from .report_fmt import fmt_num, fmt_ratio, fmt_rps, markdown_table
+from .instructions import limit_floor
 from .workloads import WORKLOADS
 
 # The instruction counts' reference: each command's interface keeping
@@ -250,20 +251,24 @@ def print_targets(report: dict, p) -> None:
 
 def print_instructions(counts: dict, machine: dict, reproduce: str) -> None:
     """--instructions-only (scripts/profile.sh): the counts, as a share of
-    FLOOR.THROTTLE's (x floor) and of the interface keeping state (x keep,
-    > 1: the command costs more)."""
+    FLOOR.THROTTLE's (x floor), of the interface keeping state (x keep, >
+    1: the command costs more) and of the interface's floor with the
+    command's own arguments (x limit: FLOOR.LIMIT, read and parse and
+    propagate; what is left is the decision and its glue)."""
     if not counts["available"]:
         print("instructions not counted: %s" % counts["reason"], file=sys.stderr)
         return
     per_call = counts["per_call"]
     print("# %s (%s cores); `%s`" % (machine["cpu_model"], machine["cores"], reproduce))
-    print("%-16s %12s %10s %10s" % ("command", "instr/cmd", "x floor", "x keep"))
+    print("%-22s %10s %8s %8s %8s" % ("command", "instr/cmd", "x floor", "x keep", "x limit"))
+    floor = per_call.get("FLOOR.THROTTLE")
     for name, count in per_call.items():
-        floor = per_call.get("FLOOR.THROTTLE")
-        keep = per_call.get(INSTR_FLOOR.get(name, "FLOOR.KEEP"))
-        x_keep = "-" if name.startswith("FLOOR.") or not keep else "%.2f" % (count / keep)
-        print("%-16s %12.0f %10s %10s" % (name, count, "%.2f" % (count / floor) if floor else "-", x_keep))
+        keep = per_call.get(INSTR_FLOOR.get(name.split()[-1], "FLOOR.KEEP"))
+        limit = per_call.get(limit_floor(name))
+        x_keep = "-" if name in ("FLOOR.KEEP", "FLOOR.ALLOW") or not keep or not name.startswith(("RL.", "FLOOR.LIMIT")) else "%.3f" % (count / keep)
+        x_limit = "%.3f" % (count / limit) if limit else "-"
+        print("%-22s %10.0f %8s %8s %8s" % (name, count, "%.2f" % (count / floor) if floor else "-", x_keep, x_limit))
         for cost, function in counts.get("top", {}).get(name, []):
             print("    %8d  %s" % (cost, function))
     for name in counts.get("skipped", []):
-        print("%-16s not in the loaded module" % name)
+        print("%-22s not in the loaded module" % name)
