@@ -203,6 +203,10 @@ pub struct LeaseUpdate {
     /// The lease `decide` found for the id (NIL: none), which `apply`
     /// takes when it still holds that id, saving a hash.
     hint: Handle,
+    /// The lease `decide` found was the last in order (the latest to
+    /// expire). Dropping expired leases, which come before it, leaves it
+    /// last.
+    last: bool,
     /// `hash_of(id)`.
     hash: u64,
     id: ArrayVec<u8, MAX_ID_LEN>,
@@ -452,13 +456,15 @@ impl Leases {
         }
         let expiry = now.saturating_add(params.ttl.max(Nanos::new(1)));
         decision.remaining = limit - (others + quantity);
-        decision.reset_at = expiry.max(self.latest(now, own));
+        let (latest_others, own_last) = self.latest_but(now, own);
+        decision.reset_at = expiry.max(latest_others);
         let update = match (ArrayVec::try_from(id), u32::try_from(quantity)) {
             (Ok(id), Ok(weight)) if named => Some(LeaseUpdate {
                 now,
                 expiry,
                 weight,
                 hint: own.unwrap_or(Handle::NIL),
+                last: own_last,
                 hash,
                 id,
             }),
@@ -504,6 +510,21 @@ impl Leases {
         // Both at most MAX_LIMIT: no overflow.
         let own_weight = u64::from(self.node(own).weight());
         if held.saturating_sub(own_weight) + weight > MAX_LIMIT {
+            return;
+        }
+        let node = self.node(own);
+        if update.last && node.weight() == update.weight && update.expiry >= node.expiry {
+            // The last lease in order renewed with its weight, as a lone
+            // holder's heartbeat is: it stays the last (its new expiry is
+            // no earlier), and no sum or height changes, so it is renewed
+            // in place, without leaving the tree.
+            if let Some(node) = self.node_mut(own) {
+                node.expiry = update.expiry;
+            }
+            self.latest = update.expiry;
+            if self.count() == 1 {
+                self.earliest = update.expiry;
+            }
             return;
         }
         self.cut(own);
@@ -787,8 +808,13 @@ impl Leases {
     /// The latest expiry of the leases unexpired at `now`, but `except`'s;
     /// `now` when there is none.
     fn latest(&self, now: Nanos, except: Option<Handle>) -> Nanos {
+        self.latest_but(now, except).0
+    }
+
+    /// `latest`, and whether `except` is the last lease in order.
+    fn latest_but(&self, now: Nanos, except: Option<Handle>) -> (Nanos, bool) {
         if except.is_none_or(|h| self.node(h).expiry < self.latest) {
-            return self.latest.max(now);
+            return (self.latest.max(now), false);
         }
         // `except` may be the rightmost node: that, and the one before it
         // in order.
@@ -798,7 +824,8 @@ impl Leases {
             parent = last;
             last = self.node(last).right;
         }
-        if except == Some(last) {
+        let is_last = except == Some(last);
+        if is_last {
             let left = self.node(last).left;
             last = if left == Handle::NIL {
                 parent
@@ -806,10 +833,11 @@ impl Leases {
                 self.rightmost(left)
             };
         }
-        match last {
+        let latest = match last {
             Handle::NIL => now,
             _ => self.node(last).expiry.max(now),
-        }
+        };
+        (latest, is_last)
     }
 
     /// When enough of the leases other than `own` (unexpired, of weight

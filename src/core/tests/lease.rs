@@ -166,6 +166,42 @@ fn the_own_lease_frees_nothing_for_itself() {
 }
 
 #[test]
+fn the_last_lease_renewed_in_place_keeps_the_order() {
+    // The last lease in order renewed with its weight stays in the tree
+    // where it is (`Leases::apply`'s shortcut); with another weight, an
+    // earlier expiry (a clock gone back) or a lease after it, it moves.
+    // Each step is checked against the model of the same calls.
+    let p = params(10, 10 * S);
+    let mut state = Leases::default();
+    let mut model = Model::default();
+    let calls: [(u64, &[u8], u64); 12] = [
+        (0, b"a", 1),
+        (1, b"a", 1), // alone: first and last, renewed in place
+        (2, b"b", 2),
+        (3, b"b", 2), // the last, same weight: in place
+        (4, b"b", 3), // another weight: moves
+        (5, b"a", 1), // the first: moves to the end
+        (5, b"a", 1), // the same instant: in place, expiry unchanged
+        (4, b"a", 1), // a clock gone back: an earlier expiry, moves
+        (6, b"c", 1),
+        (7, b"c", 1),
+        (8, b"a", 1),
+        (9, b"a", 1),
+    ];
+    for (at, id, q) in calls {
+        let now = NOW + at * S;
+        let (expected, expiry) = model.decide(now, &p, id, q);
+        let got = take(&mut state, now, &p, id, q);
+        assert_eq!(got, expected, "at {at} s, {id:?}");
+        if let Some(expiry) = expiry {
+            model.record(now, id, q, expiry);
+        }
+        state.check();
+        assert_eq!(leases_of(&state), model.sorted(), "at {at} s, {id:?}");
+    }
+}
+
+#[test]
 fn a_lease_counts_during_its_ttl_to_the_nanosecond() {
     let p = params(1, 1_000);
     let mut state = Leases::default();
