@@ -148,6 +148,16 @@ impl Geometry {
         if let Some(len) = self.even_len() {
             return t.get() / len;
         }
+        // t = q W + r: index = q S + floor(r S / W), in 64 bits while r S
+        // fits (a window of seconds and up to thousands of slices).
+        if let (Some(q), Some(r)) = (
+            t.get().checked_div(self.window),
+            t.get().checked_rem(self.window),
+        ) {
+            if let (Some(rs), Some(qs)) = (r.checked_mul(self.slices), q.checked_mul(self.slices)) {
+                return qs.saturating_add(rs / self.window);
+            }
+        }
         let product = u128::from(t.get()) * u128::from(self.slices);
         product
             .checked_div(u128::from(self.window))
@@ -162,6 +172,12 @@ impl Geometry {
         }
         if self.slices == 0 {
             return Nanos::MAX;
+        }
+        // j = q S + r: start = q W + ceil(r W / S), in 64 bits while r W
+        // and q W fit.
+        let (q, r) = (j / self.slices, j % self.slices);
+        if let (Some(qw), Some(rw)) = (q.checked_mul(self.window), r.checked_mul(self.window)) {
+            return Nanos::new(qw.saturating_add(rw.div_ceil(self.slices)));
         }
         let product = u128::from(j) * u128::from(self.window);
         Nanos::saturating_from_u128(product.div_ceil(u128::from(self.slices)))

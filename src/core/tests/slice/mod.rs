@@ -63,6 +63,28 @@ fn index_and_start_are_exact_without_divisibility() {
     assert!(odd.index(Nanos::MAX) < u64::MAX);
 }
 
+proptest::proptest! {
+    /// `index` and `start` split their operands to stay in 64 bits when
+    /// they can: the same values as the 128-bit definitions, for any
+    /// geometry and instant, saturating alike.
+    #[test]
+    fn index_and_start_match_their_128_bit_definitions(
+        window in proptest::prop_oneof![1..=MAX_DURATION.get(), 1..=100_000_000_000u64],
+        slices in proptest::prop_oneof![1..=MAX_SLICES, 1..=100u64],
+        t in proptest::prelude::any::<u64>(),
+        small in 0u64..1 << 40,
+    ) {
+        proptest::prop_assume!(slices <= window);
+        let g = Geometry::new(window, slices).unwrap();
+        for t in [t, small] {
+            let exact = u128::from(t) * u128::from(slices) / u128::from(window);
+            proptest::prop_assert_eq!(u128::from(g.index(Nanos::new(t))), exact.min(u128::from(u64::MAX)));
+            let exact = (u128::from(t) * u128::from(window)).div_ceil(u128::from(slices));
+            proptest::prop_assert_eq!(u128::from(g.start(t).get()), exact.min(u128::from(u64::MAX)));
+        }
+    }
+}
+
 /// One state, one call per row, in order. Times in ms; `-1` is the
 /// reply's "not applicable".
 #[test]
