@@ -105,7 +105,10 @@ def print_table(report: dict, run: dict, p) -> None:
         "Instructions: per call, counted by callgrind inside a server of its own on one hot key, "
         "`redis-benchmark -c 10 -P 16`, %s calls (scripts/bench/instructions.py), and as a share of the same "
         "count for the command's interface keeping state and deciding nothing: FLOOR.KEEP (examples/floor.rs), "
-        "for RL.ALLOW and RL.PEEK FLOOR.ALLOW (three keys). Exact and repeatable whatever the machine's load%s."
+        "for RL.ALLOW and RL.PEEK FLOOR.ALLOW (three keys); and as a share of the count of that interface "
+        "reading, parsing and propagating the command's own arguments, deciding nothing: FLOOR.LIMIT (FLOOR.ALLOWLIMIT "
+        "for RL.ALLOW), what no command with these arguments can go below. Repeatable whatever the machine's load "
+        "to about 1%% (how often an expiry moves depends on the pace of the calls under valgrind)%s."
         % (fmt_rps(instr.get("calls")), "" if per_call else " (**not counted here: %s**)" % instr.get("reason"))
     )
     p()
@@ -139,7 +142,7 @@ def print_table(report: dict, run: dict, p) -> None:
         )
     )
     p()
-    header = ["command", "instructions/call", "x its floor's"]
+    header = ["command", "instructions/call", "x its floor's", "x FLOOR.LIMIT"]
     for _, title, _, kind in REGIMES:
         header += [title + ": x FLOOR.KEEP", "x INCR"]
         if kind == "churn":
@@ -148,6 +151,9 @@ def print_table(report: dict, run: dict, p) -> None:
     body = []
     allow_out = report["allow_vs_singles"]
     for e in out_rows:
+        if e["name"] == "RL.ALLOW" and "RL.LEASE" in per_call:
+            title = "RL.LEASE, renewing one of 10 leases held (its throughput: the RL.LEASE section)"
+            body.append(instructions_only_cells(title, "RL.LEASE", per_call))
         body.append(row_cells(e, per_call))
         if e["name"] == "FLOOR.KEEP":
             body.append(floor_allow_cells(allow_out, per_call))
@@ -178,12 +184,16 @@ def print_table(report: dict, run: dict, p) -> None:
 
 
 def instr_cells(name, per_call):
+    """Instructions per call, their ratio to the interface keeping state
+    (FLOOR.KEEP or FLOOR.ALLOW) and to the interface deciding nothing
+    with the command's own arguments (FLOOR.LIMIT or FLOOR.ALLOWLIMIT)."""
     count = per_call.get(name)
     floor = per_call.get(INSTR_FLOOR.get(name, "FLOOR.KEEP"))
+    limit = per_call.get(limit_floor(name))
     if count is None:
-        return ["-", "-"]
-    ratio = "-" if not floor or name.startswith("FLOOR.") else "%.2fx" % (count / floor)
-    return [fmt_num(count, 0), ratio]
+        return ["-", "-", "-"]
+    ratio = "-" if not floor or name.startswith("FLOOR.") else "%.3fx" % (count / floor)
+    return [fmt_num(count, 0), ratio, "%.3fx" % (count / limit) if limit else "-"]
 
 
 def row_cells(e, per_call) -> list:
