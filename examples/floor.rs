@@ -28,13 +28,16 @@
 //!   (`RedisModule_ReplicateVerbatim`, which the server drops at once when
 //!   no replica, backlog or AOF can replay it, as RL commands propagate
 //!   then): everything a limiter with these arguments must do except
-//!   deciding. The benchmark counts it with each RL command's own
-//!   arguments, so that what the command costs beyond it is its decision
-//!   and its glue (a string value stands for the state: the module type's
-//!   two look-ups, about 30 instructions, are not in it).
+//!   deciding; and its key holds a 16-byte value of the floor's own module
+//!   type (`floor-val`), read and written on every call, where FLOOR.KEEP
+//!   keeps a string, as a limiter keeps its state. The benchmark runs it
+//!   as a row of its own and counts its instructions with each RL
+//!   command's own arguments, so that what a command costs beyond it is
+//!   its decision and its glue.
 //! - `FLOOR.ALLOWLIMIT numkeys key [key ...] ...` is FLOOR.ALLOW that also
-//!   reads every argument after the keys and parses it as a decimal, and
-//!   propagates: the same for RL.ALLOW's interface.
+//!   reads every argument after the keys and parses it as a decimal, keeps
+//!   a `floor-val` value on each key, and propagates: the same for
+//!   RL.ALLOW's interface.
 //!
 //! All: flags
 //! `write deny-oom fast` and key positions 1, 1, 1, as RL.THROTTLE; the
@@ -42,7 +45,8 @@
 //! (1,000,000 per second, burst 999,999): `0 1000000 999999 -1 1`, so
 //! that formatting the reply costs the same.
 
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use redis_module::{raw, redis_module, Context, RedisString, Status};
 
@@ -112,7 +116,7 @@ extern "C" fn floor_limit(
             return wrong_arity(ctx);
         }
         parse_all(argv, 2, argc);
-        keep(ctx, *argv.add(1), libc_now_ms() + 60_000)
+        keep_typed(ctx, *argv.add(1), libc_now_ms() + 60_000)
             .and_then(|()| replicate(ctx))
             .and_then(|()| reply_five(ctx))
     };
@@ -164,7 +168,10 @@ unsafe fn allow(
         }
         let at = libc_now_ms() + 60_000;
         for i in 0..count {
-            keep(ctx, *argv.add(2 + i), at)?;
+            match limit {
+                true => keep_typed(ctx, *argv.add(2 + i), at)?,
+                false => keep(ctx, *argv.add(2 + i), at)?,
+            }
         }
         if limit {
             replicate(ctx)?;
@@ -248,6 +255,100 @@ unsafe fn keep(
         raw::RedisModule_CloseKey?(key);
     }
     Some(())
+}
+
+/// What FLOOR.LIMIT keeps in a key: a value of the floor's own module
+/// type, 16 bytes as RL.THROTTLE's state, read and written on every call.
+#[repr(C)]
+struct Cell {
+    calls: u64,
+    spare: u64,
+}
+
+/// The floor's module type (`floor-val`), created at load.
+static CELL_TYPE: AtomicPtr<raw::RedisModuleType> = AtomicPtr::new(std::ptr::null_mut());
+
+/// `keep`, with the key's value a `Cell` of the floor's module type
+/// instead of a string: as a limiter keeps its state (two more look-ups,
+/// the type's and the value's, and the value's memory read and written).
+///
+/// # Safety
+/// `ctx` and `name` belong to the running command.
+unsafe fn keep_typed(
+    ctx: *mut raw::RedisModuleCtx,
+    name: *mut raw::RedisModuleString,
+    at_ms: i64,
+) -> Option<()> {
+    let ty = CELL_TYPE.load(Ordering::Relaxed);
+    unsafe {
+        let key = raw::RedisModule_OpenKey?(ctx, name, WRITE);
+        let cell = match raw::RedisModule_ModuleTypeGetType?(key) == ty {
+            true => raw::RedisModule_ModuleTypeGetValue?(key).cast::<Cell>(),
+            false => std::ptr::null_mut(),
+        };
+        match cell.as_mut() {
+            Some(cell) => cell.calls = cell.calls.wrapping_add(1),
+            None => {
+                let cell = Box::into_raw(Box::new(Cell { calls: 1, spare: 0 }));
+                if raw::RedisModule_ModuleTypeSetValue?(key, ty, cell.cast())
+                    != raw::REDISMODULE_OK as c_int
+                {
+                    drop(Box::from_raw(cell));
+                }
+            }
+        }
+        if raw::RedisModule_GetAbsExpire?(key) < at_ms {
+            raw::RedisModule_SetAbsExpire?(key, at_ms);
+        }
+        raw::RedisModule_SignalModifiedKey?(ctx, name);
+        raw::RedisModule_CloseKey?(key);
+    }
+    Some(())
+}
+
+// The type's callbacks. The floor's keys live for a minute in a
+// benchmark's server: RDB saves and loads them, an AOF rewrite leaves
+// them out.
+
+extern "C" fn cell_rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
+    // SAFETY: `value` is a `Cell` this module stored.
+    unsafe {
+        if let (Some(cell), Some(save)) =
+            (value.cast::<Cell>().as_ref(), raw::RedisModule_SaveUnsigned)
+        {
+            save(rdb, cell.calls);
+            save(rdb, cell.spare);
+        }
+    }
+}
+
+extern "C" fn cell_rdb_load(rdb: *mut raw::RedisModuleIO, _encver: c_int) -> *mut c_void {
+    // SAFETY: the server's loading context.
+    unsafe {
+        let Some(load) = raw::RedisModule_LoadUnsigned else {
+            return std::ptr::null_mut();
+        };
+        let (calls, spare) = (load(rdb), load(rdb));
+        Box::into_raw(Box::new(Cell { calls, spare })).cast()
+    }
+}
+
+extern "C" fn cell_aof_rewrite(
+    _aof: *mut raw::RedisModuleIO,
+    _key: *mut raw::RedisModuleString,
+    _value: *mut c_void,
+) {
+}
+
+extern "C" fn cell_mem_usage(_value: *const c_void) -> usize {
+    std::mem::size_of::<Cell>()
+}
+
+extern "C" fn cell_free(value: *mut c_void) {
+    if !value.is_null() {
+        // SAFETY: a `Cell` this module boxed, freed once by the server.
+        drop(unsafe { Box::from_raw(value.cast::<Cell>()) });
+    }
 }
 
 /// Replies RL.THROTTLE's five integers.
@@ -341,6 +442,35 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
         let Some(create) = raw::RedisModule_CreateCommand else {
             return Status::Err;
         };
+        let Some(create_type) = raw::RedisModule_CreateDataType else {
+            return Status::Err;
+        };
+        let mut methods = raw::RedisModuleTypeMethods {
+            version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
+            rdb_load: Some(cell_rdb_load),
+            rdb_save: Some(cell_rdb_save),
+            aof_rewrite: Some(cell_aof_rewrite),
+            mem_usage: Some(cell_mem_usage),
+            digest: None,
+            free: Some(cell_free),
+            aux_load: None,
+            aux_save: None,
+            aux_save_triggers: 0,
+            free_effort: None,
+            unlink: None,
+            copy: None,
+            defrag: None,
+            mem_usage2: None,
+            free_effort2: None,
+            unlink2: None,
+            copy2: None,
+            aux_save2: None,
+        };
+        let ty = create_type(ctx.get_raw(), c"floor-val".as_ptr(), 0, &mut methods);
+        if ty.is_null() {
+            return Status::Err;
+        }
+        CELL_TYPE.store(ty, Ordering::Relaxed);
         for (name, handler) in [
             (c"FLOOR.THROTTLE", Some(floor_throttle as Handler)),
             (c"FLOOR.KEEP", Some(floor_keep as Handler)),

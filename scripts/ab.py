@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A/B of two builds of the module: server CPU per call of one command,
 measured on two redis-servers side by side, one per build, in interleaved
-repetitions. Standard library only (and `bench.py`'s RESP client).
+repetitions. Standard library only (and the benchmark's RESP client, scripts/bench/resp.py).
 
     python3 scripts/ab.py --a tmp/before.so --b target/release/libredis_ratelimit.so \\
         --cmd 'RL.SLIDE b:s:__rand_int__ 10000 10000000' -r 100000 -n 2000000 -P 16 --reps 5
@@ -49,7 +49,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import Client, ReplyError, encode, free_port  # noqa: E402
+from bench.resp import Client, ReplyError, encode  # noqa: E402
+from bench.servers import free_port  # noqa: E402
 
 RAND = "__rand_int__"
 
@@ -181,7 +182,7 @@ def main() -> int:
     report = {"cmd": opts.cmd, "cmd_b": opts.cmd_b or opts.cmd, "builds": builds, "n": opts.n, "r": opts.r, "P": opts.pipeline, "runs": []}
     try:
         for name, so in builds.items():
-            servers[name] = Pinned(opts.server, opts.server_core, [so] + opts.extra_module, workdir, name)
+            servers[name] = Pinned(opts.server, opts.server_core, [so] + [os.path.abspath(m) for m in opts.extra_module], workdir, name)
         if opts.memory:
             for name, s in servers.items():
                 m = memory(s, shlex.split(opts.memory), opts.memory_calls)

@@ -82,6 +82,15 @@ def make_rows(shas: dict, with_cell: bool):
             # examples/floor.rs: one minute after the call, whatever the limit.
             expiry_s=60,
         ),
+        Row(
+            "FLOOR.LIMIT",
+            "floor: the interface deciding nothing (reads, parses, keeps a module value, propagates)",
+            lambda k, l, w, s: ["FLOOR.LIMIT", k, l - 1, l, w],
+            limiter=False,
+            keys_per_call=0,
+            # examples/floor.rs: one minute after the call, whatever the limit.
+            expiry_s=60,
+        ),
         Row("RL.THROTTLE", "RL.THROTTLE (GCRA)", lambda k, l, w, s: ["RL.THROTTLE", k, l - 1, l, w], single=True),
         Row("RL.SLIDE", "RL.SLIDE (exact log)", lambda k, l, w, s: ["RL.SLIDE", k, l, w], single=True),
         Row("RL.SLICE", "RL.SLICE (60 slices)", lambda k, l, w, s: ["RL.SLICE", k, l, w, s], single=True),

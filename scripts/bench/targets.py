@@ -175,6 +175,15 @@ def keep_ratio_target(group, text, by_name, name, rg_id, least):
         f2(t["usec_per_call_median"]),
         f2(keep["usec_per_call_median"]),
     )
+    # The bound the interface sets: FLOOR.LIMIT keeps a module value as a
+    # limiter does, reads, parses and propagates, and decides nothing.
+    floor = by_name.get("FLOOR.LIMIT")
+    if floor and name != "FLOOR.LIMIT":
+        f = floor["throughput"][rg_id]
+        measured += "; FLOOR.LIMIT (the interface deciding nothing) %.3fx, usec_per_call %s" % (
+            f["cpu_ratio_to_keep_median"],
+            f2(f["usec_per_call_median"]),
+        )
     return target(group, text, measured, x >= least)
 
 
