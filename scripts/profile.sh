@@ -3,13 +3,17 @@
 # floor module (FLOOR.THROTTLE: RL.THROTTLE's interface, deciding nothing;
 # FLOOR.KEEP: the same, keeping state with an expiry; FLOOR.ALLOW: RL.ALLOW's
 # interface keeping state on three keys), INCR and every RL command, each on
-# one hot key at -P 16. "x floor" is a command's count over FLOOR.THROTTLE's,
-# "x keep" over the FLOOR row of its interface that keeps state (above 1:
-# the command's own work). Counts are repeatable (they do not depend on the
-# machine's load), so they show where the cost of a command goes and whether
-# a change moved it. The counting is the benchmark's (scripts/bench/
-# instructions.py), which `make bench` runs too and reports next to the
-# throughput; this script runs only that part.
+# one hot key at -P 16, each followed by FLOOR.LIMIT with its own arguments
+# (FLOOR.ALLOWLIMIT for RL.ALLOW: the interface reading, parsing, keeping a
+# module value and propagating, deciding nothing). "x floor" is a count over
+# FLOOR.THROTTLE's, "x keep" over the FLOOR row of its interface that keeps
+# state (above 1: the command's own work), "x limit" over its FLOOR.LIMIT
+# (above 1: its decision and glue). Counts do not depend on the machine's
+# load (they move by about 1 % between runs: compare within one), so they
+# show where the cost of a command goes and whether a change moved it. The
+# counting is the benchmark's (scripts/bench/instructions.py), which `make
+# bench` runs too and reports next to the throughput; this script runs only
+# that part.
 #
 #   scripts/profile.sh            # builds the release module and the floor
 #   scripts/profile.sh --top N    # also the N costliest functions per command

@@ -544,15 +544,18 @@ impl Leases {
     /// and then the state is left as it was: a release that releases
     /// nothing changes nothing.
     pub fn release(&mut self, now: Nanos, id: &[u8]) -> bool {
+        // One hash for both probes: dropping expired leases changes the
+        // index, not the hash of an id.
+        let hash = hash_of(id);
         let live = self
-            .find_hashed(hash_of(id), id)
+            .find_hashed(hash, id)
             .is_some_and(|h| self.node(h).expiry > now);
         if !live {
             return false;
         }
         self.drop_expired(now);
         let Leases { classes, index, .. } = self;
-        let found = index.find_entry(hash_of(id), |&h| id_in(classes, h) == id);
+        let found = index.find_entry(hash, |&h| id_in(classes, h) == id);
         let Ok(entry) = found else {
             return false;
         };
