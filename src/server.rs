@@ -276,6 +276,7 @@ impl<'a> Ctx<'a> {
             ctx: *self,
             name,
             ptr,
+            known: (std::ptr::null_mut(), std::ptr::null_mut()),
         }
     }
 
@@ -510,6 +511,10 @@ pub struct Key<'a> {
     ctx: Ctx<'a>,
     name: *mut RedisModuleString,
     ptr: *mut RedisModuleKey,
+    /// The value `prefetch` found and its type, which `value` of that
+    /// type then returns without asking again; null when none, and once
+    /// the key's value is replaced or deleted.
+    known: (*mut raw::RedisModuleType, *mut c_void),
 }
 
 impl<'a> Key<'a> {
@@ -526,6 +531,14 @@ impl<'a> Key<'a> {
     pub fn value<T>(&mut self, ty: &ModuleType<T>) -> Held<'_, T> {
         if self.ptr.is_null() {
             return Held::Nothing;
+        }
+        if self.known.0 == ty.raw() {
+            // SAFETY: a value of type `ty` that `prefetch` found in this
+            // key, which still holds it (`set` and `delete` forget it); a
+            // value of type `ty` is a `T` (`ModuleType<T>` ties the two).
+            if let Some(value) = unsafe { self.known.1.cast::<T>().as_mut() } {
+                return Held::Ours(value);
+            }
         }
         let api = self.ctx.api;
         // SAFETY: an open key. The type is null unless the key holds a
@@ -549,12 +562,35 @@ impl<'a> Key<'a> {
         }
     }
 
+    /// Asks the processor to start loading the memory of the key's value,
+    /// if it holds one of type `ty`, so that work done before `value`
+    /// overlaps the wait on a value that is not in the cache. Changes
+    /// nothing.
+    /// The key remembers the value found, which `value` of the same type
+    /// then returns without asking the server again.
+    pub fn prefetch<T>(&mut self, ty: &ModuleType<T>) {
+        if self.ptr.is_null() {
+            return;
+        }
+        let api = self.ctx.api;
+        // SAFETY: an open key; the value is only named, never read here.
+        let value = unsafe {
+            if (api.module_type_get_type)(self.ptr) != ty.raw() {
+                return;
+            }
+            (api.module_type_get_value)(self.ptr)
+        };
+        prefetch_lines(value.cast::<u8>(), std::mem::size_of::<T>());
+        self.known = (ty.raw(), value);
+    }
+
     /// Stores `value` as the key's value of type `ty`, replacing whatever
     /// the key held. False if the server refused (it then drops `value`).
     pub fn set<T>(&mut self, ty: &ModuleType<T>, value: T) -> bool {
         if self.ptr.is_null() {
             return false;
         }
+        self.known = (std::ptr::null_mut(), std::ptr::null_mut());
         let raw_value = Box::into_raw(Box::new(value));
         // SAFETY: an open key; on success the server owns the value and
         // frees it through the type's `free` callback.
@@ -579,6 +615,7 @@ impl<'a> Key<'a> {
         if self.ptr.is_null() {
             return false;
         }
+        self.known = (std::ptr::null_mut(), std::ptr::null_mut());
         // SAFETY: an open key; its value is freed through the type's `free`.
         unsafe { (self.ctx.api.delete_key)(self.ptr) == raw::REDISMODULE_OK as c_int }
     }
@@ -662,4 +699,24 @@ pub fn filter_arg_is(
     // runs; the server answers null past the last argument.
     let s = unsafe { (api.command_filter_arg_get)(fctx, pos) };
     !s.is_null() && string_bytes(api, s).eq_ignore_ascii_case(word)
+}
+
+/// Starts loading the cache lines of `len` bytes at `at` (at most two
+/// lines: the states are one or two). A prefetch never faults, whatever
+/// the address; elsewhere than x86-64 it does nothing.
+#[inline]
+fn prefetch_lines(at: *const u8, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: prefetching is a hint: it reads nothing and cannot fault.
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(at.cast::<i8>());
+            if len > 64 {
+                _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(64).cast::<i8>());
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (at, len);
 }

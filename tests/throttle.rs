@@ -111,6 +111,36 @@ fn peek_changes_nothing() {
     }
 }
 
+/// A peek (quantity 0, however written) opens its key for reading, a call
+/// that takes units for writing: the server counts keyspace hits and misses
+/// for reads only. The key is opened before the arguments are read
+/// (docs/DESIGN.md#flow), so the mode comes from the quantity's word.
+#[test]
+fn a_peek_reads_its_key_and_a_take_writes_it() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let lookups = |con: &mut Connection| {
+        let hits: i64 = info_field(con, "stats", "keyspace_hits").parse().unwrap();
+        let misses: i64 = info_field(con, "stats", "keyspace_misses").parse().unwrap();
+        (hits, misses)
+    };
+    let (h0, m0) = lookups(&mut con);
+    five(&mut con, &["RL.THROTTLE", "m", "4", "1", "60", "0"]);
+    five(&mut con, &["RL.THROTTLE", "m", "4", "1", "60", "000", "MS"]);
+    assert_eq!(lookups(&mut con), (h0, m0 + 2), "peeks read");
+    five(&mut con, &["RL.THROTTLE", "m", "4", "1", "60"]);
+    five(&mut con, &["RL.THROTTLE", "m", "4", "1", "60", "1"]);
+    five(&mut con, &["RL.THROTTLE", "m", "4", "1", "60", "MS"]);
+    assert_eq!(lookups(&mut con), (h0, m0 + 2), "takes write");
+    five(&mut con, &["RL.THROTTLE", "m", "4", "1", "60", "0"]);
+    assert_eq!(lookups(&mut con), (h0 + 1, m0 + 2), "a peek of a key that exists");
+    // An argument error after the key was opened changes nothing.
+    let before = dataset(&mut con);
+    assert!(error(&mut con, &["RL.THROTTLE", "m", "4", "1", "60", "x"]).starts_with("ERR"));
+    assert!(error(&mut con, &["RL.THROTTLE", "m", "4", "1", "0"]).starts_with("ERR"));
+    assert_eq!(dataset(&mut con), before);
+}
+
 #[test]
 fn expiry_is_the_reset_moment() {
     let server = Server::start();

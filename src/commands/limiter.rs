@@ -90,6 +90,15 @@ extern "C" fn rl_limiter<L: Kind>(
         if argv.len() < 2 + L::PARAMS.len() + usize::from(L::TAKES_ID) {
             return Err(Error::Arity);
         }
+        // The key is opened first, and its value's memory asked for, so
+        // that on a key out of the cache the wait overlaps the parsing
+        // (docs/DESIGN.md#flow). Only a request that takes units can
+        // change the key: a quantity of zero (all zeros where the
+        // quantity goes) opens it for reading, as any error leaves it.
+        let quantity_word = argv.bytes(2 + L::PARAMS.len() + usize::from(L::TAKES_ID));
+        let peek = !quantity_word.is_empty() && quantity_word.iter().all(|&b| b == b'0');
+        let mut key = ctx.open_key(argv, 1, !peek);
+        key.prefetch(L::module_type());
         let mut words = ArrayVec::<&[u8], MAX_ARGS>::new();
         arg_bytes(argv, 2, &mut words)?;
         let Request {
@@ -102,6 +111,7 @@ extern "C" fn rl_limiter<L: Kind>(
         limit::<L>(
             ctx,
             argv,
+            key,
             &params,
             Asked {
                 id,
@@ -135,12 +145,11 @@ struct Asked<'i> {
 fn limit<'a, L: Kind>(
     ctx: Ctx<'a>,
     argv: Argv<'a>,
+    mut key: Key<'a>,
     params: &L::Params,
     request: Asked<'_>,
 ) -> Result<Outcome, Error> {
-    // Only a request that takes units can change the key.
     let takes = request.quantity > 0;
-    let mut key = ctx.open_key(argv, 1, takes);
     let now = request.at.unwrap_or_else(clock::now);
     let (quantity, id) = (request.quantity, request.id);
     let (decision, changed) = match key.value(L::module_type()) {
@@ -224,6 +233,20 @@ pub fn commit<L: Kind>(key: &mut Key, update: L::Update) -> Result<(), Error> {
             state.apply(update);
             store(key, state)
         }
+    }
+}
+
+/// Asks for the memory of a key's value, if it holds the spec's kind
+/// (`Key::prefetch`), before a several-limit call decides its limits.
+pub(super) struct PrefetchKey<'k, 'a> {
+    pub key: &'k mut Key<'a>,
+}
+
+impl Visit for PrefetchKey<'_, '_> {
+    type Out = ();
+
+    fn visit<L: Kind>(self, _params: &L::Params) {
+        self.key.prefetch(L::module_type());
     }
 }
 

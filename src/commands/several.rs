@@ -6,7 +6,7 @@ use std::ffi::c_int;
 use arrayvec::ArrayVec;
 use redis_module::raw;
 
-use super::limiter::{doc_options, doc_param, DecideKey, ExtendKey, ReplicateState};
+use super::limiter::{doc_options, doc_param, DecideKey, ExtendKey, PrefetchKey, ReplicateState};
 use super::{arg_bytes, entry, propagate, recorded, Error, Outcome};
 use crate::args::{self, MAX_KEYS};
 use crate::core::Decision;
@@ -154,19 +154,22 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
     let now = options.at.unwrap_or_else(clock::now);
     let id = options.id.unwrap_or_default();
 
-    // Open and decide every limit, staging what each would record.
+    // Open every key and ask for its value's memory, so that the waits
+    // for values out of the cache overlap; then decide every limit,
+    // staging what each would record.
     let mut limits: ArrayVec<Limit<'a>, MAX_KEYS> = ArrayVec::new();
-    let mut decisions: ArrayVec<Decision, MAX_KEYS> = ArrayVec::new();
     for (i, spec) in specs.iter().enumerate() {
-        // `count` is at most MAX_KEYS: neither push can overflow.
+        let mut key = ctx.open_key(argv, 2 + i, takes);
+        spec.visit(PrefetchKey { key: &mut key });
+        // `count` is at most MAX_KEYS: the push cannot overflow.
         limits.push(Limit {
-            key: ctx.open_key(argv, 2 + i, takes),
+            key,
             staged: Staged::Nothing,
             changed: false,
         });
-        let Some(limit) = limits.last_mut() else {
-            break;
-        };
+    }
+    let mut decisions: ArrayVec<Decision, MAX_KEYS> = ArrayVec::new();
+    for (limit, spec) in limits.iter_mut().zip(&specs) {
         decisions.push(spec.visit(DecideKey {
             key: &mut limit.key,
             now,
