@@ -133,7 +133,11 @@ fn a_peek_reads_its_key_and_a_take_writes_it() {
     five(&mut con, &["RL.THROTTLE", "m", "4", "1", "60", "MS"]);
     assert_eq!(lookups(&mut con), (h0, m0 + 2), "takes write");
     five(&mut con, &["RL.THROTTLE", "m", "4", "1", "60", "0"]);
-    assert_eq!(lookups(&mut con), (h0 + 1, m0 + 2), "a peek of a key that exists");
+    assert_eq!(
+        lookups(&mut con),
+        (h0 + 1, m0 + 2),
+        "a peek of a key that exists"
+    );
     // An argument error after the key was opened changes nothing.
     let before = dataset(&mut con);
     assert!(error(&mut con, &["RL.THROTTLE", "m", "4", "1", "60", "x"]).starts_with("ERR"));
