@@ -198,6 +198,12 @@ def instr_cells(name, per_call):
 
 def row_cells(e, per_call) -> list:
     cells = [e["title"]] + instr_cells(e["name"], per_call)
+    if e["name"] == "FLOOR.LIMIT":
+        # Counted with RL.THROTTLE's arguments, which this row takes.
+        counted = per_call.get(limit_floor("RL.THROTTLE"))
+        keep = per_call.get("FLOOR.KEEP")
+        if counted:
+            cells[1:4] = [fmt_num(counted, 0), "%.3fx" % (counted / keep) if keep else "-", "-"]
     for rg_id, _, _, kind in REGIMES:
         t = e["throughput"][rg_id]
         mark = " (%d errors!)" % t["errors"] if t["errors"] else ""
