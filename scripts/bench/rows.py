@@ -61,35 +61,30 @@ class Row:
         return args + ["0"]
 
 
+def floor_row(name, title, keeps=True) -> Row:
+    """A command of examples/floor.rs, with RL.THROTTLE's arguments; one
+    that keeps state sets its key's expiry to one minute after the call,
+    whatever the limit."""
+    return Row(
+        name,
+        title,
+        lambda k, l, w, s: [name, k, l - 1, l, w],
+        limiter=False,
+        keys_per_call=0,
+        keeps=keeps,
+        expiry_s=60 if keeps else None,
+    )
+
+
 def make_rows(shas: dict, with_cell: bool):
     rows = [
         Row("PING", "PING (no key)", lambda k, l, w, s: ["PING"], limiter=False, keys_per_call=0, keeps=False),
         Row("INCR", "INCR (the baseline)", lambda k, l, w, s: ["INCR", k], limiter=False),
-        Row(
-            "FLOOR.THROTTLE",
-            "floor: no-op module command",
-            lambda k, l, w, s: ["FLOOR.THROTTLE", k, l - 1, l, w],
-            limiter=False,
-            keys_per_call=0,
-            keeps=False,
-        ),
-        Row(
-            "FLOOR.KEEP",
-            "floor keeping state with an expiry",
-            lambda k, l, w, s: ["FLOOR.KEEP", k, l - 1, l, w],
-            limiter=False,
-            keys_per_call=0,
-            # examples/floor.rs: one minute after the call, whatever the limit.
-            expiry_s=60,
-        ),
-        Row(
+        floor_row("FLOOR.THROTTLE", "floor: no-op module command", keeps=False),
+        floor_row("FLOOR.KEEP", "floor keeping state with an expiry"),
+        floor_row(
             "FLOOR.LIMIT",
             "floor: the interface deciding nothing (reads, parses, keeps a module value, propagates)",
-            lambda k, l, w, s: ["FLOOR.LIMIT", k, l - 1, l, w],
-            limiter=False,
-            keys_per_call=0,
-            # examples/floor.rs: one minute after the call, whatever the limit.
-            expiry_s=60,
         ),
         Row("RL.THROTTLE", "RL.THROTTLE (GCRA)", lambda k, l, w, s: ["RL.THROTTLE", k, l - 1, l, w], single=True),
         Row("RL.SLIDE", "RL.SLIDE (exact log)", lambda k, l, w, s: ["RL.SLIDE", k, l, w], single=True),
