@@ -511,9 +511,9 @@ pub struct Key<'a> {
     ctx: Ctx<'a>,
     name: *mut RedisModuleString,
     ptr: *mut RedisModuleKey,
-    /// The value `prefetch` found and its type, which `value` of that
-    /// type then returns without asking again; null when none, and once
-    /// the key's value is replaced or deleted.
+    /// The value `value` found and its type, which `value` of that type
+    /// then returns without asking the server again; null when none, and
+    /// once the key's value is replaced or deleted.
     known: (*mut raw::RedisModuleType, *mut c_void),
 }
 
@@ -527,35 +527,34 @@ impl<'a> Key<'a> {
     }
 
     /// The value, if the key holds one of type `ty`. The borrow of the key
-    /// keeps the value from being replaced while it is in use.
+    /// keeps the value from being replaced while it is in use. The value
+    /// found is remembered, so that asking again (after `prefetch`) does
+    /// not ask the server again.
     pub fn value<T>(&mut self, ty: &ModuleType<T>) -> Held<'_, T> {
         if self.ptr.is_null() {
             return Held::Nothing;
         }
-        if self.known.0 == ty.raw() {
-            // SAFETY: a value of type `ty` that `prefetch` found in this
-            // key, which still holds it (`set` and `delete` forget it); a
-            // value of type `ty` is a `T` (`ModuleType<T>` ties the two).
-            if let Some(value) = unsafe { self.known.1.cast::<T>().as_mut() } {
-                return Held::Ours(value);
-            }
-        }
         let api = self.ctx.api;
         // SAFETY: an open key. The type is null unless the key holds a
         // module value; a value of type `ty` was stored by `set` as a
-        // `Box<T>`: `ModuleType<T>` ties the two.
+        // `Box<T>`: `ModuleType<T>` ties the two. A remembered value is
+        // one of type `ty` that this key still holds (`set` and `delete`
+        // forget it).
         unsafe {
-            let found = (api.module_type_get_type)(self.ptr);
-            if found.is_null() {
-                return match self.kind() == raw::REDISMODULE_KEYTYPE_EMPTY as c_int {
-                    true => Held::Nothing,
-                    false => Held::Other,
-                };
+            if self.known.0 != ty.raw() || self.known.1.is_null() {
+                let found = (api.module_type_get_type)(self.ptr);
+                if found.is_null() {
+                    return match self.kind() == raw::REDISMODULE_KEYTYPE_EMPTY as c_int {
+                        true => Held::Nothing,
+                        false => Held::Other,
+                    };
+                }
+                if found != ty.raw() {
+                    return Held::Other;
+                }
+                self.known = (found, (api.module_type_get_value)(self.ptr));
             }
-            if found != ty.raw() {
-                return Held::Other;
-            }
-            match (api.module_type_get_value)(self.ptr).cast::<T>().as_mut() {
+            match self.known.1.cast::<T>().as_mut() {
                 Some(value) => Held::Ours(value),
                 None => Held::Other,
             }
@@ -566,22 +565,13 @@ impl<'a> Key<'a> {
     /// if it holds one of type `ty`, so that work done before `value`
     /// overlaps the wait on a value that is not in the cache. Changes
     /// nothing.
-    /// The key remembers the value found, which `value` of the same type
-    /// then returns without asking the server again.
     pub fn prefetch<T>(&mut self, ty: &ModuleType<T>) {
-        if self.ptr.is_null() {
-            return;
+        if let Held::Ours(value) = self.value(ty) {
+            prefetch_lines(
+                std::ptr::from_mut(value).cast::<u8>(),
+                std::mem::size_of::<T>(),
+            );
         }
-        let api = self.ctx.api;
-        // SAFETY: an open key; the value is only named, never read here.
-        let value = unsafe {
-            if (api.module_type_get_type)(self.ptr) != ty.raw() {
-                return;
-            }
-            (api.module_type_get_value)(self.ptr)
-        };
-        prefetch_lines(value.cast::<u8>(), std::mem::size_of::<T>());
-        self.known = (ty.raw(), value);
     }
 
     /// Stores `value` as the key's value of type `ty`, replacing whatever
