@@ -87,20 +87,22 @@ extern "C" fn rl_limiter<L: Kind>(
     argc: c_int,
 ) -> c_int {
     entry(ctx, argv, argc, Some(stats::Stat(L::INDEX)), |ctx, argv| {
-        if argv.len() < 2 + L::PARAMS.len() + usize::from(L::TAKES_ID) {
+        // Where the quantity goes, among the words after the key.
+        let quantity_at = L::PARAMS.len() + usize::from(L::TAKES_ID);
+        if argv.len() < 2 + quantity_at {
             return Err(Error::Arity);
         }
-        // The key is opened first, and its value's memory asked for, so
-        // that on a key out of the cache the wait overlaps the parsing
-        // (docs/DESIGN.md#flow). Only a request that takes units can
-        // change the key: a quantity of zero (all zeros where the
-        // quantity goes) opens it for reading, as any error leaves it.
-        let quantity_word = argv.bytes(2 + L::PARAMS.len() + usize::from(L::TAKES_ID));
-        let peek = !quantity_word.is_empty() && quantity_word.iter().all(|&b| b == b'0');
-        let mut key = ctx.open_key(argv, 1, !peek);
-        key.prefetch(L::module_type());
         let mut words = ArrayVec::<&[u8], MAX_ARGS>::new();
         arg_bytes(argv, 2, &mut words)?;
+        // The key is opened before the words are parsed, and its value's
+        // memory asked for, so that on a key out of the cache the wait
+        // overlaps the parsing (docs/DESIGN.md#flow). Only a request that
+        // takes units can change the key: a quantity of zero (all zeros
+        // where the quantity goes) opens it for reading.
+        let quantity = words.get(quantity_at).copied().unwrap_or_default();
+        let peek = !quantity.is_empty() && quantity.iter().all(|&b| b == b'0');
+        let mut key = ctx.open_key(argv, 1, !peek);
+        key.prefetch(L::module_type());
         let Request {
             params,
             id,
