@@ -79,14 +79,8 @@ extern "C" fn floor_keep(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    // SAFETY: as above.
-    let done = unsafe {
-        if argc < 5 {
-            return wrong_arity(ctx);
-        }
-        keep(ctx, *argv.add(1), libc_now_ms() + 60_000).and_then(|()| reply_five(ctx))
-    };
-    status(done)
+    // SAFETY: the server's arguments to a command handler.
+    unsafe { single(ctx, argv, argc, Floor::Keep) }
 }
 
 extern "C" fn floor_parse(
@@ -95,14 +89,7 @@ extern "C" fn floor_parse(
     argc: c_int,
 ) -> c_int {
     // SAFETY: as above.
-    let done = unsafe {
-        if argc < 5 {
-            return wrong_arity(ctx);
-        }
-        parse_all(argv, 2, argc);
-        keep(ctx, *argv.add(1), libc_now_ms() + 60_000).and_then(|()| reply_five(ctx))
-    };
-    status(done)
+    unsafe { single(ctx, argv, argc, Floor::Parse) }
 }
 
 extern "C" fn floor_limit(
@@ -111,16 +98,54 @@ extern "C" fn floor_limit(
     argc: c_int,
 ) -> c_int {
     // SAFETY: as above.
-    let done = unsafe {
-        if argc < 3 {
+    unsafe { single(ctx, argv, argc, Floor::Limit) }
+}
+
+/// The single-key floors that keep state, by what each does.
+#[derive(Clone, Copy)]
+enum Floor {
+    /// FLOOR.KEEP: a string value kept with an expiry.
+    Keep,
+    /// FLOOR.PARSE: FLOOR.KEEP that also reads and parses its arguments.
+    Parse,
+    /// FLOOR.LIMIT: FLOOR.PARSE keeping a module value, and propagating.
+    Limit,
+}
+
+/// FLOOR.KEEP, FLOOR.PARSE or FLOOR.LIMIT.
+///
+/// # Safety
+/// The server's arguments to a command handler.
+#[inline(always)]
+unsafe fn single(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    floor: Floor,
+) -> c_int {
+    // FLOOR.LIMIT takes every kind's arguments (RL.SLIDE's are two).
+    let least = match floor {
+        Floor::Limit => 3,
+        Floor::Keep | Floor::Parse => 5,
+    };
+    unsafe {
+        if argc < least {
             return wrong_arity(ctx);
         }
-        parse_all(argv, 2, argc);
-        keep_typed(ctx, *argv.add(1), libc_now_ms() + 60_000)
-            .and_then(|()| replicate(ctx))
-            .and_then(|()| reply_five(ctx))
-    };
-    status(done)
+        let (name, at) = (*argv.add(1), libc_now_ms() + 60_000);
+        let kept = match floor {
+            Floor::Keep => keep(ctx, name, at),
+            Floor::Parse => {
+                parse_all(argv, 2, argc);
+                keep(ctx, name, at)
+            }
+            Floor::Limit => {
+                parse_all(argv, 2, argc);
+                keep_typed(ctx, name, at).and_then(|()| replicate(ctx))
+            }
+        };
+        status(kept.and_then(|()| reply_five(ctx)))
+    }
 }
 
 /// `FLOOR.ALLOW numkeys key [key ...] <anything>`: FLOOR.KEEP on each of
