@@ -14,9 +14,9 @@ bucket paid a few hundred instructions more for its lookups (FLOOR.KEEP
 measured 7,341 in one run and 7,837 in the next). Alone, every command's
 lookups cost the same, so the differences are the commands' own. Counts do
 not depend on the machine's load, so they are the steady figures where
-throughput moves by 10 to 30 % between runs; keeping state moves them by
-a few dozen instructions (how often an expiry moves depends on the pace
-of the calls under valgrind).
+throughput moves by 10 to 30 % between runs; they still move by about
+1 % between runs (how often an expiry moves, and the server's timer, depend
+on the pace of the calls under valgrind): compare within one run.
 
 Without valgrind the counts are left out and the report says so
 (`apt-get install valgrind`)."""
@@ -53,7 +53,8 @@ def commands_of(rows) -> list:
     each on its hot key with the hot-key regimes' limit (1,000,000 per
     second), as [(name, args, required command or None, set-up commands)].
     After each single command and RL.ALLOW, its interface's floor
-    (`limit_floor`) with the same arguments and set-up."""
+    (`limit_floor`) with the same arguments, in a database of its own
+    without the command's set-up."""
     by = {r.name: r for r in rows}
 
     def hot(row):

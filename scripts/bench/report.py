@@ -281,7 +281,7 @@ def print_instructions(counts: dict, machine: dict, reproduce: str) -> None:
     for name, count in per_call.items():
         keep = per_call.get(INSTR_FLOOR.get(name.split()[-1], "FLOOR.KEEP"))
         limit = per_call.get(limit_floor(name))
-        x_keep = "-" if name in ("FLOOR.KEEP", "FLOOR.ALLOW") or not keep or not name.startswith(("RL.", "FLOOR.LIMIT")) else "%.3f" % (count / keep)
+        x_keep = "%.3f" % (count / keep) if keep and name.startswith(("RL.", "FLOOR.LIMIT")) else "-"
         x_limit = "%.3f" % (count / limit) if limit else "-"
         print("%-22s %10.0f %8s %8s %8s" % (name, count, "%.2f" % (count / floor) if floor else "-", x_keep, x_limit))
         for cost, function in counts.get("top", {}).get(name, []):
