@@ -34,6 +34,13 @@
 //!   as a row of its own and counts its instructions with each RL
 //!   command's own arguments, so that what a command costs beyond it is
 //!   its decision and its glue.
+//! - `FLOOR.LIMIT64 key ...` is FLOOR.LIMIT with a 64-byte value: the
+//!   allocation RL.SLIDE's, RL.SLICE's and RL.QUOTA's states take. On a
+//!   key out of the cache it costs one more line to fetch than
+//!   FLOOR.LIMIT: a 16-byte value is allocated beside the server's own
+//!   16-byte record of it (same size class, allocated one after the
+//!   other), a larger one elsewhere. The bound for a command whose state
+//!   is larger than 16 bytes.
 //! - `FLOOR.ALLOWLIMIT numkeys key [key ...] ...` is FLOOR.ALLOW that also
 //!   reads every argument after the keys and parses it as a decimal, keeps
 //!   a `floor-val` value on each key, and propagates: the same for
@@ -98,7 +105,16 @@ extern "C" fn floor_limit(
     argc: c_int,
 ) -> c_int {
     // SAFETY: as above.
-    unsafe { single(ctx, argv, argc, Floor::Limit) }
+    unsafe { single(ctx, argv, argc, Floor::Limit(2)) }
+}
+
+extern "C" fn floor_limit64(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    // SAFETY: as above.
+    unsafe { single(ctx, argv, argc, Floor::Limit(8)) }
 }
 
 /// The single-key floors that keep state, by what each does.
@@ -108,8 +124,9 @@ enum Floor {
     Keep,
     /// FLOOR.PARSE: FLOOR.KEEP that also reads and parses its arguments.
     Parse,
-    /// FLOOR.LIMIT: FLOOR.PARSE keeping a module value, and propagating.
-    Limit,
+    /// FLOOR.LIMIT and FLOOR.LIMIT64: FLOOR.PARSE keeping a module value
+    /// of this many 8-byte words, and propagating.
+    Limit(usize),
 }
 
 /// FLOOR.KEEP, FLOOR.PARSE or FLOOR.LIMIT.
@@ -125,7 +142,7 @@ unsafe fn single(
 ) -> c_int {
     // FLOOR.LIMIT takes every kind's arguments (RL.SLIDE's are two).
     let least = match floor {
-        Floor::Limit => 3,
+        Floor::Limit(_) => 3,
         Floor::Keep | Floor::Parse => 5,
     };
     unsafe {
@@ -139,9 +156,9 @@ unsafe fn single(
                 parse_all(argv, 2, argc);
                 keep(ctx, name, at)
             }
-            Floor::Limit => {
+            Floor::Limit(words) => {
                 parse_all(argv, 2, argc);
-                keep_typed(ctx, name, at).and_then(|()| replicate(ctx))
+                keep_typed(ctx, name, at, words).and_then(|()| replicate(ctx))
             }
         };
         status(kept.and_then(|()| reply_five(ctx)))
@@ -194,7 +211,7 @@ unsafe fn allow(
         let at = libc_now_ms() + 60_000;
         for i in 0..count {
             match limit {
-                true => keep_typed(ctx, *argv.add(2 + i), at)?,
+                true => keep_typed(ctx, *argv.add(2 + i), at, 2)?,
                 false => keep(ctx, *argv.add(2 + i), at)?,
             }
         }
@@ -283,19 +300,49 @@ unsafe fn keep(
 }
 
 /// What FLOOR.LIMIT keeps in a key: a value of the floor's own module
-/// type, 16 bytes as RL.THROTTLE's state, read and written on every call.
-#[repr(C)]
-struct Cell {
-    calls: u64,
-    spare: u64,
+/// type, `words` 8-byte words, the first holding `words` and the last
+/// counting the calls: both are read, the last written, on every call. FLOOR.LIMIT's is 16 bytes, as RL.THROTTLE's state;
+/// FLOOR.LIMIT64's 64 bytes, the allocation RL.SLIDE's, RL.SLICE's and
+/// RL.QUOTA's states take (56 or 64 bytes, in jemalloc's 64-byte class).
+struct Cell;
+
+impl Cell {
+    /// A new value of `words` words (2 to 8), as a raw pointer.
+    fn new(words: usize) -> *mut u64 {
+        let mut cell = vec![0u64; words.clamp(2, 8)];
+        cell[0] = cell.len() as u64;
+        Box::into_raw(cell.into_boxed_slice()).cast()
+    }
+
+    /// Frees a value made by `Cell::new`.
+    ///
+    /// # Safety
+    /// `cell` came from `Cell::new` and is freed once.
+    unsafe fn free(cell: *mut u64) {
+        unsafe {
+            let words = *cell as usize;
+            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                cell, words,
+            )));
+        }
+    }
+
+    /// The value's words.
+    ///
+    /// # Safety
+    /// `cell` came from `Cell::new` and is alive.
+    unsafe fn words<'a>(cell: *mut u64) -> &'a mut [u64] {
+        unsafe { std::slice::from_raw_parts_mut(cell, *cell as usize) }
+    }
 }
 
 /// The floor's module type (`floor-val`), created at load.
 static CELL_TYPE: AtomicPtr<raw::RedisModuleType> = AtomicPtr::new(std::ptr::null_mut());
 
-/// `keep`, with the key's value a `Cell` of the floor's module type
-/// instead of a string: as a limiter keeps its state (two more look-ups,
-/// the type's and the value's, and the value's memory read and written).
+/// `keep`, with the key's value a `Cell` of `words` words of the floor's
+/// module type instead of a string: as a limiter keeps its state (two more
+/// look-ups, the type's and the value's, and the value's memory read and
+/// written).
 ///
 /// # Safety
 /// `ctx` and `name` belong to the running command.
@@ -303,22 +350,24 @@ unsafe fn keep_typed(
     ctx: *mut raw::RedisModuleCtx,
     name: *mut raw::RedisModuleString,
     at_ms: i64,
+    words: usize,
 ) -> Option<()> {
     let ty = CELL_TYPE.load(Ordering::Relaxed);
     unsafe {
         let key = raw::RedisModule_OpenKey?(ctx, name, WRITE);
-        let cell = match raw::RedisModule_ModuleTypeGetType?(key) == ty {
-            true => raw::RedisModule_ModuleTypeGetValue?(key).cast::<Cell>(),
-            false => std::ptr::null_mut(),
-        };
-        match cell.as_mut() {
-            Some(cell) => cell.calls = cell.calls.wrapping_add(1),
-            None => {
-                let cell = Box::into_raw(Box::new(Cell { calls: 1, spare: 0 }));
+        match raw::RedisModule_ModuleTypeGetType?(key) == ty {
+            true => {
+                let cell = Cell::words(raw::RedisModule_ModuleTypeGetValue?(key).cast());
+                if let Some(calls) = cell.last_mut() {
+                    *calls = calls.wrapping_add(1);
+                }
+            }
+            false => {
+                let cell = Cell::new(words);
                 if raw::RedisModule_ModuleTypeSetValue?(key, ty, cell.cast())
                     != raw::REDISMODULE_OK as c_int
                 {
-                    drop(Box::from_raw(cell));
+                    Cell::free(cell);
                 }
             }
         }
@@ -338,11 +387,11 @@ unsafe fn keep_typed(
 extern "C" fn cell_rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
     // SAFETY: `value` is a `Cell` this module stored.
     unsafe {
-        if let (Some(cell), Some(save)) =
-            (value.cast::<Cell>().as_ref(), raw::RedisModule_SaveUnsigned)
-        {
-            save(rdb, cell.calls);
-            save(rdb, cell.spare);
+        if let (false, Some(save)) = (value.is_null(), raw::RedisModule_SaveUnsigned) {
+            // The length first (the first word holds it too).
+            let words = Cell::words(value.cast());
+            save(rdb, words.len() as u64);
+            words.iter().for_each(|&w| save(rdb, w));
         }
     }
 }
@@ -353,8 +402,19 @@ extern "C" fn cell_rdb_load(rdb: *mut raw::RedisModuleIO, _encver: c_int) -> *mu
         let Some(load) = raw::RedisModule_LoadUnsigned else {
             return std::ptr::null_mut();
         };
-        let (calls, spare) = (load(rdb), load(rdb));
-        Box::into_raw(Box::new(Cell { calls, spare })).cast()
+        let saved = load(rdb);
+        let cell = Cell::new(usize::try_from(saved).unwrap_or(8));
+        let words = Cell::words(cell);
+        let len = words.len() as u64;
+        for w in words.iter_mut().take(saved.min(len) as usize) {
+            *w = load(rdb);
+        }
+        // Past the words kept, if the saved length was out of range.
+        for _ in len..saved.min(u64::from(u8::MAX)) {
+            load(rdb);
+        }
+        words[0] = len;
+        cell.cast()
     }
 }
 
@@ -365,14 +425,15 @@ extern "C" fn cell_aof_rewrite(
 ) {
 }
 
-extern "C" fn cell_mem_usage(_value: *const c_void) -> usize {
-    std::mem::size_of::<Cell>()
+extern "C" fn cell_mem_usage(value: *const c_void) -> usize {
+    // SAFETY: a `Cell` this module stored.
+    unsafe { Cell::words(value.cast_mut().cast()).len() * 8 }
 }
 
 extern "C" fn cell_free(value: *mut c_void) {
     if !value.is_null() {
-        // SAFETY: a `Cell` this module boxed, freed once by the server.
-        drop(unsafe { Box::from_raw(value.cast::<Cell>()) });
+        // SAFETY: a `Cell` this module made, freed once by the server.
+        unsafe { Cell::free(value.cast()) };
     }
 }
 
@@ -501,6 +562,7 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
             (c"FLOOR.KEEP", Some(floor_keep as Handler)),
             (c"FLOOR.PARSE", Some(floor_parse as Handler)),
             (c"FLOOR.LIMIT", Some(floor_limit as Handler)),
+            (c"FLOOR.LIMIT64", Some(floor_limit64 as Handler)),
             (c"FLOOR.ALLOW", Some(floor_allow as Handler)),
             (c"FLOOR.ALLOWLIMIT", Some(floor_allow_limit as Handler)),
         ] {

@@ -30,7 +30,12 @@ parses every argument, keeps a 16-byte value of a module type of its own
 instead of a string (as a limiter keeps its state), and propagates the
 call (RedisModule_ReplicateVerbatim, as the RL commands do when nothing
 replays the stream); no limiter with these arguments can cost less, so it
-is the bound the targets are shown against. Every row's ratio to
+is the bound the targets are shown against. A fifth, FLOOR.LIMIT64, is
+FLOOR.LIMIT keeping a 64-byte value, the allocation of RL.SLIDE's,
+RL.SLICE's and RL.QUOTA's states: on keys out of the cache a value larger
+than 16 bytes is one more line to fetch (a 16-byte one is allocated beside
+the server's 16-byte record of it), so it is their bound on random keys
+(Row.state_floor). Every row's ratio to
 FLOOR.THROTTLE, FLOOR.KEEP and INCR, measured in the same repetition, is
 in the JSON; the table shows FLOOR.KEEP's and INCR's.
 

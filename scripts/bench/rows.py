@@ -23,6 +23,7 @@ class Row:
         single=False,
         requires=None,
         targets=None,
+        state_floor="FLOOR.LIMIT",
     ):
         self.name = name
         self.title = title
@@ -48,6 +49,11 @@ class Row:
         # The row's own targets: {regime id: least throughput ratio to
         # FLOOR.KEEP (judged on server CPU per call)}.
         self.targets = targets or {}
+        # The floor whose value takes the allocation the command's state
+        # takes (FLOOR.LIMIT: 16 bytes, FLOOR.LIMIT64: 64): on keys out of
+        # the cache, the least a command with this interface and this
+        # state's size costs.
+        self.state_floor = state_floor
         self.id = name.replace("lua:", "").replace("RL.", "rl_").replace("CL.", "cl_").lower()
 
     def args(self, key, limit, window_s, slices=SLICES):
@@ -86,9 +92,25 @@ def make_rows(shas: dict, with_cell: bool):
             "FLOOR.LIMIT",
             "floor: the interface deciding nothing (reads, parses, keeps a module value, propagates)",
         ),
+        floor_row(
+            "FLOOR.LIMIT64",
+            "floor: FLOOR.LIMIT keeping a 64-byte value (the allocation of RL.SLIDE's, RL.SLICE's, RL.QUOTA's states)",
+        ),
         Row("RL.THROTTLE", "RL.THROTTLE (GCRA)", lambda k, l, w, s: ["RL.THROTTLE", k, l - 1, l, w], single=True),
-        Row("RL.SLIDE", "RL.SLIDE (exact log)", lambda k, l, w, s: ["RL.SLIDE", k, l, w], single=True),
-        Row("RL.SLICE", "RL.SLICE (60 slices)", lambda k, l, w, s: ["RL.SLICE", k, l, w, s], single=True),
+        Row(
+            "RL.SLIDE",
+            "RL.SLIDE (exact log)",
+            lambda k, l, w, s: ["RL.SLIDE", k, l, w],
+            single=True,
+            state_floor="FLOOR.LIMIT64",
+        ),
+        Row(
+            "RL.SLICE",
+            "RL.SLICE (60 slices)",
+            lambda k, l, w, s: ["RL.SLICE", k, l, w, s],
+            single=True,
+            state_floor="FLOOR.LIMIT64",
+        ),
         # Measured once the module has it (the calendar quota).
         Row(
             "RL.QUOTA",
@@ -96,6 +118,7 @@ def make_rows(shas: dict, with_cell: bool):
             lambda k, l, w, s: ["RL.QUOTA", k] + quota_limit(l, w),
             single=True,
             requires="RL.QUOTA",
+            state_floor="FLOOR.LIMIT64",
             targets={"hot_P16": 0.92, "rand_P16": 0.9},
         ),
         Row(
