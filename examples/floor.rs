@@ -308,16 +308,16 @@ struct Cell;
 
 impl Cell {
     /// A new value of `words` words (2 to 8), as a raw pointer.
-    fn new(words: usize) -> *mut u64 {
+    fn make(words: usize) -> *mut u64 {
         let mut cell = vec![0u64; words.clamp(2, 8)];
         cell[0] = cell.len() as u64;
         Box::into_raw(cell.into_boxed_slice()).cast()
     }
 
-    /// Frees a value made by `Cell::new`.
+    /// Frees a value made by `Cell::make`.
     ///
     /// # Safety
-    /// `cell` came from `Cell::new` and is freed once.
+    /// `cell` came from `Cell::make` and is freed once.
     unsafe fn free(cell: *mut u64) {
         unsafe {
             let words = *cell as usize;
@@ -330,7 +330,7 @@ impl Cell {
     /// The value's words.
     ///
     /// # Safety
-    /// `cell` came from `Cell::new` and is alive.
+    /// `cell` came from `Cell::make` and is alive.
     unsafe fn words<'a>(cell: *mut u64) -> &'a mut [u64] {
         unsafe { std::slice::from_raw_parts_mut(cell, *cell as usize) }
     }
@@ -363,7 +363,7 @@ unsafe fn keep_typed(
                 }
             }
             false => {
-                let cell = Cell::new(words);
+                let cell = Cell::make(words);
                 if raw::RedisModule_ModuleTypeSetValue?(key, ty, cell.cast())
                     != raw::REDISMODULE_OK as c_int
                 {
@@ -403,7 +403,7 @@ extern "C" fn cell_rdb_load(rdb: *mut raw::RedisModuleIO, _encver: c_int) -> *mu
             return std::ptr::null_mut();
         };
         let saved = load(rdb);
-        let cell = Cell::new(usize::try_from(saved).unwrap_or(8));
+        let cell = Cell::make(usize::try_from(saved).unwrap_or(8));
         let words = Cell::words(cell);
         let len = words.len() as u64;
         for w in words.iter_mut().take(saved.min(len) as usize) {
