@@ -12,7 +12,11 @@ its own redis-server on a free 127.0.0.1 port (`$REDIS_SERVER`, default `redis-s
 --appendonly no`), loads the module (and redis-cell when `$REDIS_CELL_SO`
 names its .so, adding a CL.THROTTLE row), drives it with `redis-benchmark`
 (`$REDIS_BENCHMARK`, default on PATH), prints Markdown tables and always
-stops the server. Nothing but 127.0.0.1 is contacted.
+stops the server. Nothing but 127.0.0.1 is contacted. With two cores or
+more (and `taskset`), the server runs pinned to one and redis-benchmark to
+another, so that the client never takes the server's core and neither
+moves: the server's CPU per call, which the targets judge, is then much
+steadier on a shared machine.
 
 What each part measures
 -----------------------

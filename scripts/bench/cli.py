@@ -23,7 +23,7 @@ from . import instructions
 from .regimes import SCRIPTS
 from .report import print_instructions, print_report
 from .rows import make_rows
-from .servers import Server, find_binary
+from .servers import Server, find_binary, pinning
 from .session import measure
 
 
@@ -147,10 +147,12 @@ def main(argv=None) -> int:
             counts = count_instructions(rows)
             print_instructions(counts, machine, reproduce)
             return 0 if counts["available"] else 1
-        server = Server(server_bin, modules, workdir)
+        server_pin, client_pin = pinning()
+        machine["pinned"] = bool(server_pin)
+        server = Server(server_bin, modules, workdir, wrapper=server_pin)
         try:
             server.start()
-            raw = measure(opts, server, benchmark, settings, progress)
+            raw = measure(opts, server, client_pin + [benchmark], settings, progress)
         finally:
             server.stop()
         # After the throughput runs, on a server of its own.

@@ -39,8 +39,16 @@ def header_lines(report: dict, run: dict) -> list:
         cores += " (%s usable)" % m["usable_cores"]
     load = m["loadavg_at_start"]
     lines = [
-        "- machine: %s, %s, %s; load average at the start %s; the client (redis-benchmark) and the server share "
-        "the cores" % (m["cpu_model"], cores, m["arch"], " ".join("%.2f" % x for x in load) if load else "-"),
+        "- machine: %s, %s, %s; load average at the start %s; %s"
+        % (
+            m["cpu_model"],
+            cores,
+            m["arch"],
+            " ".join("%.2f" % x for x in load) if load else "-",
+            "the server pinned to one core and the client (redis-benchmark) to another (taskset)"
+            if m.get("pinned")
+            else "the client (redis-benchmark) and the server share the cores",
+        ),
         "- date: %s" % report["date"],
         "- server: redis %s (%s), module %s, floor %s%s"
         % (

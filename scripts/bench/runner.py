@@ -16,7 +16,9 @@ class Bench:
     def __init__(self, opts, server: Server, benchmark: str):
         self.opts = opts
         self.server = server
-        self.benchmark = benchmark
+        # redis-benchmark's command line before its options (a pinning
+        # prefix, then the binary).
+        self.benchmark = [benchmark] if isinstance(benchmark, str) else list(benchmark)
         self.con = Client(server.port)
 
     def cpu_seconds(self) -> float:
@@ -38,8 +40,7 @@ class Bench:
         from INFO commandstats (`usec_per_call`: the time inside the command,
         without reading the request and writing the reply), read outside
         the CPU figure's window."""
-        cmd = [
-            self.benchmark,
+        cmd = self.benchmark + [
             "-h", "127.0.0.1",
             "-p", str(self.server.port),
             "-c", str(CLIENTS),

@@ -22,6 +22,20 @@ def find_binary(env: str, default: str) -> str:
     return path
 
 
+def pinning() -> tuple:
+    """The command prefixes that pin the server to the first usable core
+    and redis-benchmark to the second (`taskset`), so that the client never
+    takes the server's core and neither moves between cores; empty ones
+    when fewer than two cores are usable or taskset is missing."""
+    try:
+        cores = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = []
+    if len(cores) < 2 or not shutil.which("taskset"):
+        return [], []
+    return ["taskset", "-c", str(cores[0])], ["taskset", "-c", str(cores[1])]
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
