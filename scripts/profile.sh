@@ -8,7 +8,10 @@
 # module value and propagating, deciding nothing). "x floor" is a count over
 # FLOOR.THROTTLE's, "x keep" over the FLOOR row of its interface that keeps
 # state (above 1: the command's own work), "x limit" over its FLOOR.LIMIT
-# (above 1: its decision and glue). Counts do not depend on the machine's
+# (above 1: its decision and glue), "in module" how many of the count run in
+# the loaded modules' own code (the rest: the server's and the C library's;
+# every command, INCR too, passes the module's command filter, which watches
+# for CONFIG RESETSTAT). Counts do not depend on the machine's
 # load (they move by about 1 % between runs: compare within one), so they
 # show where the cost of a command goes and whether a change moved it. The
 # counting is the benchmark's (scripts/bench/instructions.py), which `make

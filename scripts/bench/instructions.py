@@ -148,15 +148,24 @@ def count(server_bin, modules, benchmark, commands, n, warm, workdir, top=0, pro
     foreign = [t for t in triggers(out, pid) if t is not None and t not in mine]
     if foreign:
         raise BenchError("callgrind dumps this benchmark did not ask for (%s): counts unusable" % ", ".join(foreign))
-    per_call, tops = {}, {}
+    per_call, in_modules, tops = {}, {}, {}
+    objects = {os.path.realpath(m) for m in modules}
     for _, name, _ in commands:
         path = find_dump(out, pid, dump_name(name))
         if path is None:
             raise BenchError("no callgrind dump for %s in %s" % (name, out))
         per_call[name] = summary(path) / n
+        in_modules[name] = modules_own(path, n, objects)
         if top:
             tops[name] = top_functions(path, n, top)
-    result = {"available": True, "calls": n, "warm_up_calls": warm, "per_call": per_call, "skipped": skipped}
+    result = {
+        "available": True,
+        "calls": n,
+        "warm_up_calls": warm,
+        "per_call": per_call,
+        "in_modules_per_call": in_modules,
+        "skipped": skipped,
+    }
     if top:
         result["top"] = tops
     return result
@@ -202,6 +211,36 @@ def summary(path) -> int:
             if line.startswith("summary:") or line.startswith("totals:"):
                 return int(line.split()[1])
     raise BenchError("no summary line in %s" % path)
+
+
+def modules_own(path, n, objects):
+    """Instructions per call in the loaded modules' own code (`objects`:
+    their .so files), the rest of the count being the server's and the C
+    library's: where a command's instructions go. Read from the dump
+    itself: each cost line belongs to the object named by the last `ob=`
+    (a name is given once with its number, in an `ob=` or a callee's
+    `cob=`, then by number alone), and the line after a `calls=` is the
+    callee's cost, not the caller's."""
+    names, current, total, skip = {}, None, 0, False
+    with open(path, errors="replace") as f:
+        for line in f:
+            if skip:
+                skip = False
+                continue
+            if line.startswith(("ob=", "cob=")):
+                m = re.match(r"c?ob=(?:\((\d+)\))?\s*(.*)", line.rstrip("\n"))
+                name = os.path.realpath(m.group(2)) if m.group(2) else names.get(m.group(1))
+                if m.group(1) and m.group(2):
+                    names[m.group(1)] = name
+                if line.startswith("ob="):
+                    current = name
+            elif line.startswith("calls="):
+                skip = True
+            elif current in objects and line[:1] in "0123456789+-*":
+                parts = line.split()
+                if len(parts) >= 2 and parts[1].isdigit():
+                    total += int(parts[1])
+    return total / n
 
 
 def top_functions(path, n, top):

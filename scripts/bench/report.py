@@ -278,20 +278,27 @@ def print_instructions(counts: dict, machine: dict, reproduce: str) -> None:
     FLOOR.THROTTLE's (x floor), of the interface keeping state (x keep, >
     1: the command costs more) and of the interface's floor with the
     command's own arguments (x limit: FLOOR.LIMIT, read and parse and
-    propagate; what is left is the decision and its glue)."""
+    propagate; what is left is the decision and its glue), and how many of
+    them run in the modules' own code (in module; the rest are the
+    server's and the C library's)."""
     if not counts["available"]:
         print("instructions not counted: %s" % counts["reason"], file=sys.stderr)
         return
     per_call = counts["per_call"]
     print("# %s (%s cores); `%s`" % (machine["cpu_model"], machine["cores"], reproduce))
-    print("%-22s %10s %8s %8s %8s" % ("command", "instr/cmd", "x floor", "x keep", "x limit"))
+    print("%-22s %10s %8s %8s %8s %10s" % ("command", "instr/cmd", "x floor", "x keep", "x limit", "in module"))
+    in_modules = counts.get("in_modules_per_call", {})
     floor = per_call.get("FLOOR.THROTTLE")
     for name, count in per_call.items():
         keep = per_call.get(INSTR_FLOOR.get(name.split()[-1], "FLOOR.KEEP"))
         limit = per_call.get(limit_floor(name))
         x_keep = "%.3f" % (count / keep) if keep and name.startswith(("RL.", "FLOOR.LIMIT")) else "-"
         x_limit = "%.3f" % (count / limit) if limit else "-"
-        print("%-22s %10.0f %8s %8s %8s" % (name, count, "%.2f" % (count / floor) if floor else "-", x_keep, x_limit))
+        own = "%.0f" % in_modules[name] if name in in_modules else "-"
+        print(
+            "%-22s %10.0f %8s %8s %8s %10s"
+            % (name, count, "%.2f" % (count / floor) if floor else "-", x_keep, x_limit, own)
+        )
         for cost, function in counts.get("top", {}).get(name, []):
             print("    %8d  %s" % (cost, function))
     for name in counts.get("skipped", []):

@@ -94,6 +94,7 @@ def judge(report: dict, rows, workloads, skipped_rows, skipped_workloads) -> lis
             n(own),
             allow / bound,
         )
+        measured += allow_split(instr.get("in_modules_per_call") or {}, per_call, own)
         out.append(target(2, text, measured, allow <= bound))
     else:
         out.append(target(2, text, "-", None, no_instr))
@@ -164,6 +165,41 @@ def judge(report: dict, rows, workloads, skipped_rows, skipped_workloads) -> lis
         for text, measured, passed in w.targets(fig):
             out.append(target(w.name, text, measured, passed, skipped.get(w.name)))
     return out
+
+
+def allow_split(in_modules, per_call, own):
+    """Where RL.ALLOW's extra over the rule goes: its own work beyond
+    FLOOR.ALLOW against the singles' beyond FLOOR.KEEP, in the modules'
+    code and in the server's (and the C library's); empty without the
+    split. When the server's part alone is more than the quarter of the
+    singles' own work the rule allows, no module code can meet it."""
+    names = ["RL.ALLOW", "FLOOR.ALLOW", "FLOOR.KEEP"] + ALLOW_PARTS
+    if not all(x in in_modules for x in names):
+        return ""
+    keep_module = in_modules["FLOOR.KEEP"]
+    module_allow = in_modules["RL.ALLOW"] - in_modules["FLOOR.ALLOW"]
+    module_singles = sum(in_modules[p] - keep_module for p in ALLOW_PARTS)
+    server_allow = (per_call["RL.ALLOW"] - in_modules["RL.ALLOW"]) - (per_call["FLOOR.ALLOW"] - in_modules["FLOOR.ALLOW"])
+    server_singles = sum(
+        (per_call[p] - in_modules[p]) - (per_call["FLOOR.KEEP"] - keep_module) for p in ALLOW_PARTS
+    )
+    server_extra = server_allow - server_singles
+    text = (
+        "; beyond the floors, in the modules' code RL.ALLOW %s against the singles' %s (%s more), "
+        "in the server's %s against %s (%s more), where the rule allows %s more in all"
+        % (
+            n(module_allow),
+            n(module_singles),
+            n(module_allow - module_singles),
+            n(server_allow),
+            n(server_singles),
+            n(server_extra),
+            n(0.25 * own),
+        )
+    )
+    if server_extra > 0.25 * own:
+        text += ": the server's part alone is over it, so no module code meets the rule in this count"
+    return text
 
 
 def keep_ratio_target(group, text, by_name, name, rg_id, least, state_floor):
