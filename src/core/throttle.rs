@@ -280,10 +280,18 @@ impl Limiter for Tat {
                 .unwrap_or(u64::MAX)
                 .min(params.capacity),
             retry,
-            reset_at: now.saturating_add(params.unscale_ceil(ttl)),
+            reset_at: now,
         };
-        let update = (!limited && quantity > 0).then(|| Tat::after(now, ttl_after, params));
-        (decision, update)
+        // An allowed request that takes units resets when its new TAT,
+        // rounded up to whole nanoseconds, is reached: from the TAT's own
+        // quotient and remainder, one division instead of two.
+        let (reset_at, update) = if !limited && quantity > 0 {
+            let tat = Tat::after(now, ttl_after, params);
+            (tat.whole.saturating_add(Nanos::new(u64::from(tat.frac > 0))), Some(tat))
+        } else {
+            (now.saturating_add(params.unscale_ceil(ttl)), None)
+        };
+        (Decision { reset_at, ..decision }, update)
     }
 
     fn apply(&mut self, update: Tat) {
