@@ -273,6 +273,16 @@ impl Limiter for Tat {
         } else {
             Retry::NotLimited
         };
+        // An allowed request that takes units resets when its new TAT,
+        // rounded up to whole nanoseconds, is reached: from the TAT's own
+        // quotient and remainder, one division instead of two.
+        let (reset_at, update) = if !limited && quantity > 0 {
+            let tat = Tat::after(now, ttl_after, params);
+            let rounded_up = Nanos::new(u64::from(tat.frac > 0));
+            (tat.whole.saturating_add(rounded_up), Some(tat))
+        } else {
+            (now.saturating_add(params.unscale_ceil(ttl)), None)
+        };
         let decision = Decision {
             limited,
             limit: params.capacity,
@@ -280,18 +290,9 @@ impl Limiter for Tat {
                 .unwrap_or(u64::MAX)
                 .min(params.capacity),
             retry,
-            reset_at: now,
+            reset_at,
         };
-        // An allowed request that takes units resets when its new TAT,
-        // rounded up to whole nanoseconds, is reached: from the TAT's own
-        // quotient and remainder, one division instead of two.
-        let (reset_at, update) = if !limited && quantity > 0 {
-            let tat = Tat::after(now, ttl_after, params);
-            (tat.whole.saturating_add(Nanos::new(u64::from(tat.frac > 0))), Some(tat))
-        } else {
-            (now.saturating_add(params.unscale_ceil(ttl)), None)
-        };
-        (Decision { reset_at, ..decision }, update)
+        (decision, update)
     }
 
     fn apply(&mut self, update: Tat) {
