@@ -1,10 +1,11 @@
 """Instructions per command, counted by valgrind's callgrind inside a
 redis-server of its own (the method scripts/profile.sh has always used):
-each command on one hot key, `redis-benchmark -c 10 -P 16`, after a
-warm-up that creates the keys; the counters are zeroed before the first
-command and dumped after each (`callgrind_control -z` / `-d <name>`, to this
-server's process only), and a dump's total divided by the calls is the
-figure.
+each command on one hot key, `redis-benchmark -c 10 -P 16`, right after
+a warm-up of its own on the same key (longer than the hot-key limit's one
+second window at valgrind's pace, so that the key holds the state the
+calls keep up); the counters are zeroed after the warm-up and dumped after
+the counted calls (`callgrind_control -z` / `-d <name>`, to this server's
+process only), and a dump's total divided by the calls is the figure.
 
 Each command runs alone in a database of its own (`--dbnum`), on a key of
 the same name (`b:hot`, or `{b:hot}:<x>` for several keys): the server's
@@ -134,10 +135,14 @@ def count(server_bin, modules, benchmark, commands, n, warm, workdir, top=0, pro
             if p.returncode != 0:
                 raise BenchError("callgrind_control %s failed: %s" % (" ".join(args), p.stderr))
 
-        for db, _, args in commands:
-            bench(warm, db, args)  # the keys exist before the counting
         control("-d", "zero")  # a dump zeroes the counters, and shows it did
         for db, name, args in commands:
+            # Warmed up right before its counting, so that its key holds
+            # the state the calls keep up (a hot RL.SLIDE log as long as a
+            # second of calls), not one left to expire while the other
+            # commands ran, which would grow again under the count.
+            bench(warm, db, args)
+            control("-z")
             bench(n, db, args)
             control("-d", dump_name(name))
     finally:
