@@ -1,7 +1,7 @@
 """Side-by-side benchmark: the module's commands against INCR and the Lua
 scripts people use today. Standard library only.
 
-    python3 scripts/bench                    # the full run (about 10 minutes on 2 cores)
+    python3 scripts/bench                    # the full run (about 12 minutes on 2 cores)
     python3 scripts/bench --quick            # a smoke run (tiny counts, about 30 s)
     python3 scripts/bench --json out.json    # also write the results as JSON
     python3 scripts/bench --module PATH      # benchmark this .so, build nothing
