@@ -186,12 +186,16 @@ scripts/profile.sh always used; that script now runs only this part):
 FLOOR.THROTTLE, FLOOR.KEEP, FLOOR.ALLOW, INCR, every single command
 (RL.LEASE renewing one of 10 leases held), RL.ALLOW and RL.PEEK of the
 three limits, each on a hot key with the hot-key limits, each in a
-database of its own, `redis-benchmark -c 10 -P 16`, 20,000 calls after
-2,000 of warm-up; instructions per call = the dump's total / the calls.
-After each RL command, FLOOR.LIMIT with that command's own arguments
-(FLOOR.ALLOWLIMIT for RL.ALLOW): what the command costs beyond it is its
-decision and its glue. About a minute. Counts do not depend on the
-machine's load but move by about 1 % between runs (how often an expiry
+database of its own, `redis-benchmark -c 10 -P 16`, 20,000 calls right
+after 40,000 of warm-up on the same key (more than the limit's one-second
+window at valgrind's pace: the key holds the state the calls keep up);
+instructions per call = the dump's total / the calls, and of them those
+in the loaded modules' own code (the rest: the server's and the C
+library's). After each RL command, FLOOR.LIMIT with that command's own
+arguments (FLOOR.ALLOWLIMIT for RL.ALLOW): what the command costs beyond
+it is its decision and its glue. About a minute and a half. Counts do
+not depend on the machine's load but move by about 1 % between runs (how
+often an expiry
 moves depends on the pace of the calls under valgrind): compare within
 one run. Without valgrind (`apt-get install valgrind`), or with
 `--no-instructions`, the counts are left out and the report says why.
