@@ -195,8 +195,7 @@ library's). After each RL command, FLOOR.LIMIT with that command's own
 arguments (FLOOR.ALLOWLIMIT for RL.ALLOW): what the command costs beyond
 it is its decision and its glue. About a minute and a half. Counts do
 not depend on the machine's load but move by about 1 % between runs (how
-often an expiry
-moves depends on the pace of the calls under valgrind): compare within
+often an expiry moves depends on the pace of the calls under valgrind): compare within
 one run. Without valgrind (`apt-get install valgrind`), or with
 `--no-instructions`, the counts are left out and the report says why.
 
