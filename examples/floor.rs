@@ -99,22 +99,15 @@ extern "C" fn floor_parse(
     unsafe { single(ctx, argv, argc, Floor::Parse) }
 }
 
-extern "C" fn floor_limit(
+/// FLOOR.LIMIT (`WORDS` 2: a 16-byte value) and FLOOR.LIMIT64 (8: 64
+/// bytes).
+extern "C" fn floor_limit<const WORDS: usize>(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
     // SAFETY: as above.
-    unsafe { single(ctx, argv, argc, Floor::Limit(2)) }
-}
-
-extern "C" fn floor_limit64(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> c_int {
-    // SAFETY: as above.
-    unsafe { single(ctx, argv, argc, Floor::Limit(8)) }
+    unsafe { single(ctx, argv, argc, Floor::Limit(WORDS)) }
 }
 
 /// The single-key floors that keep state, by what each does.
@@ -301,9 +294,10 @@ unsafe fn keep(
 
 /// What FLOOR.LIMIT keeps in a key: a value of the floor's own module
 /// type, `words` 8-byte words, the first holding `words` and the last
-/// counting the calls: both are read, the last written, on every call. FLOOR.LIMIT's is 16 bytes, as RL.THROTTLE's state;
-/// FLOOR.LIMIT64's 64 bytes, the allocation RL.SLIDE's, RL.SLICE's and
-/// RL.QUOTA's states take (56 or 64 bytes, in jemalloc's 64-byte class).
+/// counting the calls: both are read, the last written, on every call.
+/// FLOOR.LIMIT's is 16 bytes, as RL.THROTTLE's state; FLOOR.LIMIT64's 64
+/// bytes, the allocation RL.SLIDE's, RL.SLICE's and RL.QUOTA's states take
+/// (56 or 64 bytes, in jemalloc's 64-byte class).
 struct Cell;
 
 impl Cell {
@@ -561,8 +555,8 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
             (c"FLOOR.THROTTLE", Some(floor_throttle as Handler)),
             (c"FLOOR.KEEP", Some(floor_keep as Handler)),
             (c"FLOOR.PARSE", Some(floor_parse as Handler)),
-            (c"FLOOR.LIMIT", Some(floor_limit as Handler)),
-            (c"FLOOR.LIMIT64", Some(floor_limit64 as Handler)),
+            (c"FLOOR.LIMIT", Some(floor_limit::<2> as Handler)),
+            (c"FLOOR.LIMIT64", Some(floor_limit::<8> as Handler)),
             (c"FLOOR.ALLOW", Some(floor_allow as Handler)),
             (c"FLOOR.ALLOWLIMIT", Some(floor_allow_limit as Handler)),
         ] {
