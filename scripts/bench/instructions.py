@@ -135,7 +135,6 @@ def count(server_bin, modules, benchmark, commands, n, warm, workdir, top=0, pro
             if p.returncode != 0:
                 raise BenchError("callgrind_control %s failed: %s" % (" ".join(args), p.stderr))
 
-        control("-d", "zero")  # a dump zeroes the counters, and shows it did
         for db, name, args in commands:
             # Warmed up right before its counting, so that its key holds
             # the state the calls keep up (a hot RL.SLIDE log as long as a
@@ -149,7 +148,7 @@ def count(server_bin, modules, benchmark, commands, n, warm, workdir, top=0, pro
         server.stop()
     # Every dump of this server is one of these (the last, at its exit,
     # has no trigger name): anything else dumped its counters meanwhile.
-    mine = {dump_name(name) for _, name, _ in commands} | {"zero"}
+    mine = {dump_name(name) for _, name, _ in commands}
     foreign = [t for t in triggers(out, pid) if t is not None and t not in mine]
     if foreign:
         raise BenchError("callgrind dumps this benchmark did not ask for (%s): counts unusable" % ", ".join(foreign))

@@ -176,13 +176,17 @@ def allow_split(in_modules, per_call, own):
     names = ["RL.ALLOW", "FLOOR.ALLOW", "FLOOR.KEEP"] + ALLOW_PARTS
     if not all(x in in_modules for x in names):
         return ""
-    keep_module = in_modules["FLOOR.KEEP"]
-    module_allow = in_modules["RL.ALLOW"] - in_modules["FLOOR.ALLOW"]
-    module_singles = sum(in_modules[p] - keep_module for p in ALLOW_PARTS)
-    server_allow = (per_call["RL.ALLOW"] - in_modules["RL.ALLOW"]) - (per_call["FLOOR.ALLOW"] - in_modules["FLOOR.ALLOW"])
-    server_singles = sum(
-        (per_call[p] - in_modules[p]) - (per_call["FLOOR.KEEP"] - keep_module) for p in ALLOW_PARTS
-    )
+
+    def beyond(count):
+        """RL.ALLOW's part of `count` beyond FLOOR.ALLOW's, and the
+        singles' beyond FLOOR.KEEP's."""
+        return (
+            count("RL.ALLOW") - count("FLOOR.ALLOW"),
+            sum(count(p) - count("FLOOR.KEEP") for p in ALLOW_PARTS),
+        )
+
+    module_allow, module_singles = beyond(in_modules.get)
+    server_allow, server_singles = beyond(lambda x: per_call[x] - in_modules[x])
     server_extra = server_allow - server_singles
     text = (
         "; beyond the floors, in the modules' code RL.ALLOW %s against the singles' %s (%s more), "
