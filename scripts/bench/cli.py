@@ -68,10 +68,10 @@ def main(argv=None) -> int:
     slice_levels = [2, 60, 600] if quick else [2, 60, 1_000]
     allow_levels = [1, 4, 16]
     # Calls per command under callgrind (scripts/profile.sh's figures), and
-    # the warm-up calls right before each command's counting: more than a
-    # second of calls at valgrind's pace (20,000 to 30,000 a second), so
-    # that a hot RL.SLIDE log (1,000,000 per second) is as long as the
-    # calls keep it, dropping as many entries as it records.
+    # the warm-up calls before them in the same run of calls: more than a
+    # second of calls at valgrind's pace (about 15,000 a second), so that a
+    # hot RL.SLIDE log (1,000,000 per second) is as long as the calls keep
+    # it, dropping as many entries as it records.
     instr_calls, instr_warm = (2_000, 500) if quick else (20_000, 40_000)
 
     t_start = time.monotonic()

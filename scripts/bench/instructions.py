@@ -1,11 +1,13 @@
 """Instructions per command, counted by valgrind's callgrind inside a
 redis-server of its own (the method scripts/profile.sh has always used):
-each command on one hot key, `redis-benchmark -c 10 -P 16`, right after
-a warm-up of its own on the same key (longer than the hot-key limit's one
-second window at valgrind's pace, so that the key holds the state the
-calls keep up); the counters are zeroed after the warm-up and dumped after
-the counted calls (`callgrind_control -z` / `-d <name>`, to this server's
-process only), and a dump's total divided by the calls is the figure.
+each command on one hot key, `redis-benchmark -c 10 -P 16`, one run of
+calls from its warm-up to the end of its count, without a pause (a pause
+as long as the hot-key limit's one-second window lets a hot RL.SLIDE log
+expire, and the count would see it grow back). The counters are zeroed
+once the warm-up's calls are done and dumped about `n` calls later
+(`callgrind_control -z` / `-d <name>`, to this server's process only); a
+dump's total, less the command-name lookup (see `calls_and_lookup`),
+divided by the commands it holds is the figure.
 
 Each command runs alone in a database of its own (`--dbnum`), on a key of
 the same name (`b:hot`, or `{b:hot}:<x>` for several keys): the server's
@@ -15,9 +17,9 @@ bucket paid a few hundred instructions more for its lookups (FLOOR.KEEP
 measured 7,341 in one run and 7,837 in the next). Alone, every command's
 lookups cost the same, so the differences are the commands' own. Counts do
 not depend on the machine's load, so they are the steady figures where
-throughput moves by 10 to 30 % between runs; they still move by about
-1 % between runs (how often an expiry moves, and the server's timer, depend
-on the pace of the calls under valgrind): compare within one run.
+throughput moves by 10 to 30 % between runs; a single-key command's count
+moves by about 0.2 % between runs (how often an expiry moves, and the
+server's timer, depend on the pace of the calls under valgrind).
 
 Without valgrind the counts are left out and the report says so
 (`apt-get install valgrind`)."""
@@ -29,6 +31,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 from .regimes import FLOOR_ALLOW, THROUGHPUT_LIMIT, THROUGHPUT_WINDOW_S, BenchError
 from .resp import Client
@@ -123,12 +126,6 @@ def count(server_bin, modules, benchmark, commands, n, warm, workdir, top=0, pro
             con.close()
         commands = [(db, name, args) for db, (name, args, _) in enumerate(commands, 1)]
 
-        def bench(calls, db, args):
-            cmd = [benchmark, "-h", "127.0.0.1", "-p", str(server.port), "-c", "10", "-n", str(calls), "--dbnum", str(db)]
-            p = subprocess.run(cmd + ["-P", "16", "-q"] + args, capture_output=True, text=True, timeout=900)
-            if p.returncode != 0:
-                raise BenchError("redis-benchmark under callgrind failed: %s\n%s" % (" ".join(args), p.stderr))
-
         def control(*args):
             cmd = ["callgrind_control", prefix] + list(args) + [str(pid)]
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -136,14 +133,7 @@ def count(server_bin, modules, benchmark, commands, n, warm, workdir, top=0, pro
                 raise BenchError("callgrind_control %s failed: %s" % (" ".join(args), p.stderr))
 
         for db, name, args in commands:
-            # Warmed up right before its counting, so that its key holds
-            # the state the calls keep up (a hot RL.SLIDE log as long as a
-            # second of calls), not one left to expire while the other
-            # commands ran, which would grow again under the count.
-            bench(warm, db, args)
-            control("-z")
-            bench(n, db, args)
-            control("-d", dump_name(name))
+            count_one(server.port, benchmark, db, name, args, n, warm, control)
     finally:
         server.stop()
     # Every dump of this server is one of these (the last, at its exit,
@@ -152,27 +142,131 @@ def count(server_bin, modules, benchmark, commands, n, warm, workdir, top=0, pro
     foreign = [t for t in triggers(out, pid) if t is not None and t not in mine]
     if foreign:
         raise BenchError("callgrind dumps this benchmark did not ask for (%s): counts unusable" % ", ".join(foreign))
-    per_call, in_modules, tops = {}, {}, {}
+    per_call, in_modules, tops, lookups, counted = {}, {}, {}, {}, {}
     objects = {os.path.realpath(m) for m in modules}
     for _, name, _ in commands:
         path = find_dump(out, pid, dump_name(name))
         if path is None:
             raise BenchError("no callgrind dump for %s in %s" % (name, out))
-        per_call[name] = summary(path) / n
-        in_modules[name] = modules_own(path, n, objects)
+        calls, lookup = calls_and_lookup(path)
+        if not calls:
+            raise BenchError("the dump of %s holds no command (%s)" % (name, path))
+        counted[name] = calls
+        lookups[name] = lookup / calls
+        per_call[name] = (summary(path) - lookup) / calls
+        in_modules[name] = modules_own(path, calls, objects)
         if top:
-            tops[name] = top_functions(path, n, top)
+            tops[name] = top_functions(path, calls, top)
     result = {
         "available": True,
         "calls": n,
         "warm_up_calls": warm,
+        "counted_calls": counted,
         "per_call": per_call,
+        "lookup_per_call": lookups,
         "in_modules_per_call": in_modules,
         "skipped": skipped,
     }
     if top:
         result["top"] = tops
     return result
+
+
+def count_one(port, benchmark, db, name, args, n, warm, control, poll_s=0.05):
+    """Counts one command: `redis-benchmark` calls it without a pause
+    from its warm-up to the end of its count, the counters zeroed once
+    INFO commandstats shows `warm` calls and dumped about `n` calls later
+    (timed at the warm-up's pace; the dump itself says how many calls it
+    holds), then the benchmark is stopped. No call of INFO falls within
+    the count."""
+    cmd = [benchmark, "-h", "127.0.0.1", "-p", str(port), "-c", "10", "-P", "16", "-q"]
+    cmd += ["-n", str(warm + 50 * n), "--dbnum", str(db)] + args
+    con = Client(port, timeout=120)
+    try:
+        # A module's command is listed under the name it registered.
+        stat = re.compile(r"cmdstat_%s:calls=(\d+)" % re.escape(args[0]), re.IGNORECASE)
+
+        def calls():
+            info = con.call("INFO", "commandstats")
+            text = info.decode() if isinstance(info, bytes) else str(info)
+            m = stat.search(text)
+            return int(m.group(1)) if m else 0
+
+        base = calls()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            started, done = time.monotonic(), 0
+            while done < warm:
+                if proc.poll() is not None or time.monotonic() > started + 900:
+                    raise BenchError(
+                        "redis-benchmark under callgrind stopped before its warm-up: %s\n%s"
+                        % (" ".join(args), proc.communicate()[1] if proc.poll() is not None else "timed out")
+                    )
+                time.sleep(poll_s)
+                done = calls() - base
+            # The pace since the start, its connections included: a little
+            # slow, so the count holds a few more calls than `n`.
+            rate = done / (time.monotonic() - started)
+            control("-z")
+            time.sleep(n / rate)
+            control("-d", dump_name(name))
+            if proc.poll() is not None:
+                raise BenchError("redis-benchmark under callgrind ended within its count: %s" % " ".join(args))
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+            proc.communicate(timeout=300)
+    finally:
+        con.close()
+
+
+# The server's function that finds a command by its name, left out of every
+# count (see calls_and_lookup).
+LOOKUP = "lookupCommandLogic"
+
+
+def calls_and_lookup(path):
+    """From a dump: how many commands it holds (the calls of the server's
+    `call`, which runs each one) and the instructions spent finding them
+    by name (the calls of LOOKUP, everything under it included). The
+    command table is a hash table seeded at random when the server
+    starts: a command whose name drew a bucket shared with another
+    command's compares names once more, about 200 instructions (293 to
+    522 per call between the commands of one run), whatever the command
+    does. The name's lookup is therefore left out of every count, the
+    floors' included. A cost line belongs to the function of the last
+    `fn=` (named once with its number, in an `fn=` or a callee's `cfn=`,
+    then by number alone); a `calls=` line is followed by the callee's
+    whole cost, counted here for its caller."""
+    names, current, callee = {}, None, None
+    calls, lookup = 0, 0
+
+    def name_of(line):
+        m = re.match(r"c?fn=(?:\((\d+)\))?\s*(.*)", line.rstrip("\n"))
+        ident, text = m.group(1), m.group(2)
+        if ident and text:
+            names[ident] = text
+        return text or names.get(ident)
+
+    with open(path, errors="replace") as f:
+        for line in f:
+            if line.startswith("fn="):
+                current = name_of(line)
+            elif line.startswith("cfn="):
+                callee = name_of(line)
+            elif line.startswith("calls="):
+                if callee == "call":
+                    calls += int(line.split("=", 1)[1].split()[0])
+            elif line[:1] in "0123456789+-*":
+                if current == LOOKUP:
+                    parts = line.split()
+                    if len(parts) >= 2 and parts[1].isdigit():
+                        lookup += int(parts[1])
+    if not calls:
+        return 0, 0
+    if not lookup:
+        raise BenchError("no %s in %s: the counts are made for Redis 7's redis-server" % (LOOKUP, path))
+    return calls, lookup
 
 
 def dump_name(name: str) -> str:
