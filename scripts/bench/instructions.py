@@ -107,7 +107,12 @@ def count(server_bin, modules, benchmark, commands, n, warm, workdir, top=0, pro
     prefix = "--vgdb-prefix=%s/vgdb" % out
     wrapper = ["valgrind", "--tool=callgrind", prefix, "--callgrind-out-file=%s/cg.%%p" % out]
     server = Server(
-        server_bin, modules, out, wrapper=wrapper, start_timeout_s=120, extra=["--databases", str(len(commands) + 1)]
+        server_bin,
+        modules,
+        out,
+        wrapper=wrapper,
+        start_timeout_s=120,
+        extra=["--databases", str(len(commands) + 1), "--enable-debug-command", "local"],
     )
     progress("instructions: redis-server under callgrind, %s calls per command" % "{:,}".format(n))
     server.start()
@@ -122,9 +127,9 @@ def count(server_bin, modules, benchmark, commands, n, warm, workdir, top=0, pro
                     con.call("SELECT", db)
                     for c in setup:
                         con.call(*c)
+            commands = [(db, name, apart(con, db, args)) for db, (name, args, _) in enumerate(commands, 1)]
         finally:
             con.close()
-        commands = [(db, name, args) for db, (name, args, _) in enumerate(commands, 1)]
 
         def control(*args):
             cmd = ["callgrind_control", prefix] + list(args) + [str(pid)]
@@ -170,6 +175,35 @@ def count(server_bin, modules, benchmark, commands, n, warm, workdir, top=0, pro
     if top:
         result["top"] = tops
     return result
+
+
+def apart(con, db, args, tries=64) -> list:
+    """`args` with their keys in buckets of their own. A key's bucket in a
+    database depends on the hash seed the server drew when it started, so
+    the three keys of RL.ALLOW's limits (`{b:hot}:t`, ...) shared one in
+    some runs and not in others, and every lookup of a key behind another
+    in its bucket compared names once more: RL.ALLOW's and FLOOR.ALLOW's
+    counts moved by 800 instructions between runs. The hash tag is renamed
+    (`{b:hot1}`, ...) until the keys, created in the command's database,
+    fill as many buckets as they are (DEBUG HTSTATS), then they are
+    deleted; the command creates them again in the same buckets."""
+    tag = "{%s}" % HOT
+    if sum(tag in a for a in args) < 2:
+        return args
+    con.call("SELECT", db)
+    for i in range(tries):
+        renamed = [a.replace(tag, "{%s%s}" % (HOT, i or "")) for a in args]
+        keys = [a for a in renamed if "{%s%s}" % (HOT, i or "") in a]
+        con.call("MSET", *[x for k in keys for x in (k, "0")])
+        stats = con.call("DEBUG", "HTSTATS", db)
+        con.call("DEL", *keys)
+        text = stats.decode() if isinstance(stats, bytes) else str(stats)
+        m = re.search(r"number of elements: (\d+)\s+different slots: (\d+)", text)
+        if m is None:
+            raise BenchError("DEBUG HTSTATS gave no slots: %s" % text[:200])
+        if m.group(1) == m.group(2):
+            return renamed
+    raise BenchError("no hash tag put the keys of %s in buckets of their own" % args[0])
 
 
 def count_one(port, benchmark, db, name, args, n, warm, control, poll_s=0.05):
