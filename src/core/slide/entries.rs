@@ -300,6 +300,7 @@ impl SlideLog {
         }
     }
 
+    #[inline]
     pub(super) fn shrink_if_sparse(&mut self) {
         self.times.shrink_if_sparse();
         if let Some(c) = self.counts.as_mut() {

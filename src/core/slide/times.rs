@@ -272,6 +272,7 @@ impl Times {
         self.ring.heap_bytes()
     }
 
+    #[inline]
     pub(super) fn shrink_if_sparse(&mut self) {
         self.ring.shrink_if_sparse();
     }
@@ -532,6 +533,7 @@ impl Ring {
         }
     }
 
+    #[inline]
     fn shrink_if_sparse(&mut self) {
         match self {
             Ring::Narrow { offsets, .. } => shrink_if_sparse(offsets),
@@ -675,12 +677,20 @@ fn grow<T>(ring: &mut VecDeque<T>, additional: usize, room: Room) {
 /// must then halve, or grow past the planned capacity, before the next
 /// reallocation; and a length that wavers (traffic does) does not
 /// reallocate at every wave.
+#[inline]
 pub(super) fn shrink_if_sparse<T>(ring: &mut VecDeque<T>) {
     // The planned capacity is at least the length: no need to plan it
     // while the capacity is at most twice the length plus 8.
-    if ring.capacity() <= ring.len().saturating_mul(2).saturating_add(8) {
-        return;
+    if ring.capacity() > ring.len().saturating_mul(2).saturating_add(8) {
+        shrink_to_planned(ring);
     }
+}
+
+/// The rest of [`shrink_if_sparse`], out of line: the check above runs on
+/// every call that drops entries, the shrinking seldom.
+#[cold]
+#[inline(never)]
+fn shrink_to_planned<T>(ring: &mut VecDeque<T>) {
     let planned = planned(ring.len());
     if ring.capacity() > planned.saturating_mul(2).saturating_add(8) {
         ring.shrink_to(planned);
