@@ -5,7 +5,8 @@ it fails) and PASS, FAIL or "not measured" (and why):
 1. hot key, every single command: instructions per call <= 1.05x
    FLOOR.KEEP's (callgrind), with the bound its interface sets beside it
    (FLOOR.LIMIT with the command's arguments: read, parse and propagate,
-   deciding nothing) and what is left, the decision and its glue;
+   deciding nothing; when that alone is over 1.05, the target is out of
+   reach on this API) and what is left, the decision and its glue;
 2. RL.ALLOW of three limits: instructions <= FLOOR.ALLOW's + 1.25 x the
    sum of the three single commands' own work (each one's instructions
    minus FLOOR.KEEP's); the same rule on the interface floors (RL.ALLOW
@@ -78,6 +79,8 @@ def judge(report: dict, rows, workloads, skipped_rows, skipped_workloads) -> lis
                     "the decision and its glue are %s instructions (%.1f%% of FLOOR.KEEP)"
                     % (n(per_call[name] - floor), 100 * (per_call[name] - floor) / keep),
                 )
+                if floor / keep > 1.05:
+                    measured += "; the interface alone is over 1.05: out of reach on this API"
             out.append(target(1, text, measured, x <= 1.05))
 
     # 2. RL.ALLOW and RL.PEEK against the floor and the singles' own work.
