@@ -351,7 +351,7 @@ impl Limiter for SlideLog {
     /// decision and, only when the request is allowed and takes at least one
     /// unit, the update to `apply`. Inlined into its callers, as `apply`
     /// is, which spares their frames and a copy of the answer.
-    #[inline]
+    #[inline(always)]
     fn decide(
         &self,
         now: Nanos,
@@ -434,7 +434,7 @@ impl Limiter for SlideLog {
     /// Applies an update that `decide` produced on this same state: drops
     /// the expired prefix, records the units, and moves the clock to their
     /// instant.
-    #[inline]
+    #[inline(always)]
     fn apply(&mut self, update: SlideUpdate) {
         let expired = update.expired.min(self.times.len());
         self.drop_front(expired);

@@ -310,7 +310,7 @@ impl Tail {
     /// The slots in use (the first ones).
     #[inline]
     fn len(&self) -> usize {
-        self.0.iter().filter(|&&o| o != EMPTY).count()
+        self.0.iter().position(|&o| o == EMPTY).unwrap_or(TAIL)
     }
 
     fn is_empty(&self) -> bool {
