@@ -116,11 +116,15 @@ def print_table(report: dict, run: dict, p) -> None:
         "for RL.ALLOW and RL.PEEK FLOOR.ALLOW (three keys); and as a share of the count of that interface "
         "reading, parsing and propagating the command's own arguments, deciding nothing: FLOOR.LIMIT (FLOOR.ALLOWLIMIT "
         "for RL.ALLOW), what no command with these arguments can go below. The server's lookup of the command's "
-        "name is left out of every count: its command table is seeded at random when it starts, and a name that "
+        "name is left out of every count%s: its command table is seeded at random when it starts, and a name that "
         "drew a shared bucket costs about 200 instructions more. Repeatable whatever the machine's load "
         "to about 0.2%% for a single key (how often an expiry moves depends on the pace of the calls under "
         "valgrind)%s."
-        % (fmt_rps(instr.get("calls")), "" if per_call else " (**not counted here: %s**)" % instr.get("reason"))
+        % (
+            fmt_rps(instr.get("calls")),
+            "" if instr.get("lookup_left_out", True) else " (**not here: this server runs it inlined, counted in**)",
+            "" if per_call else " (**not counted here: %s**)" % instr.get("reason"),
+        )
     )
     p()
     p(
