@@ -11,12 +11,14 @@
 # (above 1: its decision and glue), "in module" how many of the count run in
 # the loaded modules' own code (the rest: the server's and the C library's;
 # every command, INCR too, passes the module's command filter, which watches
-# for CONFIG RESETSTAT), "lookup" the server's lookup of the command's name,
-# left out of every count (the command table is seeded at random when the
-# server starts: a name in a shared bucket costs about 200 more). Counts do
-# not depend on the machine's load (a single key's move by about 0.2 %
-# between runs), so they show where the cost of a command goes and whether
-# a change moved it. The
+# for CONFIG RESETSTAT). Two parts of the server's work are left out of
+# every count and shown apart: "lookup", the lookup of the command's name
+# (the command table is seeded at random when the server starts: a name in a
+# shared bucket costs about 200 more), and "cron", the server's timer (its
+# share of a call grows as valgrind's pace slows on a loaded machine).
+# Counts do not depend on the machine's load (a single key's move by a few
+# tenths of a percent between runs), so they show where the cost of a
+# command goes and whether a change moved it. The
 # counting is the benchmark's (scripts/bench/instructions.py), which `make
 # bench` runs too and reports next to the throughput; this script runs only
 # that part.

@@ -190,18 +190,19 @@ database of its own, `redis-benchmark -c 10 -P 16`, 40,000 calls of
 warm-up then about 20,000 counted in one run of calls without a pause
 (more than the limit's one-second window at valgrind's pace: the key
 holds the state the calls keep up); instructions per call = the dump's
-total, less the server's lookup of the command's name, / the commands it
-holds, and of them those in the loaded modules' own code (the rest: the
+total, less the server's lookup of the command's name and its timer
+(serverCron), / the commands it holds, and of them those in the loaded modules' own code (the rest: the
 server's and the C library's). After each RL command, FLOOR.LIMIT with that command's own
 arguments (FLOOR.ALLOWLIMIT for RL.ALLOW): what the command costs beyond
 it is its decision and its glue. About a minute. The name's lookup is
 left out because the server's command table is a hash table seeded at
 random when it starts: a name that drew a bucket shared with another
 command's costs about 200 instructions more (293 to 522 between the
-commands of one run), whatever the command does. Counts do not depend on
-the machine's load; a single-key command's moves by about 0.2 % between
-runs (how often an expiry moves depends on the pace of the calls under
-valgrind). Without valgrind (`apt-get install valgrind`), or with
+commands of one run), whatever the command does; the timer runs so many
+times a second, so its share of a call grows as valgrind's pace slows on
+a loaded machine. Counts do not depend on the machine's load; a
+single-key command's moves by a few tenths of a percent between runs (how
+often an expiry moves depends on the pace of the calls under valgrind). Without valgrind (`apt-get install valgrind`), or with
 `--no-instructions`, the counts are left out and the report says why.
 
 The report. A header (CPU model, cores, load average, date, server,

@@ -6,8 +6,8 @@ as long as the hot-key limit's one-second window lets a hot RL.SLIDE log
 expire, and the count would see it grow back). The counters are zeroed
 once the warm-up's calls are done and dumped about `n` calls later
 (`callgrind_control -z` / `-d <name>`, to this server's process only); a
-dump's total, less the command-name lookup (see `calls_and_lookup`),
-divided by the commands it holds is the figure.
+dump's total, less the command-name lookup and the server's timer (see
+`calls_and_left_out`), divided by the commands it holds is the figure.
 
 Each command runs alone in a database of its own (`--dbnum`), on a key of
 the same name (`b:hot`, or `{b:hot}:<x>` for several keys): the server's
@@ -18,8 +18,9 @@ measured 7,341 in one run and 7,837 in the next). Alone, every command's
 lookups cost the same, so the differences are the commands' own. Counts do
 not depend on the machine's load, so they are the steady figures where
 throughput moves by 10 to 30 % between runs; a single-key command's count
-moves by about 0.2 % between runs (how often an expiry moves, and the
-server's timer, depend on the pace of the calls under valgrind).
+moves by a few tenths of a percent between runs (how often an expiry moves
+depends on the pace of the calls under valgrind; so does the share of the
+server's timer, which is left out).
 
 Without valgrind the counts are left out and the report says so
 (`apt-get install valgrind`)."""
@@ -147,19 +148,20 @@ def count(server_bin, modules, benchmark, commands, n, warm, workdir, top=0, pro
     foreign = [t for t in triggers(out, pid) if t is not None and t not in mine]
     if foreign:
         raise BenchError("callgrind dumps this benchmark did not ask for (%s): counts unusable" % ", ".join(foreign))
-    per_call, in_modules, tops, lookups, counted = {}, {}, {}, {}, {}
+    per_call, in_modules, tops, lookups, crons, counted = {}, {}, {}, {}, {}, {}
     objects = {os.path.realpath(m) for m in modules}
     for _, name, _ in commands:
         path = find_dump(out, pid, dump_name(name))
         if path is None:
             raise BenchError("no callgrind dump for %s in %s" % (name, out))
-        calls, lookup = calls_and_lookup(path)
+        calls, left_out = calls_and_left_out(path)
         if not calls:
             raise BenchError("the dump of %s holds no command (%s)" % (name, path))
         counted[name] = calls
-        if lookup:
-            lookups[name] = lookup / calls
-        per_call[name] = (summary(path) - lookup) / calls
+        if left_out[LOOKUP]:
+            lookups[name] = left_out[LOOKUP] / calls
+        crons[name] = left_out[CRON] / calls
+        per_call[name] = (summary(path) - sum(left_out.values())) / calls
         in_modules[name] = modules_own(path, calls, objects)
         if top:
             tops[name] = top_functions(path, calls, top)
@@ -170,6 +172,7 @@ def count(server_bin, modules, benchmark, commands, n, warm, workdir, top=0, pro
         "counted_calls": counted,
         "per_call": per_call,
         "lookup_per_call": lookups,
+        "cron_per_call": crons,
         # False when the server runs its lookup inlined, where it cannot be
         # told apart: then every count keeps it.
         "lookup_left_out": len(lookups) == len(per_call),
@@ -260,27 +263,35 @@ def count_one(port, benchmark, db, name, args, n, warm, control, poll_s=0.05):
         con.close()
 
 
-# The server's function that finds a command by its name, left out of every
-# count (see calls_and_lookup).
-LOOKUP = "lookupCommandLogic"
+# The server's functions left out of every count, everything under each
+# included (see calls_and_left_out): finding the command by its name, and
+# the server's timer.
+LOOKUP, CRON = "lookupCommandLogic", "serverCron"
 
 
-def calls_and_lookup(path):
+def calls_and_left_out(path):
     """From a dump: how many commands it holds (the calls of the server's
-    `call`, which runs each one) and the instructions spent finding them
-    by name (the calls of LOOKUP, everything under it included). The
-    command table is a hash table seeded at random when the server
-    starts: a command whose name drew a bucket shared with another
-    command's compares names once more, about 200 instructions (293 to
-    522 per call between the commands of one run), whatever the command
-    does. The name's lookup is therefore left out of every count, the
-    floors' included. A cost line belongs to the function of the last
-    `fn=` (named once with its number, in an `fn=` or a callee's `cfn=`,
-    then by number alone); a `calls=` line is followed by the callee's
-    whole cost, counted here for its caller. A server that inlines the
-    lookup into its caller (Redis 8.2's build) has no LOOKUP: 0."""
+    `call`, which runs each one), and the instructions of LOOKUP and of
+    CRON, each with everything under it, which are left out of every
+    count, the floors' included:
+
+    - LOOKUP finds a command by its name in the command table, a hash
+      table seeded at random when the server starts: a command whose name
+      drew a bucket shared with another command's compares names once
+      more, about 200 instructions (293 to 522 per call between the
+      commands of one run), whatever the command does.
+    - CRON, the server's timer, runs so many times a second: its share of
+      a call grows as valgrind's pace slows on a loaded machine (60 and
+      more instructions a call), whatever the command does.
+
+    A cost line belongs to the function of the last `fn=` (named once
+    with its number, in an `fn=` or a callee's `cfn=`, then by number
+    alone); a `calls=` line is followed by the callee's whole cost,
+    counted here for its caller. A server that inlines the lookup into
+    its caller (Redis 8.2's build) has no LOOKUP: 0, and its counts keep
+    it."""
     names, current, callee = {}, None, None
-    calls, lookup = 0, 0
+    calls, left_out = 0, {LOOKUP: 0, CRON: 0}
 
     def name_of(line):
         m = re.match(r"c?fn=(?:\((\d+)\))?\s*(.*)", line.rstrip("\n"))
@@ -299,13 +310,11 @@ def calls_and_lookup(path):
                 if callee == "call":
                     calls += int(line.split("=", 1)[1].split()[0])
             elif line[:1] in "0123456789+-*":
-                if current == LOOKUP:
+                if current in left_out:
                     parts = line.split()
                     if len(parts) >= 2 and parts[1].isdigit():
-                        lookup += int(parts[1])
-    # A server built with the lookup inlined into its caller (Redis 8.2)
-    # has no LOOKUP to leave out: 0, and the count keeps it.
-    return calls, lookup
+                        left_out[current] += int(parts[1])
+    return calls, left_out
 
 
 def dump_name(name: str) -> str:

@@ -115,11 +115,12 @@ def print_table(report: dict, run: dict, p) -> None:
         "count for the command's interface keeping state and deciding nothing: FLOOR.KEEP (examples/floor.rs), "
         "for RL.ALLOW and RL.PEEK FLOOR.ALLOW (three keys); and as a share of the count of that interface "
         "reading, parsing and propagating the command's own arguments, deciding nothing: FLOOR.LIMIT (FLOOR.ALLOWLIMIT "
-        "for RL.ALLOW), what no command with these arguments can go below. The server's lookup of the command's "
-        "name is left out of every count%s: its command table is seeded at random when it starts, and a name that "
-        "drew a shared bucket costs about 200 instructions more. Repeatable whatever the machine's load "
-        "to about 0.2%% for a single key (how often an expiry moves depends on the pace of the calls under "
-        "valgrind)%s."
+        "for RL.ALLOW), what no command with these arguments can go below. Two parts of the server's work are left "
+        "out of every count: the lookup of the command's name%s (the command table is seeded at random when the "
+        "server starts, and a name that drew a shared bucket costs about 200 instructions more) and the server's "
+        "timer, serverCron (its share of a call grows as valgrind's pace slows on a loaded machine). Repeatable "
+        "whatever the machine's load to a few tenths of a percent for a single key (how often an expiry moves "
+        "depends on the pace of the calls under valgrind)%s."
         % (
             fmt_rps(instr.get("calls")),
             "" if instr.get("lookup_left_out", True) else " (**not here: this server runs it inlined, counted in**)",
@@ -294,11 +295,12 @@ def print_instructions(counts: dict, machine: dict, reproduce: str) -> None:
     per_call = counts["per_call"]
     print("# %s (%s cores); `%s`" % (machine["cpu_model"], machine["cores"], reproduce))
     print(
-        "%-22s %10s %8s %8s %8s %10s %8s"
-        % ("command", "instr/cmd", "x floor", "x keep", "x limit", "in module", "lookup")
+        "%-22s %10s %8s %8s %8s %10s %8s %6s"
+        % ("command", "instr/cmd", "x floor", "x keep", "x limit", "in module", "lookup", "cron")
     )
     in_modules = counts.get("in_modules_per_call", {})
     lookups = counts.get("lookup_per_call", {})
+    crons = counts.get("cron_per_call", {})
     floor = per_call.get("FLOOR.THROTTLE")
     for name, count in per_call.items():
         keep = per_call.get(INSTR_FLOOR.get(name.split()[-1], "FLOOR.KEEP"))
@@ -307,9 +309,10 @@ def print_instructions(counts: dict, machine: dict, reproduce: str) -> None:
         x_limit = "%.3f" % (count / limit) if limit else "-"
         own = "%.0f" % in_modules[name] if name in in_modules else "-"
         lookup = "%.0f" % lookups[name] if name in lookups else "-"
+        cron = "%.0f" % crons[name] if name in crons else "-"
         print(
-            "%-22s %10.0f %8s %8s %8s %10s %8s"
-            % (name, count, "%.2f" % (count / floor) if floor else "-", x_keep, x_limit, own, lookup)
+            "%-22s %10.0f %8s %8s %8s %10s %8s %6s"
+            % (name, count, "%.2f" % (count / floor) if floor else "-", x_keep, x_limit, own, lookup, cron)
         )
         for cost, function in counts.get("top", {}).get(name, []):
             print("    %8d  %s" % (cost, function))
