@@ -36,6 +36,7 @@ import time
 
 from .regimes import FLOOR_ALLOW, THROUGHPUT_LIMIT, THROUGHPUT_WINDOW_S, BenchError
 from .resp import Client
+from .runner import command_stats
 from .servers import Server, has_command
 
 
@@ -199,8 +200,9 @@ def apart(con, db, args, tries=64) -> list:
         return args
     con.call("SELECT", db)
     for i in range(tries):
-        renamed = [a.replace(tag, "{%s%s}" % (HOT, i or "")) for a in args]
-        keys = [a for a in renamed if "{%s%s}" % (HOT, i or "") in a]
+        new_tag = "{%s%s}" % (HOT, i or "")
+        renamed = [a.replace(tag, new_tag) for a in args]
+        keys = [a for a in renamed if new_tag in a]
         con.call("MSET", *[x for k in keys for x in (k, "0")])
         stats = con.call("DEBUG", "HTSTATS", db)
         con.call("DEL", *keys)
@@ -226,14 +228,8 @@ def count_one(port, benchmark, db, name, args, n, warm, control, poll_s=0.05):
     cmd += ["-n", str(warm + 50 * n), "--dbnum", str(db)] + args
     con = Client(port, timeout=120)
     try:
-        # A module's command is listed under the name it registered.
-        stat = re.compile(r"cmdstat_%s:calls=(\d+)" % re.escape(args[0]), re.IGNORECASE)
-
         def calls():
-            info = con.call("INFO", "commandstats")
-            text = info.decode() if isinstance(info, bytes) else str(info)
-            m = stat.search(text)
-            return int(m.group(1)) if m else 0
+            return command_stats(con).get(args[0].lower(), (0, 0))[0]
 
         base = calls()
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -292,29 +288,42 @@ def calls_and_left_out(path):
     it."""
     names, current, callee = {}, None, None
     calls, left_out = 0, {LOOKUP: 0, CRON: 0}
-
-    def name_of(line):
-        m = re.match(r"c?fn=(?:\((\d+)\))?\s*(.*)", line.rstrip("\n"))
-        ident, text = m.group(1), m.group(2)
-        if ident and text:
-            names[ident] = text
-        return text or names.get(ident)
-
     with open(path, errors="replace") as f:
         for line in f:
             if line.startswith("fn="):
-                current = name_of(line)
+                current = compressed_name(line, names)
             elif line.startswith("cfn="):
-                callee = name_of(line)
+                callee = compressed_name(line, names)
             elif line.startswith("calls="):
                 if callee == "call":
                     calls += int(line.split("=", 1)[1].split()[0])
-            elif line[:1] in "0123456789+-*":
-                if current in left_out:
-                    parts = line.split()
-                    if len(parts) >= 2 and parts[1].isdigit():
-                        left_out[current] += int(parts[1])
+            elif current in left_out:
+                left_out[current] += line_cost(line)
     return calls, left_out
+
+
+def compressed_name(line, names, resolve=lambda name: name):
+    """The name an `ob=`/`cob=` or `fn=`/`cfn=` line gives. The dump names
+    each object and function once, with its number (`fn=(12) call`), then
+    by the number alone (`cfn=(12)`): `names` (one per kind of name) keeps
+    them, `resolve` applied to each."""
+    m = re.match(r"\w+=(?:\((\d+)\))?\s*(.*)", line.rstrip("\n"))
+    ident, text = m.group(1), m.group(2)
+    if not text:
+        return names.get(ident)
+    name = resolve(text)
+    if ident:
+        names[ident] = name
+    return name
+
+
+def line_cost(line) -> int:
+    """The instructions of a cost line (`<position> <Ir> ...`); 0 for any
+    other line."""
+    if line[:1] not in "0123456789+-*":
+        return 0
+    parts = line.split()
+    return int(parts[1]) if len(parts) >= 2 and parts[1].isdigit() else 0
 
 
 def dump_name(name: str) -> str:
@@ -374,18 +383,13 @@ def modules_own(path, n, objects):
                 skip = False
                 continue
             if line.startswith(("ob=", "cob=")):
-                m = re.match(r"c?ob=(?:\((\d+)\))?\s*(.*)", line.rstrip("\n"))
-                name = os.path.realpath(m.group(2)) if m.group(2) else names.get(m.group(1))
-                if m.group(1) and m.group(2):
-                    names[m.group(1)] = name
+                name = compressed_name(line, names, os.path.realpath)
                 if line.startswith("ob="):
                     current = name
             elif line.startswith("calls="):
                 skip = True
-            elif current in objects and line[:1] in "0123456789+-*":
-                parts = line.split()
-                if len(parts) >= 2 and parts[1].isdigit():
-                    total += int(parts[1])
+            elif current in objects:
+                total += line_cost(line)
     return total / n
 
 
