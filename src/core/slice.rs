@@ -516,11 +516,17 @@ impl SliceWindow {
         };
         let first_counted = current.saturating_sub(slices);
         let used = self.used_from(first_counted);
+        // The instant slice `j`'s units stop being counted. Computed only
+        // where the reply needs it, and once when the request falls in
+        // the head slice (the usual call): with a window that the slices
+        // do not divide evenly, each is two divisions.
+        let end_of = |j: u64| geometry.start(j.saturating_add(slices).saturating_add(1));
+        let end_of_current = end_of(current);
         // When the head slice is counted it is the newest non-empty one.
-        let reset_held = if used > 0 {
-            geometry.start(self.head.saturating_add(slices).saturating_add(1))
-        } else {
-            now
+        let reset_held = || match used {
+            0 => now,
+            _ if self.head == current => end_of_current,
+            _ => end_of(self.head),
         };
 
         if quantity <= limit && used + quantity <= limit {
@@ -531,9 +537,9 @@ impl SliceWindow {
                 rebased: None,
             });
             let reset_at = if quantity > 0 {
-                geometry.start(current.saturating_add(slices).saturating_add(1))
+                end_of_current
             } else {
-                reset_held
+                reset_held()
             };
             let decision = Decision {
                 limited: false,
@@ -555,7 +561,7 @@ impl SliceWindow {
             limit,
             remaining: limit.saturating_sub(used),
             retry,
-            reset_at: reset_held,
+            reset_at: reset_held(),
         };
         (decision, None)
     }
