@@ -16,6 +16,7 @@
 
 use std::ffi::{c_char, c_int, c_long, c_longlong, c_ulonglong, c_void, CStr};
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::OnceLock;
 
 use redis_module::native_types::RedisType;
@@ -471,6 +472,10 @@ impl<'a> Ctx<'a> {
 /// a key's value can only be read or stored as the state type it is.
 pub struct ModuleType<T> {
     inner: RedisType,
+    /// The server's handle, copied from `inner` once it is created: read
+    /// on every call, where `inner`'s own copy sits behind a `RefCell`
+    /// whose borrow costs a check and two writes.
+    handle: AtomicPtr<RedisModuleType>,
     _state: PhantomData<fn() -> T>,
 }
 
@@ -482,20 +487,26 @@ impl<T> ModuleType<T> {
     ) -> ModuleType<T> {
         ModuleType {
             inner: RedisType::new(name, version, methods),
+            handle: AtomicPtr::new(std::ptr::null_mut()),
             _state: PhantomData,
         }
     }
 
-    /// The server's handle, set when the module loaded.
+    /// The server's handle, set when the module loaded (null before).
     fn raw(&self) -> *mut RedisModuleType {
-        *self.inner.raw_type.borrow()
+        self.handle.load(Ordering::Relaxed)
     }
 }
 
 impl<T> ModuleType<T> {
     /// Creates the type in the server; called once, at load.
     pub fn create(&self, ctx: *mut RedisModuleCtx) -> Result<(), String> {
-        self.inner.create_data_type(ctx).map_err(|e| e.to_string())
+        self.inner
+            .create_data_type(ctx)
+            .map_err(|e| e.to_string())?;
+        self.handle
+            .store(*self.inner.raw_type.borrow(), Ordering::Relaxed);
+        Ok(())
     }
 }
 
