@@ -74,12 +74,12 @@ JSON keys `throughput.<regime>`, in the order they run):
   RL.ALLOW: the three limits on three keys, `{b:rl_allow:__rand_int__}:t`,
   `:l` and `:s`, each number drawn on its own by redis-benchmark, so each
   of the 300,000 keys gets as many calls as another row's key. INCR's keys
-  have no expiry. FLOOR.THROTTLE creates nothing. FLOOR.KEEP sets its
-  key's expiry to one minute after the call whatever the arguments
-  (examples/floor.rs), shorter than a repetition: its keys are created
-  just before each of its runs in these regimes and deleted right after,
-  outside the measurement. Before the calibration, each other row's
-  command is called once on each of its keys, `b:<row>:000000000000` to
+  have no expiry. FLOOR.THROTTLE creates nothing. The floors that keep
+  state (FLOOR.KEEP, FLOOR.LIMIT, FLOOR.LIMIT64) set their key's expiry
+  to an hour after the call whatever the arguments (examples/floor.rs),
+  longer than the benchmark, so their keys are made and kept exactly as
+  every other row's, created once and aged alike. Before the calibration, each row's command that keeps state is called
+  once on each of its keys, `b:<row>:000000000000` to
   `b:<row>:000000099999` (what `__rand_int__` becomes with `-r 100000`),
   pipelined over a raw socket, so no measurement pays for creating a key;
   the two regimes share these keys, and since none of them expires during

@@ -33,7 +33,6 @@ from .runner import (
     create_rand_keys,
     fill_keys,
     kept_state_check,
-    rand_key_names,
 )
 
 
@@ -92,17 +91,9 @@ def measure(opts, server, benchmark, settings, progress) -> dict:
         args = row_cmd(row, keys)
         if keys == "churn":
             churn.call("FLUSHDB", "SYNC")
-        elif keys == "kept" and row.expiry_s:
-            # Keys that would expire before the row's next run (and
-            # during other rows' runs): created now, deleted after.
-            create_rand_keys(server.port, row, args)
         res = b.run(args, n, pipe, keys != "hot", CHURN_DB if keys == "churn" else 0)
         if keys == "churn":
             churn.call("FLUSHDB", "SYNC")
-        elif keys == "kept" and row.expiry_s:
-            names = rand_key_names(args)
-            res["keys_present"] = b.con.call("EXISTS", *names)
-            b.con.call("DEL", *names)
         return res
 
     # Scaling setups: SLIDE logs pre-filled to their limit.
@@ -137,7 +128,7 @@ def measure(opts, server, benchmark, settings, progress) -> dict:
     # The kept-state regimes' keys, created once (see the docstring).
     progress("creating %s random keys per row for the kept-state regimes" % "{:,}".format(RAND_KEYS))
     for row in rows:
-        if row.keeps and not row.expiry_s:
+        if row.keeps:
             create_rand_keys(server.port, row, row_cmd(row, "kept"))
     for w in workloads:
         progress("%s: set-up" % w.name)
@@ -219,20 +210,8 @@ def measure(opts, server, benchmark, settings, progress) -> dict:
         if not row.keeps:
             continue
         args = row_cmd(row, "kept")
-        if row.expiry_s:
-            expected = RAND_KEYS * sum(RAND in a for a in args)
-            present = [
-                r["keys_present"] for rg in REGIMES if rg[3] == "kept" for r in results[(rg[0], row.name)]
-            ]
-            bad = [x for x in present if x != expected]
-            kept_checks[row.name] = {
-                "keys": expected,
-                "present_after_each_run": present,
-                "check": "%d of %d keys present after a run" % (bad[0], expected) if bad else "ok",
-            }
-        else:
-            peek = row.peek_args("b:%s:%s" % (row.id, RAND), KEPT_LIMIT, KEPT_WINDOW_S) if row.limiter else None
-            kept_checks[row.name] = kept_state_check(b, row, args, peek)
+        peek = row.peek_args("b:%s:%s" % (row.id, RAND), KEPT_LIMIT, KEPT_WINDOW_S) if row.limiter else None
+        kept_checks[row.name] = kept_state_check(b, row, args, peek)
         if kept_checks[row.name]["check"] != "ok":
             progress("WARNING: %s kept-state keys: %s" % (row.name, kept_checks[row.name]["check"]))
     churn.close()
