@@ -12,6 +12,7 @@ from .regimes import (
     ALLOW_PARTS,
     CHURN_DB,
     CLIENTS,
+    KEPT_DB,
     KEPT_LIMIT,
     KEPT_MARGIN,
     KEPT_WINDOW_S,
@@ -177,7 +178,7 @@ def build_report(raw: dict, run: dict) -> dict:
                 "pipeline": pipe,
                 "keys": keys,
                 "random_keys": RAND_KEYS if keys != "hot" else 1,
-                "db": CHURN_DB if keys == "churn" else 0,
+                "db": {"hot": 0, "churn": CHURN_DB, "kept": "%d + the row's index" % KEPT_DB}[keys],
                 "limit": KEPT_LIMIT if keys == "kept" else THROUGHPUT_LIMIT,
                 "window_s": KEPT_WINDOW_S if keys == "kept" else THROUGHPUT_WINDOW_S,
             }

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import __doc__ as PACKAGE_DOC
 from .aggregate import build_report
-from .regimes import FLOOR, MODULE, ROOT, BenchError
+from .regimes import DATABASES, FLOOR, MODULE, ROOT, BenchError
 from . import instructions
 from .regimes import SCRIPTS
 from .report import print_instructions, print_report
@@ -152,7 +152,7 @@ def main(argv=None) -> int:
             return 0 if counts["available"] else 1
         server_pin, client_pin = pinning()
         machine["pinned"] = bool(server_pin)
-        server = Server(server_bin, modules, workdir, wrapper=server_pin)
+        server = Server(server_bin, modules, workdir, wrapper=server_pin, extra=["--databases", str(DATABASES)])
         try:
             server.start()
             raw = measure(opts, server, client_pin + [benchmark], settings, progress)

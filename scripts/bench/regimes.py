@@ -19,9 +19,9 @@ RAND_KEYS = 100_000
 # digits.
 RAND = "__rand_int__"
 # The keys of a regime: "hot" (one per row), "kept" (100k random keys created
-# before the calibration, state kept between calls) or "churn" (100k random
-# keys in CHURN_DB, emptied before and after each run, state emptied between
-# a key's calls).
+# before the calibration, state kept between calls, each row's in a database
+# of its own from KEPT_DB on) or "churn" (100k random keys in CHURN_DB,
+# emptied before and after each run, state emptied between a key's calls).
 REGIMES = [
     # (id, title, pipeline, keys)
     ("hot_P16", "hot key, -P 16", 16, "hot"),
@@ -31,6 +31,12 @@ REGIMES = [
     ("rand_P1", "100k keys, kept state, -P 1", 1, "kept"),
 ]
 CHURN_DB = 1
+# The kept-state regimes' first database: row i keeps its keys in
+# KEPT_DB + i, so that no row's keys sit in another row's hash chains (the
+# server adds a key at the head of its chain: in one shared keyspace, the
+# rows created last would be found first). DATABASES: the server's count.
+KEPT_DB = 2
+DATABASES = 64
 
 # Throughput, hot keys and churn: 1,000,000 units per 1 s. Kept state:
 # 10,000 units per 10,000,000 s. Memory: 100 units per 3,600 s.

@@ -123,11 +123,13 @@ def check_limits(con: Client, row: Row) -> str:
     return "ok"
 
 
-def fill_keys(port: int, commands, encoded: bool = False) -> list:
-    """Runs the commands pipelined on a connection of its own, closed before
-    returning so that its buffers are not counted."""
+def fill_keys(port: int, commands, encoded: bool = False, db: int = 0) -> list:
+    """Runs the commands pipelined on a connection of its own, in database
+    `db`, closed before returning so that its buffers are not counted."""
     c = Client(port)
     try:
+        if db:
+            c.call("SELECT", str(db))
         return c.pipeline_encoded(commands) if encoded else c.pipeline(commands)
     finally:
         c.close()
@@ -151,10 +153,10 @@ def rand_key_names(args) -> list:
     return names
 
 
-def create_rand_keys(port: int, row: Row, args) -> None:
-    """Calls `args` once on each random key (creating its state); every call
-    must be allowed."""
-    replies = fill_keys(port, rand_commands(args), encoded=True)
+def create_rand_keys(port: int, row: Row, args, db: int) -> None:
+    """Calls `args` once on each random key of database `db` (creating its
+    state); every call must be allowed."""
+    replies = fill_keys(port, rand_commands(args), encoded=True, db=db)
     bad = [r for r in replies if isinstance(r, ReplyError) or (isinstance(r, list) and r[0] != 0)]
     if bad:
         raise BenchError(
@@ -163,18 +165,20 @@ def create_rand_keys(port: int, row: Row, args) -> None:
         )
 
 
-def kept_state_check(b: Bench, row: Row, args, peek) -> dict:
-    """After the kept-state regimes: every random key of the row still
-    exists and (limiters) every one peeked has units left, so every call of
-    the benchmark was allowed. Returns the figures and "check"."""
+def kept_state_check(b: Bench, row: Row, args, peek, db: int) -> dict:
+    """After the kept-state regimes: every random key of the row (in
+    database `db`) still exists and (limiters) every one peeked has units
+    left, so every call of the benchmark was allowed. Returns the figures
+    and "check"."""
     names = rand_key_names(args)
-    out = {"keys": len(names), "present": b.con.call("EXISTS", *names)}
+    present = fill_keys(b.server.port, [["EXISTS"] + names], db=db)[0]
+    out = {"keys": len(names), "present": present}
     problems = []
     if out["present"] != out["keys"]:
         problems.append("%d of %d keys present" % (out["present"], out["keys"]))
     if peek is not None:
         used, errors = [], []
-        for r in fill_keys(b.server.port, rand_commands(peek), encoded=True):
+        for r in fill_keys(b.server.port, rand_commands(peek), encoded=True, db=db):
             if isinstance(r, ReplyError) or not (isinstance(r, list) and len(r) >= 5):
                 errors.append(r)
             else:

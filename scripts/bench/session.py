@@ -10,7 +10,9 @@ from .memory import memory_per_key, memory_per_unit, memory_precision, memory_sl
 from .regimes import (
     BENCH_DIR,
     CHURN_DB,
+    DATABASES,
     FLOOR_ALLOW,
+    KEPT_DB,
     KEPT_LIMIT,
     KEPT_MARGIN,
     KEPT_WINDOW_S,
@@ -80,6 +82,11 @@ def measure(opts, server, benchmark, settings, progress) -> dict:
             return row.args("b:%s:%s" % (row.id, RAND), KEPT_LIMIT, KEPT_WINDOW_S)
         return row.args("b:%s:%s" % (row.id, RAND), THROUGHPUT_LIMIT, THROUGHPUT_WINDOW_S)
 
+    # Each row's database in the kept-state regimes.
+    kept_db = {row.name: KEPT_DB + i for i, row in enumerate(rows)}
+    if KEPT_DB + len(rows) > DATABASES:
+        raise BenchError("%d rows need %d databases, the server has %d" % (len(rows), KEPT_DB + len(rows), DATABASES))
+
     # The churn regime's database, emptied before and after each run.
     churn = Client(server.port)
     churn.call("SELECT", str(CHURN_DB))
@@ -91,7 +98,8 @@ def measure(opts, server, benchmark, settings, progress) -> dict:
         args = row_cmd(row, keys)
         if keys == "churn":
             churn.call("FLUSHDB", "SYNC")
-        res = b.run(args, n, pipe, keys != "hot", CHURN_DB if keys == "churn" else 0)
+        db = {"hot": 0, "churn": CHURN_DB, "kept": kept_db[row.name]}[keys]
+        res = b.run(args, n, pipe, keys != "hot", db)
         if keys == "churn":
             churn.call("FLUSHDB", "SYNC")
         return res
@@ -129,7 +137,7 @@ def measure(opts, server, benchmark, settings, progress) -> dict:
     progress("creating %s random keys per row for the kept-state regimes" % "{:,}".format(RAND_KEYS))
     for row in rows:
         if row.keeps:
-            create_rand_keys(server.port, row, row_cmd(row, "kept"))
+            create_rand_keys(server.port, row, row_cmd(row, "kept"), kept_db[row.name])
     for w in workloads:
         progress("%s: set-up" % w.name)
         w.setup(b, quick)
@@ -211,7 +219,7 @@ def measure(opts, server, benchmark, settings, progress) -> dict:
             continue
         args = row_cmd(row, "kept")
         peek = row.peek_args("b:%s:%s" % (row.id, RAND), KEPT_LIMIT, KEPT_WINDOW_S) if row.limiter else None
-        kept_checks[row.name] = kept_state_check(b, row, args, peek)
+        kept_checks[row.name] = kept_state_check(b, row, args, peek, kept_db[row.name])
         if kept_checks[row.name]["check"] != "ok":
             progress("WARNING: %s kept-state keys: %s" % (row.name, kept_checks[row.name]["check"]))
     churn.close()
