@@ -516,16 +516,13 @@ impl SliceWindow {
         };
         let first_counted = current.saturating_sub(slices);
         let used = self.used_from(first_counted);
-        // The instant slice `j`'s units stop being counted. Computed only
-        // where the reply needs it, and once when the request falls in
-        // the head slice (the usual call): with a window that the slices
-        // do not divide evenly, each is two divisions.
+        // The instant slice `j`'s units stop being counted, computed only
+        // where the reply needs it (once a call): with a window that the
+        // slices do not divide evenly, it costs two divisions.
         let end_of = |j: u64| geometry.start(j.saturating_add(slices).saturating_add(1));
-        let end_of_current = end_of(current);
         // When the head slice is counted it is the newest non-empty one.
         let reset_held = || match used {
             0 => now,
-            _ if self.head == current => end_of_current,
             _ => end_of(self.head),
         };
 
@@ -537,7 +534,7 @@ impl SliceWindow {
                 rebased: None,
             });
             let reset_at = if quantity > 0 {
-                end_of_current
+                end_of(current)
             } else {
                 reset_held()
             };
