@@ -96,7 +96,7 @@ def _prefix_from(names: Any) -> Optional[str]:
     return None
 
 
-_DETECT = ("COMMAND", "LIST", "FILTERBY", "MODULE", MODULE_NAME)
+_DETECT = ("COMMAND LIST", "FILTERBY", "MODULE", MODULE_NAME)
 
 
 def _detect_options(client: Any) -> Dict[str, Any]:
