@@ -157,7 +157,7 @@ def cluster() -> Iterator[Cluster]:
     c.close()
 
 
-def release_calls(client: redis.Redis, prefix: str = "rl") -> int:
+def release_calls(client: redis.Redis) -> int:
+    """How many RL.RELEASE calls the server has run (INFO commandstats)."""
     stats = client.info("commandstats")
-    entry = stats.get(f"cmdstat_{prefix}.release")
-    return int(entry["calls"]) if entry else 0
+    return sum(int(v["calls"]) for k, v in stats.items() if k.lower() == "cmdstat_rl.release")
