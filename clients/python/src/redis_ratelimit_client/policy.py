@@ -28,7 +28,7 @@ from redis.crc import key_slot
 from . import _commands as c
 from ._commands import Command
 from ._errors import CommandError, ModuleNotLoadedError
-from ._limits import Lease, Limit
+from ._limits import Lease, Limit, Quota, Slice, Slide, Throttle
 from ._results import AllowResult, Result
 from .headers import rate_limit_headers
 
@@ -88,6 +88,26 @@ class Policy:
         self.variables = variables
         self.leased = any(isinstance(r.limit, Lease) for r in rules)
 
+    @classmethod
+    def parse(cls, text: str,
+              variables: Callable[[RequestInfo], Mapping[str, str]] = default_variables
+              ) -> Policy:
+        """A policy from text: ``name key ALGORITHM numbers...`` entries
+        separated by ``;``, the spec as RL.ALLOW takes it (``QUOTA limit unit
+        [TZ zone]``, ``SLIDE limit window [PRECISION d]``). Only the shape
+        is checked here; the module checks the numbers."""
+        rules = []
+        for entry in text.split(";"):
+            words = entry.split()
+            if not words:
+                continue
+            if len(words) < 4:
+                raise ValueError(
+                    f"rule {entry.strip()!r}: expected `name key ALGORITHM numbers...`")
+            name, key, kind, rest = words[0], words[1], words[2].upper(), words[3:]
+            rules.append(Rule(name, key, _limit(name, kind, rest)))
+        return cls(rules, variables)
+
     def keys(self, request: RequestInfo) -> List[str]:
         values: Mapping[str, str] = {}
         if any(not callable(rule.key) for rule in self.rules):
@@ -102,6 +122,35 @@ class Policy:
     def headers(self, decision: Decision) -> Dict[str, str]:
         return rate_limit_headers(decision.result, [r.limit for r in self.rules],
                                   [r.name for r in self.rules])
+
+
+def _limit(name: str, kind: str, words: List[str]) -> Limit:
+    def ints(n: int) -> List[int]:
+        if len(words) != n or not all(w.lstrip("-").isdigit() for w in words):
+            raise ValueError(f"rule {name!r}: {kind} takes {n} whole numbers, not {words}")
+        return [int(w) for w in words]
+
+    if kind == "THROTTLE":
+        return Throttle(*ints(3))
+    if kind == "SLICE":
+        return Slice(*ints(3))
+    if kind == "LEASE":
+        return Lease(*ints(2))
+    if kind == "SLIDE":
+        precision = None
+        if len(words) == 4 and words[2].upper() == "PRECISION":
+            precision = int(words[3])
+            words = words[:2]
+        limit, window = ints(2)
+        return Slide(limit, window, precision)
+    if kind == "QUOTA":
+        if len(words) == 2:
+            return Quota(int(words[0]), words[1])
+        if len(words) == 4 and words[2].upper() == "TZ":
+            return Quota(int(words[0]), words[1], words[3])
+        raise ValueError(f"rule {name!r}: QUOTA takes limit unit [TZ zone]")
+    raise ValueError(f"rule {name!r}: unknown algorithm {kind!r} "
+                     "(expected THROTTLE, SLIDE, SLICE, LEASE or QUOTA)")
 
 
 @dataclass(frozen=True)
