@@ -24,7 +24,6 @@ import os
 
 import redis.asyncio
 from fastapi import FastAPI, Response
-
 from redis_ratelimit_client import AsyncRateLimiter, Policy, bounded_client_options
 from redis_ratelimit_client.asgi import RateLimitMiddleware
 

@@ -14,7 +14,6 @@ import dataclasses
 import os
 
 import redis
-
 from redis_ratelimit_client import AllowResult, RateLimiter, Result, Slice, Slide
 
 
