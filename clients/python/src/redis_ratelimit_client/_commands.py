@@ -3,7 +3,6 @@ the synchronous and the asyncio client."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Generic, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 from ._limits import Arg, Lease, Limit, Quota, Slice, Slide, Throttle
@@ -15,11 +14,16 @@ Entries = Union[Mapping[str, Limit], Sequence[Tuple[str, Limit]]]
 """RL.ALLOW's and RL.PEEK's limits: keys with their limits, in order."""
 
 
-@dataclass(frozen=True)
 class Command(Generic[T]):
-    name: str
-    args: List[Arg]
-    parse: Callable[[Any], T]
+    """A command line for a backend (its NAME without prefix and exactly the
+    module's arguments) and the parser of its reply."""
+
+    __slots__ = ("args", "name", "parse")
+
+    def __init__(self, name: str, args: List[Arg], parse: Callable[[Any], T]) -> None:
+        self.name = name
+        self.args = args
+        self.parse = parse
 
 
 def _five(ms: bool) -> Callable[[Any], Result]:

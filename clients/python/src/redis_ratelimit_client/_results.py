@@ -4,14 +4,14 @@ RL.INSPECT's fields per kind."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple, Union
 
 
-@dataclass(frozen=True)
-class Result:
+class Result(NamedTuple):
     """The five fields every limiter (and RL.REFUND) replies, named as
     redis_rate names them. ``retry_after`` and ``reset_after`` are seconds,
-    or milliseconds when ``ms`` (the call was made with MS)."""
+    or milliseconds when ``ms`` (the call was made with MS). A named tuple:
+    immutable, and as cheap to make as the reply's own list."""
 
     limited: bool
     limit: int
@@ -25,14 +25,23 @@ class Result:
         return not self.limited
 
 
-@dataclass(frozen=True)
-class AllowResult(Result):
+class AllowResult(NamedTuple):
     """RL.ALLOW's and RL.PEEK's reply: the five fields of the binding limit,
     its ``index`` (1-based, as the module answers it: 1 is the first limit),
     and each limit's own result, in the order given."""
 
-    index: int = 1
-    results: Tuple[Result, ...] = ()
+    limited: bool
+    limit: int
+    remaining: int
+    retry_after: int
+    reset_after: int
+    ms: bool
+    index: int  # type: ignore[assignment]  # shadows tuple.index on purpose
+    results: Tuple[Result, ...]
+
+    @property
+    def allowed(self) -> bool:
+        return not self.limited
 
     @property
     def binding(self) -> Result:
@@ -40,27 +49,25 @@ class AllowResult(Result):
         return self.results[self.index - 1]
 
 
-def _int(value: Any) -> int:
-    return int(value)
-
-
 def parse_result(reply: Any, ms: bool) -> Result:
-    f = reply
-    return Result(_int(f[0]) == 1, _int(f[1]), _int(f[2]), _int(f[3]), _int(f[4]), ms)
+    return Result(reply[0] == 1, reply[1], reply[2], reply[3], reply[4], ms)
 
 
 def parse_allow(reply: Any, ms: bool) -> AllowResult:
-    results = tuple(parse_result(r, ms) for r in reply[6])
     return AllowResult(
-        _int(reply[0]) == 1,
-        _int(reply[1]),
-        _int(reply[2]),
-        _int(reply[3]),
-        _int(reply[4]),
+        reply[0] == 1,
+        reply[1],
+        reply[2],
+        reply[3],
+        reply[4],
         ms,
-        _int(reply[5]),
-        results,
+        reply[5],
+        tuple([Result(r[0] == 1, r[1], r[2], r[3], r[4], ms) for r in reply[6]]),
     )
+
+
+def _int(value: Any) -> int:
+    return int(value)
 
 
 @dataclass(frozen=True)
