@@ -70,6 +70,37 @@ def start_server() -> tuple[subprocess.Popen[bytes], int]:
     sys.exit("the server did not start")
 
 
+def paired(fa: Callable[[], Any], fb: Callable[[], Any], n: int) -> tuple[float, float]:
+    """Seconds per call of ``fa`` and of ``fb``, called alternately so that
+    both see the same moments of a shared machine."""
+    clock = time.perf_counter
+    ta = tb = 0.0
+    for _ in range(n):
+        t0 = clock()
+        fa()
+        t1 = clock()
+        fb()
+        t2 = clock()
+        ta += t1 - t0
+        tb += t2 - t1
+    return ta / n, tb / n
+
+
+async def paired_async(fa: Callable[[], Awaitable[Any]], fb: Callable[[], Awaitable[Any]],
+                       n: int) -> tuple[float, float]:
+    clock = time.perf_counter
+    ta = tb = 0.0
+    for _ in range(n):
+        t0 = clock()
+        await fa()
+        t1 = clock()
+        await fb()
+        t2 = clock()
+        ta += t1 - t0
+        tb += t2 - t1
+    return ta / n, tb / n
+
+
 def per_call(fn: Callable[[], Any], n: int) -> float:
     start = time.perf_counter()
     for _ in range(n):
@@ -97,8 +128,9 @@ def sync_rows(port: int) -> None:
     typed()
     a, b = [], []
     for _ in range(ROUNDS):
-        a.append(per_call(typed, CALLS))
-        b.append(per_call(raw, CALLS))
+        x, y = paired(typed, raw, CALLS)
+        a.append(x)
+        b.append(y)
     row("sync RL.THROTTLE: rl.throttle vs execute_command", a, b)
 
     spec = ["SLIDE", 1000000, 60, "THROTTLE", 1000000, 1000000, 1]
@@ -109,9 +141,9 @@ def sync_rows(port: int) -> None:
     a, b = [], []
     for _ in range(ROUNDS):
         client.delete("b:{u}:a")
-        a.append(per_call(typed2, CALLS))
-        client.delete("b:{u}:a")
-        b.append(per_call(raw2, CALLS))
+        x, y = paired(typed2, raw2, CALLS)
+        a.append(x)
+        b.append(y)
     row("sync RL.ALLOW (2 limits): rl.allow vs execute_command", a, b)
 
     def held() -> None:
@@ -124,8 +156,9 @@ def sync_rows(port: int) -> None:
 
     a, b = [], []
     for _ in range(ROUNDS):
-        a.append(per_call(held, CALLS // 3))
-        b.append(per_call(raw_lease, CALLS // 3))
+        x, y = paired(held, raw_lease, CALLS // 3)
+        a.append(x)
+        b.append(y)
     row("sync lease: with rl.hold() vs RL.LEASE + RL.RELEASE", a, b)
     client.close()
 
@@ -148,8 +181,9 @@ async def async_rows(port: int) -> None:
     await typed()
     a, b = [], []
     for _ in range(ROUNDS):
-        a.append(await per_call_async(typed, CALLS))
-        b.append(await per_call_async(raw, CALLS))
+        x, y = await paired_async(typed, raw, CALLS)
+        a.append(x)
+        b.append(y)
     row("async RL.THROTTLE: rl.throttle vs execute_command", a, b)
 
     async def held() -> None:
@@ -162,8 +196,9 @@ async def async_rows(port: int) -> None:
 
     a, b = [], []
     for _ in range(ROUNDS):
-        a.append(await per_call_async(held, CALLS // 3))
-        b.append(await per_call_async(raw_lease, CALLS // 3))
+        x, y = await paired_async(held, raw_lease, CALLS // 3)
+        a.append(x)
+        b.append(y)
     row("async lease: async with rl.hold() vs RL.LEASE + RL.RELEASE", a, b)
 
     # Requests per second of a minimal Starlette app, driven in-process

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import secrets
 import threading
+import time
 from types import TracebackType
-from typing import TYPE_CHECKING, Optional, Type, Union
+from typing import TYPE_CHECKING, List, Optional, Tuple, Type, Union
 
 from ._errors import LeaseRefused
 from ._limits import Lease
@@ -68,6 +70,42 @@ class _Held:
         return True
 
 
+class _Renewer:
+    """One daemon thread that renews every held lease of the process when
+    it is due (a thread per lease would cost its start and join on every
+    ``with``). Renewals run one at a time, each bounded by its client's
+    timeouts."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.due: List[Tuple[float, int, HeldLease]] = []
+        self.seq = 0
+        self.thread: Optional[threading.Thread] = None
+
+    def add(self, lease: HeldLease, when: float) -> None:
+        with self.cond:
+            self.seq += 1
+            heapq.heappush(self.due, (when, self.seq, lease))
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._run, name="lease-renewer",
+                                               daemon=True)
+                self.thread.start()
+            self.cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self.cond:
+                while not self.due or self.due[0][0] > time.monotonic():
+                    wait = self.due[0][0] - time.monotonic() if self.due else None
+                    self.cond.wait(wait)
+                _, _, lease = heapq.heappop(self.due)
+            if lease._renew_now():
+                self.add(lease, time.monotonic() + lease.interval)
+
+
+_renewer = _Renewer()
+
+
 class HeldLease(_Held):
     """``with limiter.hold(key, Lease(limit, ttl)) as held:`` (RateLimiter.hold)."""
 
@@ -75,39 +113,39 @@ class HeldLease(_Held):
                  lease_id: Union[str, bytes, None], renew_every: Optional[float]) -> None:
         super().__init__(key, limit, quantity, ms, lease_id, renew_every)
         self._limiter = limiter
-        self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
+        self._lock = threading.Lock()  # held by a renewal in flight
+        self._stopped = False
         self._done = False
 
     def _take(self) -> Result:
         return self._limiter.lease(self.key, self.limit.limit, self.limit.ttl, self.lease_id,
                                    self.quantity, ms=self.ms)
 
-    def _renew_loop(self) -> None:
-        while not self._stop.wait(self.interval):
+    def _renew_now(self) -> bool:
+        """One renewal (on the renewer's thread); False: stop renewing."""
+        with self._lock:
+            if self._stopped:
+                return False
             try:
-                if not self._renewed(self._take()):
-                    return
+                return self._renewed(self._take())
             except Exception as e:  # tried again at the next interval
                 self.error = e
+                return True
 
     def __enter__(self) -> HeldLease:
         self._granted(self._take())
-        self._thread = threading.Thread(
-            target=self._renew_loop, name=f"lease-renewal:{self.key}", daemon=True
-        )
-        self._thread.start()
+        _renewer.add(self, time.monotonic() + self.interval)
         return self
 
     def release(self) -> Optional[bool]:
         """Stops renewing and releases the lease; only the first call sends
-        RL.RELEASE (exit calls it too)."""
+        RL.RELEASE (exit calls it too). A renewal in flight ends first, so
+        none can follow the release."""
         if self._done:
             return self.released
         self._done = True
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join()
+        with self._lock:
+            self._stopped = True
         self.released = self._limiter.release(self.key, self.lease_id)
         return self.released
 

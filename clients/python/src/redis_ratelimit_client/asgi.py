@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import sys
 import time
 from typing import Any, Awaitable, Callable, Dict, List, MutableMapping, Optional, Set, Tuple
 
@@ -89,10 +90,8 @@ class RateLimitMiddleware:
         lease_id = secrets.token_hex(16) if self.policy.leased else None
         steps = decide(rules, keys, self.group_by_slot, lease_id)
         try:
-            decision: Decision = await asyncio.wait_for(
-                run_steps_async(self.limiter, steps, deadline),
-                max(0.0, deadline - time.monotonic()),
-            )
+            decision: Decision = await _within(run_steps_async(self.limiter, steps, deadline),
+                                               deadline)
         except FAILURES as e:
             self.health.failed(e)
             if lease_id is not None:
@@ -159,6 +158,20 @@ class RateLimitMiddleware:
         task = asyncio.ensure_future(run())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+if sys.version_info >= (3, 11):
+
+    async def _within(call: Awaitable[Any], deadline: float) -> Any:
+        """``call``'s result by ``deadline`` (loop time = time.monotonic()),
+        or TimeoutError; without a task of its own."""
+        loop = asyncio.get_running_loop()
+        async with asyncio.timeout_at(loop.time() + deadline - time.monotonic()):
+            return await call
+else:
+
+    async def _within(call: Awaitable[Any], deadline: float) -> Any:
+        return await asyncio.wait_for(call, max(0.0, deadline - time.monotonic()))
 
 
 async def _plain(send: Send, status: int, headers: Dict[str, str], body: str) -> None:
