@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Dict, List, Optional, Sequence, Union
 
 from ._limits import Lease, Limit, Quota, Slice, Slide, Throttle
@@ -30,6 +31,7 @@ def policy_window(limit: Limit, ms: bool = False) -> Optional[int]:
     return None
 
 
+@functools.lru_cache(maxsize=1024)
 def sf_string(value: str) -> str:
     """A Structured Field String (RFC 9651): quoted, \\ and " escaped."""
     if any(ord(ch) < 0x20 or ord(ch) > 0x7E for ch in value):
