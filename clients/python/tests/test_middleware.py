@@ -200,11 +200,12 @@ def outage_lines(caplog: Any) -> List[str]:
     return [r.getMessage() for r in caplog.records if r.name == LOGGER]
 
 
-@pytest.mark.parametrize("fail_open", [False, True])
-def test_redis_killed(kind: str, fail_open: bool, caplog: Any) -> None:
+@pytest.mark.parametrize("fail_open,leased", [(False, False), (True, False), (False, True)])
+def test_redis_killed(kind: str, fail_open: bool, leased: bool, caplog: Any) -> None:
     caplog.set_level(logging.WARNING, LOGGER)
     s = Server()
-    d = Driver(kind, one_limit(), s.port, timeout=0.2, fail_open=fail_open)
+    d = Driver(kind, concurrency() if leased else one_limit(), s.port, timeout=0.2,
+               fail_open=fail_open)
     try:
         assert d.get("/")[0] == 200
         s.kill()
@@ -289,3 +290,41 @@ def test_a_wrongtype_key_is_a_configuration_error(r: redis.Redis, server: Server
     assert records[0].levelno == logging.ERROR
     assert records[0].getMessage().startswith("rate limiter configuration error (WrongTypeError")
     assert "not an outage" in records[0].getMessage()
+
+
+def test_releases_never_hold_up_answers_when_redis_hangs(kind: str, caplog: Any) -> None:
+    caplog.set_level(logging.WARNING, LOGGER)
+    s = Server()
+    gate = Gate()
+    d = Driver(kind, concurrency(), s.port, gate=gate, timeout=0.2)
+    try:
+        answers: List[Any] = []
+
+        def slow() -> None:
+            started = time.monotonic()
+            status = d.get("/slow")[0]
+            answers.append((status, time.monotonic() - started))
+
+        threads = [threading.Thread(target=slow) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for _ in range(2):
+            assert gate.arrived.acquire(timeout=10)
+        s.signal(signal.SIGSTOP)
+        opened = time.monotonic()
+        gate.event.set()
+        for t in threads:
+            t.join(10)
+        assert [a[0] for a in answers] == [200, 200]
+        assert time.monotonic() - opened < BOUND  # the failing releases ran in the background
+        deadline = time.monotonic() + 5
+        while not outage_lines(caplog) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # both releases have failed by now (their timeout is 0.2 s)
+        lines = outage_lines(caplog)
+        assert len(lines) == 1 and lines[0].startswith("rate limiter unavailable ("), lines
+    finally:
+        gate.event.set()
+        s.signal(signal.SIGCONT)
+        d.close()
+        s.close()
