@@ -21,7 +21,7 @@ MODULE := target/release/libredis_ratelimit.so
 PYVENV := tmp/python-client/venv
 RL_MODULE ?= $(CURDIR)/$(MODULE)
 
-.PHONY: deps build run test bench clean dist dist-python python-test
+.PHONY: deps build run test bench clean dist dist-python python-install python-test
 
 deps:
 	@scripts/deps.sh
@@ -45,6 +45,11 @@ dist-python:
 	rm -f dist/redis_ratelimit_client-*
 	$(PYVENV)/bin/python -m build --no-isolation --outdir dist clients/python
 
+# The wheel of dist/ into the venv, as a user would install it.
+python-install:
+	$(PYVENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		--force-reinstall --no-deps dist/redis_ratelimit_client-*.whl
+
 # The Python client's lints and strict type check, then its tests run from
 # tmp/ (where the source tree is not importable) against the wheel of dist/
 # installed into the venv: make python-test REDIS_SERVER=... (the module
@@ -57,9 +62,7 @@ python-test:
 
 test:
 	@scripts/deps.sh --test
-	$(MAKE) dist-python
-	$(PYVENV)/bin/python -m pip install --quiet --disable-pip-version-check \
-		--force-reinstall --no-deps dist/redis_ratelimit_client-*.whl
+	$(MAKE) dist-python python-install
 	cargo build --release
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
@@ -77,9 +80,7 @@ test:
 bench: build
 	cargo build --release --example floor
 	python3 scripts/bench --module $(MODULE) --floor target/release/examples/libfloor.so
-	$(MAKE) dist-python
-	$(PYVENV)/bin/python -m pip install --quiet --disable-pip-version-check \
-		--force-reinstall --no-deps dist/redis_ratelimit_client-*.whl
+	$(MAKE) dist-python python-install
 	RL_MODULE=$(RL_MODULE) $(PYVENV)/bin/python bench/clients/python_bench.py
 
 clean:
