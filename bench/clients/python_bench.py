@@ -24,25 +24,26 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Awaitable, Callable, List
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import httpx
 import redis
 import redis.asyncio
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import PlainTextResponse
-from starlette.routing import Route
-
 from redis_ratelimit_client import (
     AsyncRateLimiter,
     Lease,
     Policy,
     RateLimiter,
     Rule,
+    Slide,
     Throttle,
 )
 from redis_ratelimit_client.asgi import RateLimitMiddleware
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
 
 ROUNDS = int(os.environ.get("ROUNDS", "7"))
 CALLS = int(os.environ.get("CALLS", "3000"))
@@ -115,7 +116,7 @@ async def per_call_async(fn: Callable[[], Awaitable[Any]], n: int) -> float:
     return (time.perf_counter() - start) / n
 
 
-def row(name: str, a: List[float], b: List[float], unit: str = "us/call") -> None:
+def row(name: str, a: list[float], b: list[float], unit: str = "us/call") -> None:
     ma, mb = statistics.median(a), statistics.median(b)
     print(f"{name:<52} {ma * 1e6:9.1f} {mb * 1e6:9.1f} {unit}   ratio {ma / mb:.3f}")
 
@@ -123,8 +124,8 @@ def row(name: str, a: List[float], b: List[float], unit: str = "us/call") -> Non
 def sync_rows(port: int) -> None:
     client = redis.Redis(port=port)
     rl = RateLimiter(client)
-    raw = lambda: client.execute_command("RL.THROTTLE", "b:t", 1000000, 1000000, 1)  # noqa: E731
-    typed = lambda: rl.throttle("b:t", 1000000, 1000000, 1)  # noqa: E731
+    raw = lambda: client.execute_command("RL.THROTTLE", "b:t", 1000000, 1000000, 1)
+    typed = lambda: rl.throttle("b:t", 1000000, 1000000, 1)
     typed()
     a, b = [], []
     for _ in range(ROUNDS):
@@ -134,9 +135,9 @@ def sync_rows(port: int) -> None:
     row("sync RL.THROTTLE: rl.throttle vs execute_command", a, b)
 
     spec = ["SLIDE", 1000000, 60, "THROTTLE", 1000000, 1000000, 1]
-    raw2 = lambda: client.execute_command("RL.ALLOW", 2, "b:{u}:a", "b:{u}:b", *spec)  # noqa: E731
-    limits = [("b:{u}:a", rl_slide), ("b:{u}:b", Throttle(1000000, 1000000, 1))]
-    typed2 = lambda: rl.allow(limits)  # noqa: E731
+    raw2 = lambda: client.execute_command("RL.ALLOW", 2, "b:{u}:a", "b:{u}:b", *spec)
+    limits = [("b:{u}:a", Slide(1000000, 60)), ("b:{u}:b", Throttle(1000000, 1000000, 1))]
+    typed2 = lambda: rl.allow(limits)
     typed2()
     a, b = [], []
     for _ in range(ROUNDS):
@@ -163,9 +164,6 @@ def sync_rows(port: int) -> None:
     client.close()
 
 
-from redis_ratelimit_client import Slide  # noqa: E402
-
-rl_slide = Slide(1000000, 60)
 
 
 async def async_rows(port: int) -> None:
@@ -214,23 +212,35 @@ async def async_rows(port: int) -> None:
     one_call = Starlette(routes=[Route("/", hello_one_call)])
     limited = Starlette(routes=[Route("/", hello)])
     policy = Policy([Rule("default", "b:mw:$client", Throttle(1000000, 1000000, 1))])
-    limited.add_middleware(RateLimitMiddleware, limiter=AsyncRateLimiter(client), policy=policy)
+    limited.add_middleware(RateLimitMiddleware, limiter=AsyncRateLimiter(client), policy=policy,
+                           timeout=5.0)
 
-    async def seconds_per_request(app: Any) -> float:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                     base_url="http://b") as http:
-            await http.get("/")
-            start = time.perf_counter()
+    async def per_request(apps: list[Any]) -> list[float]:
+        """Seconds per request of each app, one request of each in turn."""
+        clients = [httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://b")
+                   for app in apps]
+        totals = [0.0] * len(apps)
+        clock = time.perf_counter
+        try:
+            for http in clients:
+                await http.get("/")
             for _ in range(REQUESTS):
-                r = await http.get("/")
-                assert r.status_code == 200
-            return (time.perf_counter() - start) / REQUESTS
+                for i, http in enumerate(clients):
+                    t0 = clock()
+                    r = await http.get("/")
+                    totals[i] += clock() - t0
+                    assert r.status_code == 200
+        finally:
+            for http in clients:
+                await http.aclose()
+        return [t / REQUESTS for t in totals]
 
     t_bare, t_one, t_mw = [], [], []
     for _ in range(ROUNDS):
-        t_bare.append(await seconds_per_request(bare))
-        t_one.append(await seconds_per_request(one_call))
-        t_mw.append(await seconds_per_request(limited))
+        b_, o_, m_ = await per_request([bare, one_call, limited])
+        t_bare.append(b_)
+        t_one.append(o_)
+        t_mw.append(m_)
     mb, mo, mm = (statistics.median(x) for x in (t_bare, t_one, t_mw))
     print(f"{'ASGI requests/s: bare, one raw RL.THROTTLE, middleware':<52} "
           f"{1 / mb:9.0f} {1 / mo:9.0f} {1 / mm:9.0f} req/s")
