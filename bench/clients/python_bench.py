@@ -121,6 +121,26 @@ def row(name: str, a: list[float], b: list[float], unit: str = "us/call") -> Non
     print(f"{name:<52} {ma * 1e6:9.1f} {mb * 1e6:9.1f} {unit}   ratio {ma / mb:.3f}")
 
 
+class Canned:
+    """A backend that answers at once: what is left is the client's own work."""
+
+    kind = "canned"
+    reply = (0, 1000001, 1000000, -1, 1)
+
+    def call(self, name: str, args: Any) -> Any:
+        return self.reply
+
+
+def overhead_row() -> None:
+    rl = RateLimiter(redis.Redis(), backend=Canned())
+    n = 50000
+    runs = []
+    for _ in range(ROUNDS):
+        runs.append(per_call(lambda: rl.throttle("b:t", 1000000, 1000000, 1), n))
+    print(f"{'sync rl.throttle, its own work (no I/O: a canned reply)':<52} "
+          f"{statistics.median(runs) * 1e6:9.2f} us/call")
+
+
 def sync_rows(port: int) -> None:
     client = redis.Redis(port=port)
     rl = RateLimiter(client)
@@ -257,6 +277,7 @@ def main() -> None:
         print(f"Python client (redis-py {redis.__version__}, Python {sys.version.split()[0]}), "
               f"loopback, {ROUNDS} rounds, medians")
         print(f"{'':<52} {'client':>9} {'raw':>9}")
+        overhead_row()
         sync_rows(port)
         asyncio.run(async_rows(port))
     finally:
