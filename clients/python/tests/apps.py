@@ -48,6 +48,8 @@ def asgi_app(policy: Policy, port: int, gate: Optional[Gate] = None, cluster: bo
         parts = request.url.path.split("/")
         if len(parts) == 3 and parts[1] == "status":
             return PlainTextResponse(f"status {parts[2]}\n", status_code=int(parts[2]))
+        if parts[1:2] == ["raise"]:
+            raise RuntimeError("the application failed")
         if parts[1:2] == ["slow"] and gate is not None:
             gate.arrived.release()
             while not gate.event.is_set():
@@ -76,6 +78,8 @@ def wsgi_app(policy: Policy, port: int, gate: Optional[Gate] = None, cluster: bo
         parts = path.split("/")
         if len(parts) == 2 and parts[0] == "status":
             return f"status {parts[1]}\n", int(parts[1])
+        if parts[0] == "raise":
+            raise RuntimeError("the application failed")
         if parts[0] == "slow" and gate is not None:
             gate.arrived.release()
             gate.event.wait(10)
@@ -99,7 +103,7 @@ class Driver:
         self.kind = kind
         if kind == "asgi":
             self.asgi = TestClient(asgi_app(policy, port, gate, cluster, **options),
-                                   raise_server_exceptions=True)
+                                   raise_server_exceptions=False)
             self.asgi.__enter__()
         else:
             self.flask = wsgi_app(policy, port, gate, cluster, **options).test_client()

@@ -74,6 +74,7 @@ def test_several_limits_and_refund(r: redis.Redis, server: Server, kind: str) ->
         second = d.get("/")
         third = d.get("/")
         failed = d.get("/status/500", client_id="bob")
+        raised = d.get("/raise", client_id="carol")
     finally:
         d.close()
     assert first[1]["ratelimit-policy"] == '"second";q=2;w=1, "minute";q=5;w=60, "ip";q=10;w=60'
@@ -89,6 +90,11 @@ def test_several_limits_and_refund(r: redis.Redis, server: Server, kind: str) ->
         time.sleep(0.02)
     assert limiter.inspect("rl:{user:bob}:s") is None  # given back
     assert limiter.inspect("rl:{user:bob}:m") is None
+    assert raised[0] == 500  # an application that raised gives its units back too
+    deadline = time.monotonic() + 5
+    while limiter.inspect("rl:{user:carol}:s") is not None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert limiter.inspect("rl:{user:carol}:s") is None
 
 
 def concurrency() -> Policy:

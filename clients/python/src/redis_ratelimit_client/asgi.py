@@ -136,6 +136,10 @@ class RateLimitMiddleware:
 
         try:
             await self.app(scope, receive_watching if held else receive, send_with_headers)
+        except Exception:
+            if not status:
+                status.append(500)  # what the server answers for an application that raised
+            raise
         finally:
             release_once()
             if self.refund_5xx and status and status[0] >= 500:

@@ -118,7 +118,9 @@ class RateLimitMiddleware:
 
         try:
             result = self.app(environ, start_with_headers)
-        except BaseException:
+        except Exception:
+            if not status:
+                status.append(500)  # what the server answers for an application that raised
             done()
             raise
         return _Closing(result, done)
