@@ -289,3 +289,36 @@ async def test_async_commands(server: Server) -> None:
         await limiter.slice("c", 10, 60, 0)
     assert info.value.argument == "slices"
     await client.aclose()
+
+
+def test_the_prefix_is_taken_from_the_detected_names() -> None:
+    from redis_ratelimit_client._backend import _prefix_from
+
+    assert _prefix_from([b"RL.RELEASE", b"RL.THROTTLE"]) == "RL"
+    assert _prefix_from(["lim.ALLOW", "lim.THROTTLE"]) == "lim"
+    assert _prefix_from({"node": [b"x.THROTTLE"]}) == "x"
+    assert _prefix_from([]) is None
+
+
+def test_auto_falls_back_to_a_registered_lua_backend(server: Server) -> None:
+    from redis_ratelimit_client import _backend
+
+    made: List[Any] = []
+
+    def factory(client: Any) -> Recorder:
+        made.append(client)
+        return Recorder()
+
+    plain = Server(module=False)
+    saved = dict(_backend._factories)
+    try:
+        rl.register_backend("lua", factory, factory)  # type: ignore[arg-type]
+        limiter = RateLimiter(plain.client())
+        assert limiter.slide("k", 5, 1) == Result(False, 5, 4, -1, 1)
+        assert limiter.backend.kind == "recorder" and len(made) == 1
+        # With the module loaded, "auto" takes the module all the same.
+        assert RateLimiter(server.client()).backend.kind == "module"
+    finally:
+        _backend._factories.clear()
+        _backend._factories.update(saved)
+        plain.close()
