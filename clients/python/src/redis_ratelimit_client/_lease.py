@@ -85,12 +85,14 @@ class _Renewer:
     def add(self, lease: HeldLease, when: float) -> None:
         with self.cond:
             self.seq += 1
+            earliest = not self.due or when < self.due[0][0]
             heapq.heappush(self.due, (when, self.seq, lease))
             if self.thread is None or not self.thread.is_alive():
                 self.thread = threading.Thread(target=self._run, name="lease-renewer",
                                                daemon=True)
                 self.thread.start()
-            self.cond.notify()
+            if earliest:  # otherwise the renewer wakes up earlier anyway
+                self.cond.notify()
 
     def _run(self) -> None:
         while True:
