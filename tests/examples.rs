@@ -1,11 +1,11 @@
-//! The client examples under `examples/`, run for real: the Python (redis-py)
-//! and Node.js (ioredis) scripts against a test server, and their HTTP
+//! The Node.js client examples under `examples/node`, run for real: the
+//! ioredis scripts against a test server, and their HTTP
 //! middlewares with real HTTP requests, against one server and, with a list
 //! of limits, against a cluster of three masters (tests/common/cluster.rs).
 //!
 //! The set-up (`scripts/deps.sh --test`, which `make test` runs) installs the
 //! client libraries into `tmp/examples/` (gitignored); this file installs
-//! nothing. A missing python3 or node, or libraries missing or older than
+//! nothing. A missing node, or libraries missing or older than
 //! the requirement files, fail the test with the command to run: it never
 //! skips.
 
@@ -66,16 +66,6 @@ fn installed(name: &str, requirements: &str, proof: &str) -> PathBuf {
         dir.display()
     );
     dir
-}
-
-/// redis-py, from examples/python/requirements.txt; the PYTHONPATH to use.
-fn python_libs() -> PathBuf {
-    require("python3");
-    installed(
-        "python",
-        "examples/python/requirements.txt",
-        "redis/__init__.py",
-    )
 }
 
 /// ioredis, from examples/node/package.json; the NODE_PATH to use.
@@ -310,26 +300,6 @@ fn check_key_types(server: &Server, prefix: &str) {
             .expect("TYPE");
         assert_eq!(got, ty, "TYPE {prefix}{key}");
     }
-}
-
-#[test]
-fn python_commands() {
-    let libs = python_libs();
-    let server = Server::start();
-    let prefix = "py:";
-    for run in 1..=2 {
-        let lines = run_commands(
-            Command::new("python3")
-                .arg(root().join("examples/python/commands.py"))
-                .env("PYTHONPATH", &libs)
-                .env("PYTHONDONTWRITEBYTECODE", "1")
-                .env("REDIS_URL", format!("redis://127.0.0.1:{}", server.port))
-                .env("KEY_PREFIX", prefix),
-            "examples/python/commands.py",
-        );
-        check_commands(&lines, prefix, run, "commands.py");
-    }
-    check_key_types(&server, prefix);
 }
 
 #[test]
@@ -726,31 +696,11 @@ fn limits(cmd: &mut Command, server: &Server, prefix: &str) {
         .env("RL_KEY_PREFIX", prefix);
 }
 
-fn python_middleware_command(libs: &PathBuf) -> Command {
-    let mut cmd = Command::new("python3");
-    cmd.arg(root().join("examples/python/middleware.py"))
-        .env("PYTHONPATH", libs)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("PYTHONUNBUFFERED", "1");
-    cmd
-}
-
 fn node_middleware_command(libs: &PathBuf) -> Command {
     let mut cmd = Command::new("node");
     cmd.arg(root().join("examples/node/middleware.js"))
         .env("NODE_PATH", libs);
     cmd
-}
-
-#[test]
-fn python_middleware() {
-    let libs = python_libs();
-    let server = Server::start();
-    let prefix = "http-py:";
-    let mut cmd = python_middleware_command(&libs);
-    limits(&mut cmd, &server, prefix);
-    let mw = Middleware::start(cmd, "examples/python/middleware.py");
-    check_middleware(&mw, &server, prefix, "middleware.py");
 }
 
 #[test]
@@ -953,15 +903,6 @@ fn check_redis_failures(mut command: impl FnMut() -> Command, what: &str) {
     burst(&mw, false, &what_now);
     burst(&mw, false, &what_now);
     log_lines(&mw, 1, &["rate limiter unavailable"], &what_now);
-}
-
-#[test]
-fn python_middleware_when_redis_fails() {
-    let libs = python_libs();
-    check_redis_failures(
-        || python_middleware_command(&libs),
-        "examples/python/middleware.py",
-    );
 }
 
 #[test]
@@ -1292,16 +1233,6 @@ fn several_limits_on_one_server(
 }
 
 #[test]
-fn python_middleware_several_limits() {
-    let libs = python_libs();
-    several_limits_on_one_server(
-        || python_middleware_command(&libs),
-        "examples/python/middleware.py",
-        ["py1:", "py2:"],
-    );
-}
-
-#[test]
 fn node_middleware_several_limits() {
     let libs = node_libs();
     several_limits_on_one_server(
@@ -1344,25 +1275,18 @@ fn spread_prefix(cluster: &Cluster, base: &str) -> String {
     panic!("no prefix {base}0: to {base}99: spreads the keys over the masters");
 }
 
-/// Both middlewares with REDIS_CLUSTER=yes against a cluster of three
+/// The middleware with REDIS_CLUSTER=yes against a cluster of three
 /// masters, a request's three keys on three of them: the checks of the
 /// single server, where now each slot group is one RL.ALLOW on its own
 /// master, and a refusal or a 5xx gives units back on the others.
 #[test]
 fn middlewares_several_limits_on_a_cluster() {
     let started = Instant::now();
-    let middlewares = [
-        (
-            "cpy",
-            python_middleware_command(&python_libs()),
-            "middleware.py",
-        ),
-        (
-            "cjs",
-            node_middleware_command(&node_libs()),
-            "middleware.js",
-        ),
-    ];
+    let middlewares = [(
+        "cjs",
+        node_middleware_command(&node_libs()),
+        "middleware.js",
+    )];
     let cluster = Cluster::start();
     let store = Store::Cluster(&cluster);
     println!("cluster up in {:?}", started.elapsed());
@@ -1579,16 +1503,6 @@ fn concurrency_on_one_server(command: impl Fn() -> Command, script: &str, prefix
 }
 
 #[test]
-fn python_middleware_concurrency() {
-    let libs = python_libs();
-    concurrency_on_one_server(
-        || python_middleware_command(&libs),
-        "examples/python/middleware.py",
-        "cpy:",
-    );
-}
-
-#[test]
 fn node_middleware_concurrency() {
     let libs = node_libs();
     concurrency_on_one_server(
@@ -1704,15 +1618,6 @@ fn check_lease_failures(mut command: impl FnMut() -> Command, what: &str) {
 }
 
 #[test]
-fn python_middleware_leases_when_things_fail() {
-    let libs = python_libs();
-    check_lease_failures(
-        || python_middleware_command(&libs),
-        "examples/python/middleware.py",
-    );
-}
-
-#[test]
 fn node_middleware_leases_when_things_fail() {
     let libs = node_libs();
     check_lease_failures(
@@ -1788,28 +1693,6 @@ const GROUPED: [&str; 5] = [
     "rl:endpoint:/search",
     "rl:{user:42}:h",
 ];
-
-#[test]
-fn python_keyslot_and_groups() {
-    let libs = python_libs();
-    let script = "import sys, limits\n\
-                  keys, grouped = sys.argv[1:-5], sys.argv[-5:]\n\
-                  for key in keys: print(limits.keyslot(key))\n\
-                  print('|'.join(','.join(map(str, g)) for g in limits.slot_groups(grouped)))\n";
-    let paths = std::env::join_paths([root().join("examples/python"), libs]).expect("PYTHONPATH");
-    let out = run(
-        Command::new("python3")
-            .arg("-c")
-            .arg(script)
-            .args(SLOT_VECTORS.iter().map(|v| v.0))
-            .args(GROUPED)
-            .env("PYTHONPATH", paths)
-            .env("PYTHONDONTWRITEBYTECODE", "1"),
-        "limits.py keyslot",
-        30,
-    );
-    check_slots(&out, "limits.py");
-}
 
 #[test]
 fn node_keyslot_and_groups() {

@@ -1,0 +1,101 @@
+"""Typed client for the redis-ratelimit module (the RL.* commands) on
+redis-py: synchronous and asyncio, standalone and cluster."""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from ._backend import (
+    AsyncBackend,
+    AsyncModuleBackend,
+    Backend,
+    ModuleBackend,
+    detect_prefix,
+    detect_prefix_async,
+    register_backend,
+)
+from ._errors import (
+    ArgumentError,
+    CommandError,
+    LeaseRefused,
+    ModuleNotLoadedError,
+    RateLimitError,
+    WrongTypeError,
+)
+from ._lease import AsyncHeldLease, HeldLease
+from ._limits import Lease, Limit, Quota, Slice, Slide, Throttle
+from ._results import (
+    AllowResult,
+    Holder,
+    Inspection,
+    LeaseState,
+    QuotaState,
+    Result,
+    SliceState,
+    SlideState,
+    ThrottleState,
+)
+from .client import AsyncRateLimiter, RateLimiter
+from .headers import rate_limit_headers
+from .policy import Decision, Policy, RequestInfo, Rule
+
+__version__ = "0.4.0"
+
+
+def bounded_client_options(timeout: float, *, asyncio: bool = False) -> Dict[str, Any]:
+    """redis-py client options for a limiter in a request path: connect and
+    read within ``timeout`` seconds, and no retries (a middleware's deadline
+    covers the whole decision). ``redis.Redis(**bounded_client_options(0.25))``."""
+    if asyncio:
+        from redis.asyncio.retry import Retry as AsyncRetry
+        from redis.backoff import NoBackoff
+
+        return {"socket_connect_timeout": timeout, "socket_timeout": timeout,
+                "retry": AsyncRetry(NoBackoff(), 0)}
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    return {"socket_connect_timeout": timeout, "socket_timeout": timeout,
+            "retry": Retry(NoBackoff(), 0)}
+
+
+__all__ = [
+    "AllowResult",
+    "ArgumentError",
+    "AsyncBackend",
+    "AsyncHeldLease",
+    "AsyncModuleBackend",
+    "AsyncRateLimiter",
+    "Backend",
+    "CommandError",
+    "Decision",
+    "HeldLease",
+    "Holder",
+    "Inspection",
+    "Lease",
+    "LeaseRefused",
+    "LeaseState",
+    "Limit",
+    "ModuleBackend",
+    "ModuleNotLoadedError",
+    "Policy",
+    "Quota",
+    "QuotaState",
+    "RateLimitError",
+    "RateLimiter",
+    "RequestInfo",
+    "Result",
+    "Rule",
+    "Slice",
+    "SliceState",
+    "Slide",
+    "SlideState",
+    "Throttle",
+    "ThrottleState",
+    "WrongTypeError",
+    "bounded_client_options",
+    "detect_prefix",
+    "detect_prefix_async",
+    "rate_limit_headers",
+    "register_backend",
+]

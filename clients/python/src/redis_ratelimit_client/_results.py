@@ -1,0 +1,217 @@
+"""Typed replies: the five fields, RL.ALLOW's and RL.PEEK's seven elements,
+RL.INSPECT's fields per kind."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple, Union
+
+
+class Result(NamedTuple):
+    """The five fields every limiter (and RL.REFUND) replies, named as
+    redis_rate names them. ``retry_after`` and ``reset_after`` are seconds,
+    or milliseconds when ``ms`` (the call was made with MS). A named tuple:
+    immutable, and as cheap to make as the reply's own list."""
+
+    limited: bool
+    limit: int
+    remaining: int
+    retry_after: int
+    reset_after: int
+    ms: bool = False
+
+    @property
+    def allowed(self) -> bool:
+        return not self.limited
+
+
+class AllowResult(NamedTuple):
+    """RL.ALLOW's and RL.PEEK's reply: the five fields of the binding limit,
+    its ``index`` (1-based, as the module answers it: 1 is the first limit),
+    and each limit's own result, in the order given."""
+
+    limited: bool
+    limit: int
+    remaining: int
+    retry_after: int
+    reset_after: int
+    ms: bool
+    index: int  # type: ignore[assignment]  # shadows tuple.index on purpose
+    results: Tuple[Result, ...]
+
+    @property
+    def allowed(self) -> bool:
+        return not self.limited
+
+    @property
+    def binding(self) -> Result:
+        """The binding limit's own result (``results[index - 1]``)."""
+        return self.results[self.index - 1]
+
+
+def parse_result(reply: Any, ms: bool) -> Result:
+    return Result(reply[0] == 1, reply[1], reply[2], reply[3], reply[4], ms)
+
+
+def parse_allow(reply: Any, ms: bool) -> AllowResult:
+    return AllowResult(
+        reply[0] == 1,
+        reply[1],
+        reply[2],
+        reply[3],
+        reply[4],
+        ms,
+        reply[5],
+        tuple([Result(r[0] == 1, r[1], r[2], r[3], r[4], ms) for r in reply[6]]),
+    )
+
+
+def _int(value: Any) -> int:
+    return int(value)
+
+
+@dataclass(frozen=True)
+class ThrottleState:
+    """RL.INSPECT of an RL.THROTTLE key."""
+
+    ttl: int
+    memory: int
+    tat_ahead_ms: int
+    tat_unix_ms: int
+    type: str = "throttle"
+
+
+@dataclass(frozen=True)
+class SlideState:
+    """RL.INSPECT of an RL.SLIDE key."""
+
+    ttl: int
+    memory: int
+    units: int
+    entries: int
+    oldest_age_ms: int
+    newest_age_ms: int
+    type: str = "slide"
+
+
+@dataclass(frozen=True)
+class SliceState:
+    """RL.INSPECT of an RL.SLICE key; ``counts`` newest slice first."""
+
+    ttl: int
+    memory: int
+    window_ms: int
+    slices: int
+    units: int
+    head_age_ms: int
+    counts: Tuple[int, ...]
+    type: str = "slice"
+
+
+@dataclass(frozen=True)
+class Holder:
+    """One lease of an RL.LEASE key: its id, weight and milliseconds left."""
+
+    lease_id: bytes
+    weight: int
+    ttl_ms: int
+
+
+@dataclass(frozen=True)
+class LeaseState:
+    """RL.INSPECT of an RL.LEASE key; ``holders`` soonest to expire first."""
+
+    ttl: int
+    memory: int
+    held: int
+    leases: int
+    holders: Tuple[Holder, ...]
+    type: str = "lease"
+
+
+@dataclass(frozen=True)
+class QuotaState:
+    """RL.INSPECT of an RL.QUOTA key; ``start`` and ``end`` Unix milliseconds."""
+
+    ttl: int
+    memory: int
+    unit: str
+    zone: str
+    used: int
+    start: int
+    end: int
+    type: str = "quota"
+
+
+Inspection = Union[ThrottleState, SlideState, SliceState, LeaseState, QuotaState]
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _bytes(value: Any) -> bytes:
+    return value if isinstance(value, bytes) else str(value).encode()
+
+
+def parse_inspect(reply: Any) -> Optional[Inspection]:
+    if reply is None:
+        return None
+    fields: Dict[str, Any]
+    if isinstance(reply, dict):
+        fields = {_text(k): v for k, v in reply.items()}
+    else:
+        items: Sequence[Any] = reply
+        fields = {_text(items[i]): items[i + 1] for i in range(0, len(items), 2)}
+    kind = _text(fields["type"])
+    ttl, memory = _int(fields["ttl"]), _int(fields["memory"])
+    if kind == "throttle":
+        return ThrottleState(ttl, memory, _int(fields["tat_ahead_ms"]), _int(fields["tat_unix_ms"]))
+    if kind == "slide":
+        return SlideState(
+            ttl,
+            memory,
+            _int(fields["units"]),
+            _int(fields["entries"]),
+            _int(fields["oldest_age_ms"]),
+            _int(fields["newest_age_ms"]),
+        )
+    if kind == "slice":
+        return SliceState(
+            ttl,
+            memory,
+            _int(fields["window_ms"]),
+            _int(fields["slices"]),
+            _int(fields["units"]),
+            _int(fields["head_age_ms"]),
+            tuple(_int(c) for c in fields["counts"]),
+        )
+    if kind == "lease":
+        holders = tuple(Holder(_bytes(h[0]), _int(h[1]), _int(h[2])) for h in fields["holders"])
+        return LeaseState(ttl, memory, _int(fields["held"]), _int(fields["leases"]), holders)
+    if kind == "quota":
+        return QuotaState(
+            ttl,
+            memory,
+            _text(fields["unit"]),
+            _text(fields["zone"]),
+            _int(fields["used"]),
+            _int(fields["start"]),
+            _int(fields["end"]),
+        )
+    raise ValueError(f"RL.INSPECT answered an unknown type {kind!r}")
+
+
+AnyResult = Union[Result, AllowResult]
+__all__ = [
+    "AllowResult",
+    "AnyResult",
+    "Holder",
+    "Inspection",
+    "LeaseState",
+    "QuotaState",
+    "Result",
+    "SliceState",
+    "SlideState",
+    "ThrottleState",
+]

@@ -1,0 +1,187 @@
+"""An ASGI middleware (Starlette, FastAPI, any ASGI app): every HTTP request
+is decided by a Policy with an AsyncRateLimiter.
+
+    app.add_middleware(RateLimitMiddleware, limiter=AsyncRateLimiter(redis), policy=policy)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import sys
+import time
+from typing import Any, Awaitable, Callable, Dict, List, MutableMapping, Optional, Set, Tuple
+
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+
+from .client import AsyncRateLimiter
+from .policy import (
+    OUTAGES,
+    Decision,
+    Health,
+    Policy,
+    RequestInfo,
+    decide,
+    give_back,
+    leases,
+    release,
+    run_steps_async,
+)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+FAILURES: Tuple[type[BaseException], ...] = (*OUTAGES, asyncio.TimeoutError)
+
+
+def request_info(scope: Scope) -> RequestInfo:
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1")
+               for k, v in scope.get("headers", [])}
+    client = scope.get("client") or ("", 0)
+    return RequestInfo(scope.get("method", "GET"), scope.get("path", "/"), str(client[0]),
+                       headers)
+
+
+class RateLimitMiddleware:
+    """Options:
+
+    - ``limiter``: an AsyncRateLimiter; its client should have a connect
+      and a read timeout and no retries (``bounded_client_options``).
+    - ``policy``: the Policy (rules and how a request maps to keys).
+    - ``timeout`` (seconds, 0.25): the longest the limiter may take to
+      decide, counted from the request's arrival at the middleware.
+    - ``fail_open`` (False): when the limiter cannot decide, let the request
+      through unlimited; otherwise answer 503.
+    - ``refund_5xx`` (False): give the units back (RL.REFUND) when the
+      application answers 5xx.
+    - ``group_by_slot`` (None: when the client is a RedisCluster): one
+      RL.ALLOW per hash slot, giving back what earlier slots took when one
+      refuses.
+    - ``logger``: where the outage lines go (``redis_ratelimit_client``).
+    """
+
+    def __init__(self, app: ASGIApp, *, limiter: AsyncRateLimiter, policy: Policy,
+                 timeout: float = 0.25, fail_open: bool = False, refund_5xx: bool = False,
+                 group_by_slot: Optional[bool] = None,
+                 logger: Optional[logging.Logger] = None) -> None:
+        self.app = app
+        self.limiter = limiter
+        self.policy = policy
+        self.timeout = timeout
+        self.fail_open = fail_open
+        self.refund_5xx = refund_5xx
+        self.group_by_slot = (isinstance(limiter.client, AsyncRedisCluster)
+                              if group_by_slot is None else group_by_slot)
+        self.health = Health(logger or logging.getLogger("redis_ratelimit_client"), fail_open)
+        self._background: Set[asyncio.Task[None]] = set()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.monotonic()
+        deadline = started + self.timeout
+        rules = self.policy.rules
+        keys = self.policy.keys(request_info(scope))
+        lease_id = secrets.token_hex(16) if self.policy.leased else None
+        steps = decide(rules, keys, self.group_by_slot, lease_id)
+        try:
+            decision: Decision = await _within(run_steps_async(self.limiter, steps, deadline),
+                                               deadline)
+        except FAILURES as e:
+            self.health.failed(e)
+            if lease_id is not None:
+                # A late RL.ALLOW may still have taken the lease.
+                self._later(release(rules, keys, leases(rules), lease_id), report=False)
+            if self.fail_open:
+                await self.app(scope, receive, send)
+            else:
+                await _plain(send, 503, {}, "rate limiter unavailable\n")
+            return
+        self.health.succeeded()
+        headers = self.policy.headers(decision)
+        if decision.limited:
+            retry = headers.get("Retry-After")
+            body = (f"rate limited: retry in {retry} s\n" if retry is not None
+                    else "rate limited: this request exceeds the capacity\n")
+            await _plain(send, 429, headers, body)
+            return
+        held = [i for i in decision.taken if i in leases(rules)]
+        status: List[int] = []
+        released = False
+
+        def release_once() -> None:
+            nonlocal released
+            if held and not released:
+                released = True
+                self._later(release(rules, keys, held, lease_id))
+
+        async def receive_watching() -> Message:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                release_once()
+            return message
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status.append(int(message["status"]))
+                message = dict(message)
+                message["headers"] = [*message.get("headers", []),
+                                      *((k.encode(), v.encode()) for k, v in headers.items())]
+            await send(message)
+
+        try:
+            await self.app(scope, receive_watching if held else receive, send_with_headers)
+        except Exception:
+            if not status:
+                status.append(500)  # what the server answers for an application that raised
+            raise
+        finally:
+            release_once()
+            if self.refund_5xx and status and status[0] >= 500:
+                self._later(give_back(rules, keys, decision.taken))
+
+    def _later(self, steps: Any, report: bool = True) -> None:
+        """Runs ``steps`` in the background with a deadline of its own: the
+        response never waits for a release or a give-back."""
+
+        async def run() -> None:
+            try:
+                await asyncio.wait_for(run_steps_async(self.limiter, steps), self.timeout)
+            except FAILURES as e:
+                if report:
+                    self.health.failed(e)
+            else:
+                if report:
+                    self.health.succeeded()
+
+        task = asyncio.ensure_future(run())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+
+if sys.version_info >= (3, 11):
+
+    async def _within(call: Awaitable[Any], deadline: float) -> Any:
+        """``call``'s result by ``deadline`` (loop time = time.monotonic()),
+        or TimeoutError; without a task of its own."""
+        loop = asyncio.get_running_loop()
+        async with asyncio.timeout_at(loop.time() + deadline - time.monotonic()):
+            return await call
+else:
+
+    async def _within(call: Awaitable[Any], deadline: float) -> Any:
+        return await asyncio.wait_for(call, max(0.0, deadline - time.monotonic()))
+
+
+async def _plain(send: Send, status: int, headers: Dict[str, str], body: str) -> None:
+    data = body.encode()
+    raw = [(k.encode(), v.encode()) for k, v in headers.items()]
+    raw += [(b"content-type", b"text/plain; charset=utf-8"),
+            (b"content-length", str(len(data)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": data})

@@ -1,0 +1,351 @@
+"""A policy: named limits whose keys come from a request, decided together
+(one RL.ALLOW, or one per hash slot on a cluster, with give-back), and what
+the middlewares share: the decision's steps, its headers, the outage log."""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Generator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
+
+import redis.exceptions
+from redis.crc import key_slot
+
+from . import _commands as c
+from ._commands import Command
+from ._errors import CommandError, ModuleNotLoadedError
+from ._limits import Lease, Limit, Quota, Slice, Slide, Throttle
+from ._results import AllowResult, Result
+from .headers import rate_limit_headers
+
+Steps = Generator[Command[Any], Any, Any]
+
+
+@dataclass(frozen=True)
+class RequestInfo:
+    """What a key template may use from a request. ``headers`` have
+    lower-case names."""
+
+    method: str
+    path: str
+    client_ip: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+def default_variables(request: RequestInfo) -> Dict[str, str]:
+    """``$client`` (the X-Client-Id header, or else the peer address),
+    ``$ip``, ``$path`` (without the query) and ``$method``."""
+    return {
+        "client": request.headers.get("x-client-id") or request.client_ip,
+        "ip": request.client_ip,
+        "path": request.path,
+        "method": request.method,
+    }
+
+
+_VARIABLE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+KeyFunction = Callable[[RequestInfo], str]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One limit of a policy: its name in the header fields, its key (a
+    template naming ``$client``, ``$ip``, ``$path``, ``$method``, or a
+    function of the request) and the limit."""
+
+    name: str
+    key: Union[str, KeyFunction]
+    limit: Limit
+
+
+class Policy:
+    """Rules decided together for each request; ``variables`` gives the
+    values of a template's ``$names``."""
+
+    def __init__(self, rules: Sequence[Rule],
+                 variables: Callable[[RequestInfo], Mapping[str, str]] = default_variables
+                 ) -> None:
+        if not 1 <= len(rules) <= 16:
+            raise ValueError("a policy has 1 to 16 rules (RL.ALLOW takes 1 to 16 keys)")
+        names = [r.name for r in rules]
+        if len(set(names)) != len(names):
+            raise ValueError(f"rule names must differ: {names}")
+        self.rules = tuple(rules)
+        self.variables = variables
+        self.leased = any(isinstance(r.limit, Lease) for r in rules)
+
+    @classmethod
+    def parse(cls, text: str,
+              variables: Callable[[RequestInfo], Mapping[str, str]] = default_variables
+              ) -> Policy:
+        """A policy from text: ``name key ALGORITHM numbers...`` entries
+        separated by ``;``, the spec as RL.ALLOW takes it (``QUOTA limit unit
+        [TZ zone]``, ``SLIDE limit window [PRECISION d]``). Only the shape
+        is checked here; the module checks the numbers."""
+        rules = []
+        for entry in text.split(";"):
+            words = entry.split()
+            if not words:
+                continue
+            if len(words) < 4:
+                raise ValueError(
+                    f"rule {entry.strip()!r}: expected `name key ALGORITHM numbers...`")
+            name, key, kind, rest = words[0], words[1], words[2].upper(), words[3:]
+            rules.append(Rule(name, key, _limit(name, kind, rest)))
+        return cls(rules, variables)
+
+    def keys(self, request: RequestInfo) -> List[str]:
+        values: Mapping[str, str] = {}
+        if any(not callable(rule.key) for rule in self.rules):
+            values = self.variables(request)
+
+        def value(m: re.Match[str]) -> str:
+            return values[m.group(1)]
+
+        return [rule.key(request) if callable(rule.key) else _VARIABLE.sub(value, rule.key)
+                for rule in self.rules]
+
+    def headers(self, decision: Decision) -> Dict[str, str]:
+        return rate_limit_headers(decision.result, [r.limit for r in self.rules],
+                                  [r.name for r in self.rules])
+
+
+def _limit(name: str, kind: str, words: List[str]) -> Limit:
+    def ints(n: int) -> List[int]:
+        if len(words) != n or not all(w.lstrip("-").isdigit() for w in words):
+            raise ValueError(f"rule {name!r}: {kind} takes {n} whole numbers, not {words}")
+        return [int(w) for w in words]
+
+    if kind == "THROTTLE":
+        return Throttle(*ints(3))
+    if kind == "SLICE":
+        return Slice(*ints(3))
+    if kind == "LEASE":
+        return Lease(*ints(2))
+    if kind == "SLIDE":
+        precision = None
+        if len(words) == 4 and words[2].upper() == "PRECISION":
+            precision = int(words[3])
+            words = words[:2]
+        limit, window = ints(2)
+        return Slide(limit, window, precision)
+    if kind == "QUOTA":
+        if len(words) == 2:
+            return Quota(int(words[0]), words[1])
+        if len(words) == 4 and words[2].upper() == "TZ":
+            return Quota(int(words[0]), words[1], words[3])
+        raise ValueError(f"rule {name!r}: QUOTA takes limit unit [TZ zone]")
+    raise ValueError(f"rule {name!r}: unknown algorithm {kind!r} "
+                     "(expected THROTTLE, SLIDE, SLICE, LEASE or QUOTA)")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A policy's answer for one request. ``result`` is as RL.ALLOW's (its
+    ``index`` 1-based); ``taken`` the 0-based positions of the rules that
+    recorded the request (none when limited)."""
+
+    result: AllowResult
+    taken: Tuple[int, ...]
+
+    @property
+    def limited(self) -> bool:
+        return self.result.limited
+
+
+def slot_groups(keys: Sequence[str]) -> List[List[int]]:
+    """Positions of ``keys`` grouped by hash slot, in order of first key."""
+    groups: Dict[int, List[int]] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key_slot(key.encode()), []).append(i)
+    return list(groups.values())
+
+
+def binding(results: Sequence[Result]) -> int:
+    """RL.ALLOW's binding limit (0-based) from every limit's result: the
+    limited one with the longest wait (never fitting counts as longest), or
+    when none is limited the least remaining, then the longest reset."""
+    limited = [i for i, r in enumerate(results) if r.limited]
+    if limited:
+        return max(limited, key=lambda i: (results[i].retry_after < 0, results[i].retry_after, -i))
+    return min(range(len(results)),
+               key=lambda i: (results[i].remaining, -results[i].reset_after, i))
+
+
+def _entries(rules: Sequence[Rule], keys: Sequence[str], group: Sequence[int]
+             ) -> List[Tuple[str, Limit]]:
+    return [(keys[i], rules[i].limit) for i in group]
+
+
+def decide(rules: Sequence[Rule], keys: Sequence[str], group_by_slot: bool,
+           lease_id: Optional[str], quantity: int = 1) -> Steps:
+    """The steps of one decision (a generator of commands; send each one's
+    parsed reply; its return value is the Decision)."""
+    groups = slot_groups(keys) if group_by_slot else [list(range(len(keys)))]
+    results: List[Optional[Result]] = [None] * len(keys)
+    taken: List[int] = []
+    for n, group in enumerate(groups):
+        leased = any(isinstance(rules[i].limit, Lease) for i in group)
+        reply: AllowResult = yield c.several(
+            "ALLOW", _entries(rules, keys, group), quantity, False, lease_id if leased else None
+        )
+        if len(groups) == 1:
+            return Decision(reply, tuple(group) if not reply.limited else ())
+        for i, r in zip(group, reply.results):
+            results[i] = r
+        if reply.limited:
+            yield from give_back(rules, keys, taken, quantity)
+            yield from release(rules, keys, taken, lease_id)
+            for later in groups[n + 1:]:
+                peeked: AllowResult = yield c.several(
+                    "PEEK", _entries(rules, keys, later), quantity, False, None
+                )
+                for i, r in zip(later, peeked.results):
+                    results[i] = r
+            return Decision(_combined(results), ())
+        taken += group
+    return Decision(_combined(results), tuple(taken))
+
+
+def _combined(results: Sequence[Optional[Result]]) -> AllowResult:
+    done = [r for r in results if r is not None]
+    b = binding(done)
+    head = done[b]
+    return AllowResult(head.limited, head.limit, head.remaining, head.retry_after,
+                       head.reset_after, head.ms, b + 1, tuple(done))
+
+
+def give_back(rules: Sequence[Rule], keys: Sequence[str], taken: Sequence[int],
+              quantity: int = 1) -> Steps:
+    """RL.REFUND of the rate limits among ``taken`` (not the leases)."""
+    for i in taken:
+        if not isinstance(rules[i].limit, Lease):
+            yield c.refund(keys[i], rules[i].limit, quantity, False)
+
+
+def release(rules: Sequence[Rule], keys: Sequence[str], taken: Sequence[int],
+            lease_id: Optional[str]) -> Steps:
+    """RL.RELEASE of the request's lease on the concurrency limits among ``taken``."""
+    if lease_id is None:
+        return
+    for i in taken:
+        if isinstance(rules[i].limit, Lease):
+            yield c.release(keys[i], lease_id)
+
+
+def leases(rules: Sequence[Rule]) -> List[int]:
+    return [i for i, r in enumerate(rules) if isinstance(r.limit, Lease)]
+
+
+class DeadlinePassed(redis.exceptions.TimeoutError):
+    """The decision's deadline passed before its next command was sent."""
+
+
+def check_deadline(deadline: Optional[float]) -> None:
+    if deadline is not None and time.monotonic() >= deadline:
+        raise DeadlinePassed("deadline passed")
+
+
+def is_configuration_error(error: BaseException) -> bool:
+    """An error that no retry cures: a bad argument, a WRONGTYPE key, the
+    module missing, a cross-slot call or a denied command. The rest (no
+    connection, no answer in time, a cluster in flux) is an outage."""
+    if isinstance(error, (CommandError, ModuleNotLoadedError)):
+        return True
+    if isinstance(error, redis.exceptions.ResponseError):
+        return str(error).split(" ", 1)[0] in ("CROSSSLOT", "NOPERM", "NOSCRIPT")
+    return isinstance(error, (ValueError, TypeError))
+
+
+class Health:
+    """The log of a middleware's limiter: one line when its calls start
+    failing and one when they answer again (however many requests in
+    between); a configuration error once per distinct message, at ERROR,
+    named as such (it is a bug to fix, not an outage to wait out)."""
+
+    def __init__(self, logger: logging.Logger, fail_open: bool) -> None:
+        self.logger = logger
+        self.fail_open = fail_open
+        self.lock = threading.Lock()
+        self.failing_since: Optional[float] = None
+        self.failures = 0
+        self.reported: set[str] = set()
+
+    def failed(self, error: BaseException) -> None:
+        then = ("letting requests through unlimited (fail open)" if self.fail_open
+                else "answering 503")
+        cause = f"{type(error).__name__}: {error}"
+        if is_configuration_error(error):
+            with self.lock:
+                if cause in self.reported or len(self.reported) >= 100:
+                    return
+                self.reported.add(cause)
+            self.logger.error(
+                "rate limiter configuration error (%s): not an outage, the policy or its keys "
+                "must be fixed; %s meanwhile", cause, then)
+            return
+        with self.lock:
+            self.failures += 1
+            if self.failing_since is not None:
+                return
+            self.failing_since = time.monotonic()
+        self.logger.warning("rate limiter unavailable (%s); %s until it answers again",
+                            cause, then)
+
+    def succeeded(self) -> None:
+        if self.failing_since is None:
+            return
+        with self.lock:
+            if self.failing_since is None:
+                return
+            seconds = time.monotonic() - self.failing_since
+            failures, self.failing_since, self.failures = self.failures, None, 0
+        self.logger.warning("rate limiter available again, after %d failed calls in %.1f s",
+                            failures, seconds)
+
+
+OUTAGES: Tuple[type[BaseException], ...] = (
+    redis.exceptions.RedisError,
+    OSError,
+    TimeoutError,
+    ModuleNotLoadedError,
+)
+"""What a middleware counts as a failed decision (answered by its fail
+policy): every error of redis-py, the network and the deadline."""
+
+
+def run_steps(limiter: Any, steps: Steps, deadline: Optional[float] = None) -> Any:
+    """Carries out ``steps`` with a RateLimiter; no command starts after
+    ``deadline`` (a time.monotonic() instant): DeadlinePassed."""
+    try:
+        command = next(steps)
+        while True:
+            check_deadline(deadline)
+            command = steps.send(limiter.execute(command))
+    except StopIteration as stop:
+        return stop.value
+
+
+async def run_steps_async(limiter: Any, steps: Steps, deadline: Optional[float] = None) -> Any:
+    """``run_steps`` with an AsyncRateLimiter."""
+    try:
+        command = next(steps)
+        while True:
+            check_deadline(deadline)
+            command = steps.send(await limiter.execute(command))
+    except StopIteration as stop:
+        return stop.value

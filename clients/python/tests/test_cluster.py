@@ -1,0 +1,96 @@
+"""A 3-master cluster on loopback: the clients route each command to its
+key's master; the middlewares group a policy's keys by hash slot, one
+RL.ALLOW per slot, and give back the earlier groups' units when a later
+group refuses."""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import pytest
+import redis
+import redis.asyncio
+from apps import Driver
+from conftest import Cluster
+
+from redis_ratelimit_client import (
+    AsyncRateLimiter,
+    Policy,
+    RateLimiter,
+    Rule,
+    Slide,
+    SlideState,
+    Throttle,
+)
+from redis_ratelimit_client.policy import slot_groups
+
+
+def key_on_each_master(cluster: Cluster, base: str) -> Dict[int, str]:
+    """A key per master, found with CLUSTER KEYSLOT (the node that answers
+    for it)."""
+    found: Dict[int, str] = {}
+    nodes = [n.client() for n in cluster.nodes]
+    ranges = [(0, 5460), (5461, 10922), (10923, 16383)]
+    i = 0
+    while len(found) < 3:
+        key = f"{base}{i}"
+        slot = int(nodes[0].execute_command("CLUSTER", "KEYSLOT", key))
+        owner = next(n for n, (a, b) in enumerate(ranges) if a <= slot <= b)
+        found.setdefault(owner, key)
+        i += 1
+    return found
+
+
+def test_slot_groups_match_cluster_keyslot(cluster: Cluster) -> None:
+    node = cluster.nodes[0].client()
+    keys = ["rl:{user:42}:s", "rl:{user:42}:m", "rl:ip:1", "foo", "{}x", "a{b}c", "a{}{b}"]
+    slots = [int(node.execute_command("CLUSTER", "KEYSLOT", k)) for k in keys]
+    groups = slot_groups(keys)
+    for group in groups:
+        assert len({slots[i] for i in group}) == 1
+    assert len(groups) == len(set(slots))
+    assert groups[0] == [0, 1]
+
+
+def test_commands_on_a_cluster(cluster: Cluster) -> None:
+    rc = redis.RedisCluster(host="127.0.0.1", port=cluster.nodes[0].port)
+    limiter = RateLimiter(rc)
+    keys = key_on_each_master(cluster, "rl:c:")
+    for key in keys.values():
+        assert limiter.slide(key, 5, 60).remaining == 4
+        state = limiter.inspect(key)
+        assert isinstance(state, SlideState) and state.units == 1
+    got = limiter.allow([("rl:{u1}:a", Slide(2, 60)), ("rl:{u1}:b", Throttle(4, 5, 60))])
+    assert not got.limited and got.index == 1
+    rc.close()
+
+
+async def test_async_commands_on_a_cluster(cluster: Cluster) -> None:
+    rc = redis.asyncio.RedisCluster(host="127.0.0.1", port=cluster.nodes[0].port)
+    limiter = AsyncRateLimiter(rc)
+    for key in key_on_each_master(cluster, "rl:ac:").values():
+        assert (await limiter.throttle(key, 1, 1, 60)).remaining == 1
+    assert (await limiter.peek([("rl:{u2}:a", Slide(2, 60))])).remaining == 1
+    await rc.aclose()
+
+
+@pytest.mark.parametrize("kind", ["asgi", "wsgi"])
+def test_middleware_groups_by_slot_and_gives_back(cluster: Cluster, kind: str) -> None:
+    keys = key_on_each_master(cluster, f"rl:{kind}:")
+    first, second, third = keys[0], keys[1], keys[2]
+    policy = Policy([Rule("a", first, Slide(10, 60)), Rule("b", second, Slide(10, 60)),
+                     Rule("c", third, Slide(1, 60))])
+    rc = redis.RedisCluster(host="127.0.0.1", port=cluster.nodes[0].port)
+    limiter = RateLimiter(rc)
+    d = Driver(kind, policy, cluster.nodes[0].port, cluster=True, timeout=2.0)
+    try:
+        ok = d.get("/")
+        refused = d.get("/")
+    finally:
+        d.close()
+    assert ok[0] == 200, ok
+    assert refused[0] == 429
+    assert refused[1]["ratelimit"] == '"c";r=0;t=60'
+    units: Any = [getattr(limiter.inspect(k), "units", None) for k in (first, second, third)]
+    assert units == [1, 1, 1]  # the refused request's units were given back
+    rc.close()

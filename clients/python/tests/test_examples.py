@@ -1,0 +1,84 @@
+"""examples/python, run for real: commands.py against a test server, and the
+FastAPI application (app.py) through Starlette's TestClient."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from types import ModuleType
+from typing import Any
+
+import pytest
+import redis
+from conftest import ROOT, Server
+from starlette.testclient import TestClient
+
+EXAMPLES = ROOT / "examples" / "python"
+
+
+def test_commands(r: redis.Redis, server: Server) -> None:
+    env = {**os.environ, "REDIS_URL": server.url()}
+    out = subprocess.run([sys.executable, str(EXAMPLES / "commands.py")], env=env,
+                         capture_output=True, text=True, timeout=60, cwd="/")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "RL.THROTTLE rl:example:throttle 15 30 60"
+    assert lines[1] == "  limited=0 limit=16 remaining=15 retry_after=-1 reset_after=2"
+    assert lines[3] == "  limited=0 limit=10 remaining=9 retry_after=-1 reset_after=60"
+    assert lines[7].startswith("  limited=0 limit=10 remaining=9 retry_after=-1 reset_after=1 "
+                               "binding=1")
+    assert lines[8] == "  limit 1: limited=0 limit=10 remaining=9 retry_after=-1 reset_after=1"
+    assert lines[12].startswith("  limited=0 limit=10 remaining=8")
+    assert lines[16] == "RL.INSPECT rl:example:slide"
+    assert lines[17].startswith("  type=slide ttl=")
+    assert " units=1 entries=1 " in lines[17]
+    assert lines[19] == "  limited=0 limit=10 remaining=10 retry_after=-1 reset_after=0"
+    assert len(lines) == 20
+
+
+def load_app(monkeypatch: Any, **env: str) -> ModuleType:
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    spec = importlib.util.spec_from_file_location("example_app", EXAMPLES / "app.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_fastapi_app(r: redis.Redis, server: Server, monkeypatch: Any) -> None:
+    module = load_app(monkeypatch, REDIS_URL=server.url(),
+                      RL_LIMITS="default rl:http:$client THROTTLE 2 1 60", RL_REFUND_5XX="yes")
+    with TestClient(module.app) as client:
+        got = [client.get("/", headers={"X-Client-Id": "alice"}) for _ in range(4)]
+        assert [g.status_code for g in got] == [200, 200, 200, 429]
+        assert got[0].text == "ok\n"
+        assert got[0].headers["RateLimit-Policy"] == '"default";q=3;w=180'
+        assert got[3].headers["Retry-After"] == "60"
+        failed = client.get("/status/503", headers={"X-Client-Id": "bob"})
+        assert failed.status_code == 503 and failed.headers["RateLimit"] == '"default";r=2;t=60'
+    for _ in range(100):
+        if not r.exists("rl:http:bob"):
+            break
+        import time
+
+        time.sleep(0.02)
+    assert not r.exists("rl:http:bob")
+
+
+def test_fastapi_app_fails_closed(monkeypatch: Any, unused_port: int) -> None:
+    module = load_app(monkeypatch, REDIS_URL=f"redis://127.0.0.1:{unused_port}",
+                      RL_TIMEOUT_MS="200")
+    with TestClient(module.app) as client:
+        got = client.get("/")
+    assert (got.status_code, got.text) == (503, "rate limiter unavailable\n")
+    assert "RateLimit" not in got.headers
+
+
+@pytest.fixture
+def unused_port() -> int:
+    from conftest import free_port
+
+    return free_port()
