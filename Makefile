@@ -1,8 +1,8 @@
 # make run    build the module and start redis-server with it (127.0.0.1:$(PORT))
 # make test   the set-up for the tests (scripts/deps.sh --test), then formatting,
 #             lints, unit tests, and the integration tests against every server
-# make bench  the side-by-side benchmark (python3 scripts/bench): throughput,
-#             instruction counts when valgrind is installed, the targets
+# make bench  the side-by-side benchmark (python3 bench; bench/README.md):
+#             throughput, instruction counts (with valgrind), the targets
 SHELL := /bin/bash
 PORT ?= 6379
 # The servers the integration tests run against, the whole suite on each:
@@ -15,6 +15,9 @@ SERVERS ?= redis-server \
            $(CURDIR)/tmp/bin/redis-server-8.2 \
            $(CURDIR)/tmp/bin/valkey-server-8.1
 MODULE := target/release/libredis_ratelimit.so
+# The benchmark's smoke test (bench/smoke.rs) checks the benchmark, not a
+# server: it runs once, after the loop over the servers, which skips it.
+BENCH_SMOKE := quick_benchmark_reports_every_row
 
 .PHONY: deps build run test bench clean
 
@@ -39,13 +42,15 @@ test:
 	@for server in $(SERVERS); do \
 		echo "== integration tests against $$server"; \
 		start=$$SECONDS; \
-		REDIS_SERVER=$$server cargo test --test '*' || exit 1; \
+		REDIS_SERVER=$$server cargo test --test '*' -- --skip $(BENCH_SMOKE) || exit 1; \
 		echo "== $$server: $$((SECONDS - start)) s"; \
 	done
+	@echo "== the benchmark's smoke run (bench/smoke.rs), against $(firstword $(SERVERS))"
+	REDIS_SERVER=$(firstword $(SERVERS)) cargo test --test bench_smoke
 
 bench: build
 	cargo build --release --example floor
-	python3 scripts/bench --module $(MODULE) --floor target/release/examples/libfloor.so
+	python3 bench --module $(MODULE) --floor target/release/examples/libfloor.so
 
 clean:
 	cargo clean
