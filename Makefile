@@ -7,9 +7,10 @@ SHELL := /bin/bash
 PORT ?= 6379
 # The servers the integration tests run against, the whole suite on each:
 # Redis 7.0.15 (Debian), Valkey 9.1.2, Redis 8.2.3 and Valkey 8.1.8 (tmp/,
-# from scripts/deps.sh --test). On 2 shared cores each takes 80 to 95 s;
+# from scripts/deps.sh --test). On 2 shared cores each takes 80 to 115 s;
 # all of make test from a clean clone, the cargo build from scratch
-# included, 8 min 27 s (2026-11-28, load average about 2).
+# included, 8 min 27 s with a load average about 2; 12 min 41 s with 6 to 9
+# (two other make test runs on the machine at the same time).
 # Add one per line, or choose some: make test SERVERS="redis-server ...".
 SERVERS ?= redis-server \
            $(CURDIR)/tmp/bin/valkey-server \
