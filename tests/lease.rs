@@ -45,9 +45,15 @@ fn assert_five(got: [i64; 5], want: [i64; 5], since: Instant, what: &str) {
     }
 }
 
-/// Runs a call whose reply `assert_five` checks.
-fn check(con: &mut Connection, since: Instant, args: &[&str], want: [i64; 5]) {
-    assert_five(five(con, args), want, since, &format!("{args:?}"));
+/// Runs RL.LEASE calls in order, each reply checked by `assert_five`. A
+/// table of cases, one row a call:
+/// (RL.LEASE's arguments: key limit ttl lease_id [quantity],
+///  [limited, limit, remaining, retry_after, reset_after]).
+fn check(con: &mut Connection, since: Instant, calls: &[(&[&str], [i64; 5])]) {
+    for (args, want) in calls {
+        let args: Vec<&str> = ["RL.LEASE"].iter().chain(*args).copied().collect();
+        assert_five(five(con, &args), *want, since, &format!("{args:?}"));
+    }
 }
 
 /// `assert_five` for RL.ALLOW and RL.PEEK: every limit, the binding one
@@ -150,61 +156,29 @@ fn grant_renew_weights_and_the_limit() {
     let server = Server::start();
     let mut con = server.conn();
     let since = Instant::now();
-    // A new lease: remaining = limit - held, reset_after = its ttl.
     check(
         &mut con,
         since,
-        &["RL.LEASE", "k", "3", "600", "a"],
-        [0, 3, 2, -1, 600],
-    );
-    // The same id again renews it: never two slots.
-    check(
-        &mut con,
-        since,
-        &["RL.LEASE", "k", "3", "600", "a"],
-        [0, 3, 2, -1, 600],
-    );
-    check(
-        &mut con,
-        since,
-        &["RL.LEASE", "k", "3", "600", "a"],
-        [0, 3, 2, -1, 600],
-    );
-    // A weight of 2 for five minutes: full. The reset is a's, the latest.
-    check(
-        &mut con,
-        since,
-        &["RL.LEASE", "k", "3", "300", "b", "2"],
-        [0, 3, 0, -1, 600],
-    );
-    // Full: a new lease waits until enough of the others expire; one unit
-    // must free up, b's two do first, in 300 s.
-    check(
-        &mut con,
-        since,
-        &["RL.LEASE", "k", "3", "600", "c"],
-        [1, 3, 0, 300, 600],
-    );
-    check(
-        &mut con,
-        since,
-        &["RL.LEASE", "k", "3", "600", "c", "3"],
-        [1, 3, 0, 600, 600],
-    );
-    // More than the limit can never fit.
-    check(
-        &mut con,
-        since,
-        &["RL.LEASE", "k", "3", "600", "c", "4"],
-        [1, 3, 0, -1, 600],
-    );
-    // A refused renewal (a's one and b's three would be four) leaves b's
-    // lease as it was: its own units free nothing for itself, a's do.
-    check(
-        &mut con,
-        since,
-        &["RL.LEASE", "k", "3", "900", "b", "3"],
-        [1, 3, 0, 600, 600],
+        &[
+            // A new lease: remaining = limit - held, reset_after = its ttl.
+            (&["k", "3", "600", "a"], [0, 3, 2, -1, 600]),
+            // The same id again renews it: never two slots.
+            (&["k", "3", "600", "a"], [0, 3, 2, -1, 600]),
+            (&["k", "3", "600", "a"], [0, 3, 2, -1, 600]),
+            // A weight of 2 for five minutes: full. The reset is a's, the
+            // latest.
+            (&["k", "3", "300", "b", "2"], [0, 3, 0, -1, 600]),
+            // Full: a new lease waits until enough of the others expire;
+            // one unit must free up, b's two do first, in 300 s.
+            (&["k", "3", "600", "c"], [1, 3, 0, 300, 600]),
+            (&["k", "3", "600", "c", "3"], [1, 3, 0, 600, 600]),
+            // More than the limit can never fit.
+            (&["k", "3", "600", "c", "4"], [1, 3, 0, -1, 600]),
+            // A refused renewal (a's one and b's three would be four)
+            // leaves b's lease as it was: its own units free nothing for
+            // itself, a's do.
+            (&["k", "3", "900", "b", "3"], [1, 3, 0, 600, 600]),
+        ],
     );
     assert_eq!(
         ids_and_weights(&mut con, "k"),
@@ -219,15 +193,11 @@ fn grant_renew_weights_and_the_limit() {
     check(
         &mut con,
         since,
-        &["RL.LEASE", "k", "3", "600", "c"],
-        [1, 3, 0, 300, 600],
-    );
-    // A renewal with less weight fits, and takes the new ttl.
-    check(
-        &mut con,
-        since,
-        &["RL.LEASE", "k", "3", "600", "b", "1"],
-        [0, 3, 1, -1, 600],
+        &[
+            (&["k", "3", "600", "c"], [1, 3, 0, 300, 600]),
+            // A renewal with less weight fits, and takes the new ttl.
+            (&["k", "3", "600", "b", "1"], [0, 3, 1, -1, 600]),
+        ],
     );
     assert_eq!(
         ids_and_weights(&mut con, "k"),
@@ -238,85 +208,46 @@ fn grant_renew_weights_and_the_limit() {
     check(
         &mut con,
         since,
-        &["RL.LEASE", "k", "3", "600", "c", "0"],
-        [0, 3, 1, -1, 600],
-    );
-    check(
-        &mut con,
-        since,
-        &["RL.LEASE", "k", "3", "600", "a", "0"],
-        [0, 3, 1, -1, 600],
+        &[
+            (&["k", "3", "600", "c", "0"], [0, 3, 1, -1, 600]),
+            (&["k", "3", "600", "a", "0"], [0, 3, 1, -1, 600]),
+        ],
     );
     assert_eq!(state(&mut con, "k"), before, "a peek changed the key");
-    // A renewal with more weight fits when the others leave room.
     check(
         &mut con,
         since,
-        &["RL.LEASE", "k", "3", "900", "a", "2"],
-        [0, 3, 0, -1, 900],
-    );
-    check(
-        &mut con,
-        since,
-        &["RL.LEASE", "k", "3", "900", "c"],
-        [1, 3, 0, 600, 900],
+        &[
+            // A renewal with more weight fits when the others leave room.
+            (&["k", "3", "900", "a", "2"], [0, 3, 0, -1, 900]),
+            (&["k", "3", "900", "c"], [1, 3, 0, 600, 900]),
+        ],
     );
     assert_eq!(
         ids_and_weights(&mut con, "k"),
         [(b"b".to_vec(), 1), (b"a".to_vec(), 2)]
     );
 
-    // A lease may weigh the whole limit.
     check(
         &mut con,
         since,
-        &["RL.LEASE", "w", "5", "600", "big", "5"],
-        [0, 5, 0, -1, 600],
-    );
-    check(
-        &mut con,
-        since,
-        &["RL.LEASE", "w", "5", "600", "small"],
-        [1, 5, 0, 600, 600],
-    );
-    check(
-        &mut con,
-        since,
-        &["RL.LEASE", "w", "5", "600", "big", "4"],
-        [0, 5, 1, -1, 600],
-    );
-    check(
-        &mut con,
-        since,
-        &["RL.LEASE", "w", "5", "600", "small"],
-        [0, 5, 0, -1, 600],
-    );
-    // The largest limit.
-    check(
-        &mut con,
-        since,
-        &["RL.LEASE", "m", "1000000", "600", "all", "1000000"],
-        [0, 1_000_000, 0, -1, 600],
-    );
-    check(
-        &mut con,
-        since,
-        &["RL.LEASE", "m", "1000000", "600", "one"],
-        [1, 1_000_000, 0, 600, 600],
-    );
-
-    // A peek on a missing key: the whole limit, nothing held, no key made.
-    check(
-        &mut con,
-        since,
-        &["RL.LEASE", "none", "3", "600", "a", "0"],
-        [0, 3, 3, -1, 0],
-    );
-    check(
-        &mut con,
-        since,
-        &["RL.LEASE", "none", "3", "600", "a", "4"],
-        [1, 3, 3, -1, 0],
+        &[
+            // A lease may weigh the whole limit.
+            (&["w", "5", "600", "big", "5"], [0, 5, 0, -1, 600]),
+            (&["w", "5", "600", "small"], [1, 5, 0, 600, 600]),
+            (&["w", "5", "600", "big", "4"], [0, 5, 1, -1, 600]),
+            (&["w", "5", "600", "small"], [0, 5, 0, -1, 600]),
+            // The largest limit.
+            (
+                &["m", "1000000", "600", "all", "1000000"],
+                [0, 1_000_000, 0, -1, 600],
+            ),
+            (&["m", "1000000", "600", "one"], [1, 1_000_000, 0, 600, 600]),
+            // A peek on a missing key: the whole limit, nothing held, no
+            // key made.
+            (&["none", "3", "600", "a", "0"], [0, 3, 3, -1, 0]),
+            (&["none", "3", "600", "a", "4"], [1, 3, 3, -1, 0]),
+        ],
     );
     assert!(!exists(&mut con, "none"));
     // MS: the same in milliseconds.
@@ -346,35 +277,28 @@ fn release_once_then_zero_never_below_zero_and_never_creating() {
     let server = Server::start();
     let mut con = server.conn();
     let since = Instant::now();
-    assert_five(
-        five(&mut con, &["RL.LEASE", "k", "2", "600", "a"]),
-        [0, 2, 1, -1, 600],
+    check(
+        &mut con,
         since,
-        "a",
-    );
-    assert_five(
-        five(&mut con, &["RL.LEASE", "k", "2", "300", "b"]),
-        [0, 2, 0, -1, 600],
-        since,
-        "b",
+        &[
+            (&["k", "2", "600", "a"], [0, 2, 1, -1, 600]),
+            (&["k", "2", "300", "b"], [0, 2, 0, -1, 600]),
+        ],
     );
     assert_eq!(release(&mut con, "k", b"a"), 1);
     // Twice is safe: nothing more is given back.
     assert_eq!(release(&mut con, "k", b"a"), 0);
     assert_eq!(release(&mut con, "k", b"a"), 0);
-    // Only b holds: one slot free, not two. The key's expiry never moves
-    // earlier, and a release records nothing new.
-    assert_five(
-        five(&mut con, &["RL.LEASE", "k", "2", "600", "c", "0"]),
-        [0, 2, 1, -1, 300],
+    check(
+        &mut con,
         since,
-        "after the releases",
-    );
-    assert_five(
-        five(&mut con, &["RL.LEASE", "k", "2", "600", "c", "2"]),
-        [1, 2, 1, 300, 300],
-        since,
-        "two units do not fit beside b",
+        &[
+            // Only b holds: one slot free, not two. The key's expiry never
+            // moves earlier, and a release records nothing new.
+            (&["k", "2", "600", "c", "0"], [0, 2, 1, -1, 300]),
+            // Two units do not fit beside b.
+            (&["k", "2", "600", "c", "2"], [1, 2, 1, 300, 300]),
+        ],
     );
     // An id never granted, or released already: 0, and nothing changes:
     // not the key, not the dirty counter, not a WATCH on the key.
@@ -395,11 +319,10 @@ fn release_once_then_zero_never_below_zero_and_never_creating() {
     assert_eq!(dirty(&mut con), changes, "a release that found nothing");
     assert_eq!(state(&mut con, "k"), before);
     // A released id can take a lease again.
-    assert_five(
-        five(&mut con, &["RL.LEASE", "k", "2", "600", "a"]),
-        [0, 2, 0, -1, 600],
+    check(
+        &mut con,
         since,
-        "a again",
+        &[(&["k", "2", "600", "a"], [0, 2, 0, -1, 600])],
     );
     assert_eq!(release(&mut con, "k", b"a"), 1);
     // Releasing the last lease deletes the key.
@@ -411,17 +334,13 @@ fn release_once_then_zero_never_below_zero_and_never_creating() {
     assert_eq!(release(&mut con, "missing", b"a"), 0);
     assert_eq!(dbsize(&mut con), 0);
     // Held never went below 0: the whole limit, and no more.
-    assert_five(
-        five(&mut con, &["RL.LEASE", "k", "2", "600", "x", "2"]),
-        [0, 2, 0, -1, 600],
+    check(
+        &mut con,
         since,
-        "the whole limit",
-    );
-    assert_five(
-        five(&mut con, &["RL.LEASE", "k", "2", "600", "y"]),
-        [1, 2, 0, 600, 600],
-        since,
-        "nothing more",
+        &[
+            (&["k", "2", "600", "x", "2"], [0, 2, 0, -1, 600]),
+            (&["k", "2", "600", "y"], [1, 2, 0, 600, 600]),
+        ],
     );
 }
 
@@ -854,42 +773,26 @@ fn allow_takes_a_rate_limit_and_a_slot_together_or_neither() {
         [(b"owner".to_vec(), 1)]
     );
 
-    // QUANTITY is the lease's weight; 0 peeks; more than the limit never fits.
-    let weighted = |q: &'static str| -> Vec<&'static str> {
-        vec![
-            "RL.ALLOW", "1", "{m}w", "LEASE", "5", "600", "ID", "x", "QUANTITY", q,
-        ]
+    // QUANTITY is the lease's weight; 0 peeks; more than the limit never
+    // fits. A table of cases, one row a call of
+    // `RL.ALLOW 1 {m}w LEASE 5 600 ID x QUANTITY q`:
+    // (q, the lease limit's [limited, limit, remaining, retry_after, reset_after]).
+    let weighted = |con: &mut Connection, cases: &[(&str, [i64; 5])]| {
+        for (q, want) in cases {
+            let args = [
+                "RL.ALLOW", "1", "{m}w", "LEASE", "5", "600", "ID", "x", "QUANTITY", q,
+            ];
+            assert_seven(&seven(con, &args), &[*want], 1, since, q);
+        }
     };
-    assert_seven(
-        &seven(&mut con, &weighted("3")),
-        &[[0, 5, 2, -1, 600]],
-        1,
-        since,
-        "3",
-    );
+    weighted(&mut con, &[("3", [0, 5, 2, -1, 600])]);
     let before = state(&mut con, "{m}w");
-    assert_seven(
-        &seven(&mut con, &weighted("0")),
-        &[[0, 5, 2, -1, 600]],
-        1,
-        since,
-        "0",
-    );
-    assert_seven(
-        &seven(&mut con, &weighted("6")),
-        &[[1, 5, 2, -1, 600]],
-        1,
-        since,
-        "6",
+    weighted(
+        &mut con,
+        &[("0", [0, 5, 2, -1, 600]), ("6", [1, 5, 2, -1, 600])],
     );
     assert_eq!(state(&mut con, "{m}w"), before);
-    assert_seven(
-        &seven(&mut con, &weighted("5")),
-        &[[0, 5, 0, -1, 600]],
-        1,
-        since,
-        "5",
-    );
+    weighted(&mut con, &[("5", [0, 5, 0, -1, 600])]);
     assert_eq!(ids_and_weights(&mut con, "{m}w"), [(b"x".to_vec(), 5)]);
 }
 
@@ -954,83 +857,52 @@ fn id_rules_peek_and_refund() {
     assert_eq!(dbsize(&mut con), 0, "an error made a key");
 
     // job1 holds the only slot.
-    assert_five(
-        five(&mut con, &["RL.LEASE", "{p}c", "1", "600", "job1"]),
-        [0, 1, 0, -1, 600],
+    check(
+        &mut con,
         since,
-        "job1",
+        &[(&["{p}c", "1", "600", "job1"], [0, 1, 0, -1, 600])],
     );
     let before = state(&mut con, "{p}c");
-    let peek = |tail: &[&'static str]| {
+    let full = [1, 1, 0, 600, 600];
+    let renewal = [0, 1, 0, -1, 600];
+    let held = [0, 1, 0, -1, 600];
+    // A table of cases, one row a call of `RL.PEEK 1 {p}c LEASE 1 600`
+    // with the options `tail`: (tail, the lease limit's [limited, limit,
+    // remaining, retry_after, reset_after]).
+    let alone: [(&[&str], [i64; 5]); 4] = [
+        // Without ID, the question is a new lease: refused until job1
+        // expires.
+        (&[], full),
+        (&["ID", "job2"], full),
+        // With the holder's id, a renewal: it fits.
+        (&["ID", "job1"], renewal),
+        // QUANTITY 0: what is held now.
+        (&["QUANTITY", "0"], held),
+    ];
+    for (tail, want) in alone {
         let mut args = vec!["RL.PEEK", "1", "{p}c", "LEASE", "1", "600"];
         args.extend_from_slice(tail);
-        args
-    };
-    // Without ID, the question is a new lease: refused until job1 expires.
-    let full = [1, 1, 0, 600, 600];
-    assert_seven(&seven(&mut con, &peek(&[])), &[full], 1, since, "no ID");
-    assert_seven(
-        &seven(&mut con, &peek(&["ID", "job2"])),
-        &[full],
-        1,
-        since,
-        "job2",
-    );
-    // With the holder's id, a renewal: it fits.
-    let renewal = [0, 1, 0, -1, 600];
-    assert_seven(
-        &seven(&mut con, &peek(&["ID", "job1"])),
-        &[renewal],
-        1,
-        since,
-        "job1",
-    );
-    // QUANTITY 0: what is held now.
-    let held = [0, 1, 0, -1, 600];
-    assert_seven(
-        &seven(&mut con, &peek(&["QUANTITY", "0"])),
-        &[held],
-        1,
-        since,
-        "q 0",
-    );
-    // Beside a rate limit.
-    let r = seven(
-        &mut con,
-        &allow2(
+        let what = format!("{tail:?}");
+        assert_seven(&seven(&mut con, &args), &[want], 1, since, &what);
+    }
+    // Beside a rate limit, `SLIDE 5 60` on {p}r: (tail, the rate limit's
+    // five fields and the lease limit's; the lease limit binds).
+    let beside: [(&[&str], [[i64; 5]; 2]); 2] = [
+        (&["ID", "job1"], [[0, 5, 4, -1, 60], renewal]),
+        (&[], [[0, 5, 4, -1, 60], full]),
+    ];
+    for (tail, want) in beside {
+        let args = allow2(
             "RL.PEEK",
             "{p}r",
             "{p}c",
             &["SLIDE", "5", "60"],
             &["1", "600"],
-            &["ID", "job1"],
-        ),
-    );
-    assert_seven(
-        &r,
-        &[[0, 5, 4, -1, 60], renewal],
-        2,
-        since,
-        "peek beside SLIDE",
-    );
-    let r = seven(
-        &mut con,
-        &allow2(
-            "RL.PEEK",
-            "{p}r",
-            "{p}c",
-            &["SLIDE", "5", "60"],
-            &["1", "600"],
-            &[],
-        ),
-    );
-    assert_seven(
-        &r,
-        &[[0, 5, 4, -1, 60], full],
-        2,
-        since,
-        "peek beside SLIDE, no ID",
-    );
+            tail,
+        );
+        let what = format!("peek beside SLIDE, {tail:?}");
+        assert_seven(&seven(&mut con, &args), &want, 2, since, &what);
+    }
     // Nothing changed, nothing was made.
     assert_eq!(state(&mut con, "{p}c"), before);
     assert!(!exists(&mut con, "{p}r"));
@@ -1381,27 +1253,13 @@ fn a_renewed_lease_keeps_its_slot_after_a_failover() {
     check(
         &mut con,
         since,
-        &["RL.LEASE", "f", "2", "60", "a"],
-        [0, 2, 1, -1, 60],
-    );
-    check(
-        &mut con,
-        since,
-        &["RL.LEASE", "f", "2", "600", "b"],
-        [0, 2, 0, -1, 600],
-    );
-    // a renews for 15 minutes, on the master's clock.
-    check(
-        &mut con,
-        since,
-        &["RL.LEASE", "f", "2", "900", "a"],
-        [0, 2, 0, -1, 900],
-    );
-    check(
-        &mut con,
-        since,
-        &["RL.LEASE", "f", "2", "600", "c"],
-        [1, 2, 0, 600, 900],
+        &[
+            (&["f", "2", "60", "a"], [0, 2, 1, -1, 60]),
+            (&["f", "2", "600", "b"], [0, 2, 0, -1, 600]),
+            // a renews for 15 minutes, on the master's clock.
+            (&["f", "2", "900", "a"], [0, 2, 0, -1, 900]),
+            (&["f", "2", "600", "c"], [1, 2, 0, 600, 900]),
+        ],
     );
     assert_eq!(wait_replicas(&mut con, 1, 10_000), 1);
     let on_master = state(&mut con, "f");
@@ -1429,37 +1287,22 @@ fn a_renewed_lease_keeps_its_slot_after_a_failover() {
         (900_000 - elapsed..=900_000).contains(&holders[1].2),
         "{holders:?}"
     );
-    // Full still: a new id waits for b; a and b renew.
     check(
         &mut rcon,
         since,
-        &["RL.LEASE", "f", "2", "600", "c"],
-        [1, 2, 0, 600, 900],
-    );
-    check(
-        &mut rcon,
-        since,
-        &["RL.LEASE", "f", "2", "900", "a"],
-        [0, 2, 0, -1, 900],
-    );
-    check(
-        &mut rcon,
-        since,
-        &["RL.LEASE", "f", "2", "600", "b"],
-        [0, 2, 0, -1, 900],
-    );
-    check(
-        &mut rcon,
-        since,
-        &["RL.LEASE", "f", "2", "600", "c"],
-        [1, 2, 0, 600, 900],
+        &[
+            // Full still: a new id waits for b; a and b renew.
+            (&["f", "2", "600", "c"], [1, 2, 0, 600, 900]),
+            (&["f", "2", "900", "a"], [0, 2, 0, -1, 900]),
+            (&["f", "2", "600", "b"], [0, 2, 0, -1, 900]),
+            (&["f", "2", "600", "c"], [1, 2, 0, 600, 900]),
+        ],
     );
     assert_eq!(release(&mut rcon, "f", b"b"), 1);
     check(
         &mut rcon,
         since,
-        &["RL.LEASE", "f", "2", "600", "c"],
-        [0, 2, 0, -1, 900],
+        &[(&["f", "2", "600", "c"], [0, 2, 0, -1, 900])],
     );
     drop(replica);
 }

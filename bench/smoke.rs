@@ -1,4 +1,4 @@
-//! The benchmark's smoke run: `python3 scripts/bench --quick --module
+//! The benchmark's smoke run: `python3 bench --quick --module
 //! <the .so this cargo test built> --json <tmp>` must exit 0 and report every
 //! row with a positive throughput in every regime and a positive memory
 //! figure, the expirations of every run, and, for the kept-state regimes,
@@ -13,6 +13,7 @@
 //! redis-benchmark (`$REDIS_BENCHMARK`) are required: a missing one fails
 //! the test with the command that installs it.
 
+#[path = "../tests/common/mod.rs"]
 mod common;
 use common::module_path;
 
@@ -37,7 +38,7 @@ const ROWS: &[&str] = &[
     "lua:gcra",
     "lua:fixed_window",
 ];
-/// In the order the benchmark runs them (`REGIMES` in scripts/bench/regimes.py).
+/// In the order the benchmark runs them (`REGIMES` in bench/harness/regimes.py).
 const REGIMES: &[&str] = &["hot_P16", "rand_P16", "rand_churn_P16", "hot_P1", "rand_P1"];
 /// The regimes on random keys that keep their state between calls.
 const KEPT: &[&str] = &["rand_P16", "rand_P1"];
@@ -85,7 +86,7 @@ fn quick_benchmark_reports_every_row() {
         floor.display()
     );
     let out = Command::new("python3")
-        .arg("scripts/bench")
+        .arg("bench")
         .arg("--quick")
         .arg("--module")
         .arg(&module)
@@ -95,24 +96,24 @@ fn quick_benchmark_reports_every_row() {
         .arg(&json_path)
         .current_dir(root)
         .output()
-        .expect("run python3 scripts/bench");
+        .expect("run python3 bench");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "scripts/bench --quick failed ({}):\n{stdout}\n{stderr}",
+        "bench --quick failed ({}):\n{stdout}\n{stderr}",
         out.status
     );
     assert!(
         !stderr.contains("cargo build"),
-        "scripts/bench built the module although it was given one:\n{stderr}"
+        "bench built the module although it was given one:\n{stderr}"
     );
     assert!(
         stdout.contains(&module.display().to_string()),
         "the report does not name the module it was given:\n{stdout}"
     );
 
-    let text = std::fs::read_to_string(&json_path).expect("scripts/bench wrote no JSON");
+    let text = std::fs::read_to_string(&json_path).expect("bench wrote no JSON");
     let report: Value =
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("bad JSON ({e}):\n{text}"));
     let regimes: Vec<&str> = report["regimes"]

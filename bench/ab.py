@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """A/B of two builds of the module: server CPU per call of one command,
 measured on two redis-servers side by side, one per build, in interleaved
-repetitions. Standard library only (and the benchmark's RESP client, scripts/bench/resp.py).
+repetitions. Standard library only (and the benchmark's RESP client, bench/harness/resp.py).
 
-    python3 scripts/ab.py --a tmp/before.so --b target/release/libredis_ratelimit.so \\
+    python3 bench/ab.py --a tmp/before.so --b target/release/libredis_ratelimit.so \\
         --cmd 'RL.SLIDE b:s:__rand_int__ 10000 10000000' -r 100000 -n 2000000 -P 16 --reps 5
 
 Each server runs pinned to one core (`--server-core`, default 0) and
@@ -35,8 +35,6 @@ measured the same way. `--json PATH` writes every figure.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import os
 import shlex
@@ -49,8 +47,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench.resp import Client, ReplyError, encode  # noqa: E402
-from bench.servers import free_port  # noqa: E402
+from harness.resp import Client, ReplyError, encode  # noqa: E402
+from harness.runner import csv_rps  # noqa: E402
+from harness.servers import free_port  # noqa: E402
 
 RAND = "__rand_int__"
 
@@ -124,13 +123,7 @@ def run(server: Pinned, opts, args) -> dict:
     p = subprocess.run(cmd, capture_output=True, text=True)
     cpu1 = server.cpu()
     stat = server.cmdstat(args[0])
-    rps = None
-    for rec in csv.reader(io.StringIO(p.stdout)):
-        if len(rec) >= 2 and rec[0] != "test":
-            try:
-                rps = float(rec[1])
-            except ValueError:
-                pass
+    rps = csv_rps(p.stdout)
     if p.returncode != 0 or rps is None:
         sys.exit("ab.py: redis-benchmark failed: %s\n%s%s" % (" ".join(cmd), p.stdout, p.stderr))
     calls = stat.get("calls", 0) or opts.n

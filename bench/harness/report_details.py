@@ -20,7 +20,7 @@ def print_details(report: dict, run: dict, p=print) -> None:
         "Server CPU per call, hot keys, -P 16: RL.ALLOW deciding THROTTLE + SLIDE + SLICE on three keys, "
         "divided by the sum of the three single commands' CPU per call, same repetition (median; range). "
         "Below 1, one RL.ALLOW is cheaper than the three calls it replaces. Next to it, FLOOR.ALLOW "
-        "(examples/floor.rs: RL.ALLOW's arguments and reply, its three keys kept with an expiry, nothing "
+        "(bench/floor.rs: RL.ALLOW's arguments and reply, its three keys kept with an expiry, nothing "
         "decided), and the least any RL.ALLOW of these limits can cost: FLOOR.ALLOW plus what each single "
         "command costs beyond FLOOR.KEEP (parsing its numbers, deciding, recording), all of which RL.ALLOW "
         "does for each of its limits."

@@ -7,11 +7,11 @@
 # calls), then CALLS calls are counted. Counts are repeatable: they do not
 # depend on the machine's load.
 #
-#   scripts/misses.sh 'RL.SLIDE b:s:__rand_int__ 10000 10000000' before.so after.so
+#   bench/misses.sh 'RL.SLIDE b:s:__rand_int__ 10000 10000000' before.so after.so
 #
 # KEYS (100000), WARM (400000) and CALLS (50000) may be set in the
 # environment; TOP=N also lists the N functions that miss most in the last
-# level (callgrind_annotate). The floor module (examples/floor.rs) is loaded beside each,
+# level (callgrind_annotate). The floor module (bench/floor.rs) is loaded beside each,
 # so FLOOR.KEEP can be counted too. Needs valgrind, redis-server and
 # redis-benchmark.
 set -euo pipefail

@@ -8,7 +8,7 @@ import math
 
 from .memory import memory_per_key, memory_per_unit, memory_precision, memory_slices
 from .regimes import (
-    BENCH_DIR,
+    LUA_DIR,
     CHURN_DB,
     DATABASES,
     FLOOR_ALLOW,
@@ -17,7 +17,6 @@ from .regimes import (
     KEPT_MARGIN,
     KEPT_WINDOW_S,
     RAND,
-    RAND_KEYS,
     REGIMES,
     SCRIPTS,
     THROUGHPUT_LIMIT,
@@ -40,16 +39,17 @@ from .runner import (
 
 def measure(opts, server, benchmark, settings, progress) -> dict:
     """Every measurement on the started `server`. `settings`: quick, reps,
-    keys, unit_sizes, slide_levels, slice_levels, cell (bool)."""
+    keys, rand_keys, unit_sizes, slide_levels, slice_levels, cell (bool)."""
     quick, reps, keys = settings["quick"], settings["reps"], settings["keys"]
     unit_sizes = settings["unit_sizes"]
     slide_levels, slice_levels = settings["slide_levels"], settings["slice_levels"]
     allow_levels = settings["allow_levels"]
-    b = Bench(opts, server, benchmark)
+    rand_keys = settings["rand_keys"]
+    b = Bench(opts, server, benchmark, rand_keys)
     version = b.con.info("server")["redis_version"]
     shas = {}
     for name in SCRIPTS:
-        shas[name] = b.con.call("SCRIPT", "LOAD", (BENCH_DIR / (name + ".lua")).read_bytes()).decode()
+        shas[name] = b.con.call("SCRIPT", "LOAD", (LUA_DIR / (name + ".lua")).read_bytes()).decode()
     rows = make_rows(shas, settings["cell"])
     # Rows and workloads of commands the loaded module does not have yet.
     skipped = {}
@@ -134,10 +134,10 @@ def measure(opts, server, benchmark, settings, progress) -> dict:
         scaling.append({"family": "RL.ALLOW", "level": level, "keys": level, "cmd": cmd})
 
     # The kept-state regimes' keys, created once (see the docstring).
-    progress("creating %s random keys per row for the kept-state regimes" % "{:,}".format(RAND_KEYS))
+    progress("creating %s random keys per row for the kept-state regimes" % "{:,}".format(rand_keys))
     for row in rows:
         if row.keeps:
-            create_rand_keys(server.port, row, row_cmd(row, "kept"), kept_db[row.name])
+            create_rand_keys(server.port, row, row_cmd(row, "kept"), kept_db[row.name], rand_keys)
     for w in workloads:
         progress("%s: set-up" % w.name)
         w.setup(b, quick)
@@ -171,18 +171,18 @@ def measure(opts, server, benchmark, settings, progress) -> dict:
 
     # The most calls a kept-state key can get, creation, calibration
     # and repetitions together: each call of a run draws its key
-    # uniformly from RAND_KEYS, so a key's calls are Poisson with
+    # uniformly from the rand_keys keys, so a key's calls are Poisson with
     # the mean below; the bound is 10 standard deviations above.
     kept_bounds = {}
     for row in rows:
         if not row.limiter:
             continue
-        calls = RAND_KEYS + sum(
+        calls = rand_keys + sum(
             calibration_n(pipe) + reps * n_for[(rg_id, row.name)]
             for rg_id, _, pipe, keys in REGIMES
             if keys == "kept"
         )
-        mean = calls / RAND_KEYS
+        mean = calls / rand_keys
         bound = mean + 10 * math.sqrt(mean) + 10
         kept_bounds[row.name] = {"calls": calls, "mean_calls_per_key": mean, "bound_calls_per_key": bound}
         if bound > KEPT_MARGIN * KEPT_LIMIT:

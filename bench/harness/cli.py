@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import __doc__ as PACKAGE_DOC
 from .aggregate import build_report
-from .regimes import DATABASES, FLOOR, MODULE, ROOT, BenchError
+from .regimes import DATABASES, FLOOR, MODULE, QUICK_RAND_KEYS, RAND_KEYS, ROOT, BenchError
 from . import instructions
 from .regimes import SCRIPTS
 from .report import print_instructions, print_report
@@ -28,8 +28,10 @@ from .session import measure
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="scripts/bench", description=PACKAGE_DOC.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="smoke mode: tiny counts, 1 repetition, 1,000 keys")
+    ap = argparse.ArgumentParser(prog="bench", description=PACKAGE_DOC.split("\n\n")[0])
+    ap.add_argument(
+        "--quick", action="store_true", help="smoke mode: tiny counts, 1 repetition, 1,000 keys and random keys"
+    )
     ap.add_argument("--reps", type=int, default=None, help="repetitions (default 3; 1 with --quick)")
     ap.add_argument("--seconds", type=float, default=2.0, help="target duration of one measurement (default 2)")
     ap.add_argument("--keys", type=int, default=None, help="keys for memory per key (default 100,000)")
@@ -54,7 +56,7 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--instructions-only",
         action="store_true",
-        help="only count instructions per command under callgrind and print them (scripts/profile.sh)",
+        help="only count instructions per command under callgrind and print them (bench/profile.sh)",
     )
     ap.add_argument("--top", type=int, default=0, metavar="N", help="with the counts, the N costliest functions")
     opts = ap.parse_args(argv)
@@ -67,7 +69,7 @@ def main(argv=None) -> int:
     slide_levels = [10, 100, 1_000] if quick else [10, 1_000, 1_000_000]
     slice_levels = [2, 60, 600] if quick else [2, 60, 1_000]
     allow_levels = [1, 4, 16]
-    # Calls per command under callgrind (scripts/profile.sh's figures), and
+    # Calls per command under callgrind (bench/profile.sh's figures), and
     # the warm-up calls before them in the same run of calls: more than a
     # second of calls at valgrind's pace (about 15,000 a second), so that a
     # hot RL.SLIDE log (1,000,000 per second) is as long as the calls keep
@@ -112,7 +114,7 @@ def main(argv=None) -> int:
     for env in ("REDIS_SERVER", "REDIS_BENCHMARK", "REDIS_CELL_SO"):
         if os.environ.get(env):
             reproduce.append("%s=%s" % (env, shlex.quote(os.environ[env])))
-    reproduce.append("python3 scripts/bench")
+    reproduce.append("python3 bench")
     reproduce += [shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])]
     reproduce = " ".join(reproduce)
 
@@ -121,6 +123,7 @@ def main(argv=None) -> int:
         "quick": quick,
         "reps": reps,
         "keys": keys,
+        "rand_keys": QUICK_RAND_KEYS if quick else RAND_KEYS,
         "unit_sizes": unit_sizes,
         "slide_levels": slide_levels,
         "slice_levels": slice_levels,
@@ -227,5 +230,5 @@ def run_cli() -> int:
         print("interrupted; server stopped", file=sys.stderr)
         return 130
     except BenchError as e:
-        print("scripts/bench: error: %s" % e, file=sys.stderr)
+        print("bench: error: %s" % e, file=sys.stderr)
         return 1

@@ -7,14 +7,16 @@ import csv
 import io
 import subprocess
 
-from .regimes import CLIENTS, KEPT_LIMIT, RAND, RAND_KEYS, BenchError
+from .regimes import CLIENTS, KEPT_LIMIT, RAND, BenchError
 from .resp import Client, ReplyError, encode
 from .rows import Row
 from .servers import Server
 
 class Bench:
-    def __init__(self, opts, server: Server, benchmark: str):
+    def __init__(self, opts, server: Server, benchmark: str, rand_keys: int):
         self.opts = opts
+        # The random keys' count: `-r` of redis-benchmark.
+        self.rand_keys = rand_keys
         self.server = server
         # redis-benchmark's command line before its options (a pinning
         # prefix, then the binary).
@@ -49,7 +51,7 @@ class Bench:
             "--csv",
         ]
         if rand:
-            cmd += ["-r", str(RAND_KEYS)]
+            cmd += ["-r", str(self.rand_keys)]
         if db:
             cmd += ["--dbnum", str(db)]
         cmd += args
@@ -61,13 +63,7 @@ class Bench:
             raise BenchError("redis-benchmark timed out: " + " ".join(cmd))
         cpu1, (err1, exp1) = self.cpu_seconds(), self.errors_and_expired()
         stats1 = self.command_stats()
-        rps = None
-        for rec in csv.reader(io.StringIO(p.stdout)):
-            if len(rec) >= 2 and rec[0] != "test":
-                try:
-                    rps = float(rec[1])
-                except ValueError:
-                    pass
+        rps = csv_rps(p.stdout)
         if p.returncode != 0 or rps is None:
             raise BenchError(
                 "redis-benchmark failed (%d): %s\n%s%s" % (p.returncode, " ".join(cmd), p.stdout, p.stderr)
@@ -81,6 +77,20 @@ class Bench:
             "expired_per_call": (exp1 - exp0) / n,
             "usec_per_call": usec_per_call(stats0, stats1, args[0]),
         }
+
+
+def csv_rps(output: str):
+    """The requests per second of `redis-benchmark --csv`'s output: the
+    second field of its last line after the header ("test","rps",...),
+    or None when there is none."""
+    rps = None
+    for rec in csv.reader(io.StringIO(output)):
+        if len(rec) >= 2 and rec[0] != "test":
+            try:
+                rps = float(rec[1])
+            except ValueError:
+                pass
+    return rps
 
 
 def command_stats(con: Client) -> dict:
@@ -135,28 +145,28 @@ def fill_keys(port: int, commands, encoded: bool = False, db: int = 0) -> list:
         c.close()
 
 
-def rand_commands(args) -> list:
-    """The command `args` encoded once for each of the RAND_KEYS numbers
-    `-r RAND_KEYS` draws from, 000000000000 to 000000099999, each
+def rand_commands(args, rand_keys: int) -> list:
+    """The command `args` encoded once for each of the `rand_keys` numbers
+    `-r rand_keys` draws from, 000000000000 to rand_keys - 1, each
     placeholder replaced by the number (both are 12 characters long, so
     the encoded lengths stay right)."""
     template = encode(args)
-    return [template.replace(RAND.encode(), b"%012d" % i) for i in range(RAND_KEYS)]
+    return [template.replace(RAND.encode(), b"%012d" % i) for i in range(rand_keys)]
 
 
-def rand_key_names(args) -> list:
+def rand_key_names(args, rand_keys: int) -> list:
     """Every key name the random-key command `args` can touch."""
     names = []
     for a in args:
         if RAND in a:
-            names += [a.replace(RAND, "%012d" % i) for i in range(RAND_KEYS)]
+            names += [a.replace(RAND, "%012d" % i) for i in range(rand_keys)]
     return names
 
 
-def create_rand_keys(port: int, row: Row, args, db: int) -> None:
+def create_rand_keys(port: int, row: Row, args, db: int, rand_keys: int) -> None:
     """Calls `args` once on each random key of database `db` (creating its
     state); every call must be allowed."""
-    replies = fill_keys(port, rand_commands(args), encoded=True, db=db)
+    replies = fill_keys(port, rand_commands(args, rand_keys), encoded=True, db=db)
     bad = [r for r in replies if isinstance(r, ReplyError) or (isinstance(r, list) and r[0] != 0)]
     if bad:
         raise BenchError(
@@ -170,7 +180,7 @@ def kept_state_check(b: Bench, row: Row, args, peek, db: int) -> dict:
     database `db`) still exists and (limiters) every one peeked has units
     left, so every call of the benchmark was allowed. Returns the figures
     and "check"."""
-    names = rand_key_names(args)
+    names = rand_key_names(args, b.rand_keys)
     present = fill_keys(b.server.port, [["EXISTS"] + names], db=db)[0]
     out = {"keys": len(names), "present": present}
     problems = []
@@ -178,7 +188,7 @@ def kept_state_check(b: Bench, row: Row, args, peek, db: int) -> dict:
         problems.append("%d of %d keys present" % (out["present"], out["keys"]))
     if peek is not None:
         used, errors = [], []
-        for r in fill_keys(b.server.port, rand_commands(peek), encoded=True, db=db):
+        for r in fill_keys(b.server.port, rand_commands(peek, b.rand_keys), encoded=True, db=db):
             if isinstance(r, ReplyError) or not (isinstance(r, list) and len(r) >= 5):
                 errors.append(r)
             else:

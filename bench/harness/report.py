@@ -16,7 +16,6 @@ from .regimes import (
     KEPT_WINDOW_S,
     MEMORY_LIMIT,
     MEMORY_WINDOW_S,
-    RAND_KEYS,
     REGIMES,
     THROUGHPUT_LIMIT,
     THROUGHPUT_WINDOW_S,
@@ -28,7 +27,7 @@ from .instructions import limit_floor
 from .workloads import WORKLOADS
 
 # The instruction counts' reference: each command's interface keeping
-# state (examples/floor.rs).
+# state (bench/floor.rs).
 INSTR_FLOOR = {"RL.ALLOW": "FLOOR.ALLOW", "RL.PEEK": "FLOOR.ALLOW"}
 
 
@@ -111,8 +110,8 @@ def print_table(report: dict, run: dict, p) -> None:
     p()
     p(
         "Instructions: per call, counted by callgrind inside a server of its own on one hot key, "
-        "`redis-benchmark -c 10 -P 16`, %s calls (scripts/bench/instructions.py), and as a share of the same "
-        "count for the command's interface keeping state and deciding nothing: FLOOR.KEEP (examples/floor.rs), "
+        "`redis-benchmark -c 10 -P 16`, %s calls (bench/harness/instructions.py), and as a share of the same "
+        "count for the command's interface keeping state and deciding nothing: FLOOR.KEEP (bench/floor.rs), "
         "for RL.ALLOW and RL.PEEK FLOOR.ALLOW (three keys); and as a share of the count of that interface "
         "reading, parsing and propagating the command's own arguments, deciding nothing: FLOOR.LIMIT (FLOOR.ALLOWLIMIT "
         "for RL.ALLOW), what no command with these arguments can go below. Two parts of the server's work are left "
@@ -148,7 +147,7 @@ def print_table(report: dict, run: dict, p) -> None:
         % (
             "{:,}".format(THROUGHPUT_LIMIT),
             THROUGHPUT_WINDOW_S,
-            RAND_KEYS,
+            run["rand_keys"],
             "{:,}".format(KEPT_LIMIT),
             "{:,}".format(KEPT_WINDOW_S),
             "{:,.0f}".format(max(kept_bounds or [0])),
@@ -283,7 +282,7 @@ def print_targets(report: dict, p) -> None:
 
 
 def print_instructions(counts: dict, machine: dict, reproduce: str) -> None:
-    """--instructions-only (scripts/profile.sh): the counts, as a share of
+    """--instructions-only (bench/profile.sh): the counts, as a share of
     FLOOR.THROTTLE's (x floor), of the interface keeping state (x keep, >
     1: the command costs more) and of the interface's floor with the
     command's own arguments (x limit: FLOOR.LIMIT, read and parse and

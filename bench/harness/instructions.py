@@ -1,5 +1,5 @@
 """Instructions per command, counted by valgrind's callgrind inside a
-redis-server of its own (the method scripts/profile.sh has always used):
+redis-server of its own (bench/profile.sh runs only this part):
 each command on one hot key, `redis-benchmark -c 10 -P 16`, one run of
 calls from its warm-up to the end of its count, without a pause (a pause
 as long as the hot-key limit's one-second window lets a hot RL.SLIDE log
@@ -102,10 +102,9 @@ def count(server_bin, modules, benchmark, commands, n, warm, workdir, top=0, pro
         return {"available": False, "reason": "%s not found: apt-get install valgrind" % ", ".join(missing)}
     out = os.path.join(workdir, "callgrind")
     os.makedirs(out, exist_ok=True)
-    # A vgdb prefix of its own: a callgrind_control without a pid (as
-    # scripts/profile.sh ran it before, zeroing and dumping every callgrind
-    # run of the machine) does not find this server, and this one reaches
-    # no other.
+    # A vgdb prefix of its own: a callgrind_control without a pid (which
+    # zeroes and dumps every callgrind run of the machine) does not find
+    # this server, and this one reaches no other.
     prefix = "--vgdb-prefix=%s/vgdb" % out
     wrapper = ["valgrind", "--tool=callgrind", prefix, "--callgrind-out-file=%s/cg.%%p" % out]
     server = Server(

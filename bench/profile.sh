@@ -19,13 +19,13 @@
 # Counts do not depend on the machine's load (a single key's move by a few
 # tenths of a percent between runs), so they show where the cost of a
 # command goes and whether a change moved it. The
-# counting is the benchmark's (scripts/bench/instructions.py), which `make
+# counting is the benchmark's (bench/harness/instructions.py), which `make
 # bench` runs too and reports next to the throughput; this script runs only
 # that part.
 #
-#   scripts/profile.sh            # builds the release module and the floor
-#   scripts/profile.sh --top N    # also the N costliest functions per command
-#   MODULE=path scripts/profile.sh  # counts that build of the module instead
+#   bench/profile.sh            # builds the release module and the floor
+#   bench/profile.sh --top N    # also the N costliest functions per command
+#   MODULE=path bench/profile.sh  # counts that build of the module instead
 #
 # Needs valgrind, redis-server and redis-benchmark (scripts/deps.sh --test
 # installs the last two; valgrind: apt-get install valgrind).
@@ -36,4 +36,4 @@ TOP=0
 command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install valgrind" >&2; exit 1; }
 CARGO_PROFILE_RELEASE_DEBUG=${PROFILE_DEBUG:-0} cargo build --release --quiet
 cargo build --release --example floor --quiet
-exec python3 scripts/bench --no-build --module "${MODULE:-target/release/libredis_ratelimit.so}" --instructions-only --top "$TOP"
+exec python3 bench --no-build --module "${MODULE:-target/release/libredis_ratelimit.so}" --instructions-only --top "$TOP"

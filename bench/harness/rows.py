@@ -65,7 +65,7 @@ class Row:
 
 
 def floor_row(name, title, keeps=True) -> Row:
-    """A command of examples/floor.rs, with RL.THROTTLE's arguments; one
+    """A command of bench/floor.rs, with RL.THROTTLE's arguments; one
     that keeps state sets its key's expiry to an hour after the call,
     whatever the limit: longer than the benchmark."""
     return Row(

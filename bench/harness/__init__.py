@@ -1,11 +1,11 @@
 """Side-by-side benchmark: the module's commands against INCR and the Lua
 scripts people use today. Standard library only.
 
-    python3 scripts/bench                    # the full run (about 12 minutes on 2 cores)
-    python3 scripts/bench --quick            # a smoke run (tiny counts, about 30 s)
-    python3 scripts/bench --json out.json    # also write the results as JSON
-    python3 scripts/bench --module PATH      # benchmark this .so, build nothing
-    python3 scripts/bench --floor PATH       # the floor module (examples/floor.rs)
+    python3 bench                    # the full run (about 12 minutes on 2 cores)
+    python3 bench --quick            # a smoke run (tiny counts, 1,000 random keys, about 15 s)
+    python3 bench --json out.json    # also write the results as JSON
+    python3 bench --module PATH      # benchmark this .so, build nothing
+    python3 bench --floor PATH       # the floor module (bench/floor.rs)
 
 It builds the release module (not with `--module` or `--no-build`), starts
 its own redis-server on a free 127.0.0.1 port (`$REDIS_SERVER`, default `redis-server` on PATH; `--save ""
@@ -22,7 +22,7 @@ What each part measures
 -----------------------
 
 Two references. INCR, Redis's own per-command cost on the same keys; and
-the floor: FLOOR.THROTTLE from examples/floor.rs, a module command with
+the floor: FLOOR.THROTTLE from bench/floor.rs, a module command with
 RL.THROTTLE's arguments and five-integer reply that opens its key and
 decides nothing, the least any module limiter with this interface can cost.
 A third row, FLOOR.KEEP, also keeps state the way a limiter must (a value
@@ -76,7 +76,7 @@ JSON keys `throughput.<regime>`, in the order they run):
   of the 300,000 keys gets as many calls as another row's key. INCR's keys
   have no expiry. FLOOR.THROTTLE creates nothing. The floors that keep
   state (FLOOR.KEEP, FLOOR.LIMIT, FLOOR.LIMIT64) set their key's expiry
-  to an hour after the call whatever the arguments (examples/floor.rs),
+  to an hour after the call whatever the arguments (bench/floor.rs),
   longer than the benchmark, so their keys are made and kept exactly as
   every other row's, created once and aged alike. Before the calibration, each row's command that keeps state is called
   once on each of its keys, `b:<row>:000000000000` to
@@ -132,7 +132,7 @@ the request and writing the reply).
 RL.ALLOW against the three single calls. Server CPU per call (INFO cpu),
 hot keys, -P 16, per repetition: the RL.ALLOW row (THROTTLE + SLIDE + SLICE
 on three keys) divided by the sum of the three single commands' rows. Next
-to it FLOOR.ALLOW (examples/floor.rs: RL.ALLOW's arguments and
+to it FLOOR.ALLOW (bench/floor.rs: RL.ALLOW's arguments and
 seven-element reply, three keys kept with an expiry, nothing parsed or
 decided), run once per repetition after the regimes, and the least any
 RL.ALLOW of these limits can cost: FLOOR.ALLOW plus, for each single
@@ -185,8 +185,8 @@ smallest, per repetition, median: throughput, and cost (server CPU per
 call), the figure the scale target judges.
 
 Instructions. After the runs, a second redis-server with the same modules
-runs under valgrind's callgrind (instructions.py, the method
-scripts/profile.sh always used; that script now runs only this part):
+runs under valgrind's callgrind (instructions.py; bench/profile.sh runs
+only this part):
 FLOOR.THROTTLE, FLOOR.KEEP, FLOOR.ALLOW, INCR, every single command
 (RL.LEASE renewing one of 10 leases held), RL.ALLOW and RL.PEEK of the
 three limits, each on a hot key with the hot-key limits, each in a

@@ -8,12 +8,15 @@ import statistics
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-BENCH_DIR = ROOT / "bench"
+LUA_DIR = ROOT / "bench" / "lua"
 MODULE = ROOT / "target" / "release" / "libredis_ratelimit.so"
 FLOOR = ROOT / "target" / "release" / "examples" / "libfloor.so"
 
 CLIENTS = 50
 RAND_KEYS = 100_000
+# The random keys of a quick run (--quick): enough for every regime's
+# figures to be there, few enough to be made in a moment.
+QUICK_RAND_KEYS = 1_000
 # redis-benchmark's placeholder: with `-r N` each occurrence is replaced by a
 # number drawn below N (each occurrence its own), written as 12 zero-padded
 # digits.
@@ -68,7 +71,7 @@ SCRIPT_TITLES = {
 RL_COMMANDS = ["RL.THROTTLE", "RL.SLIDE", "RL.SLICE"]
 # RL.ALLOW deciding the three single commands' limits at once.
 ALLOW_PARTS = ["RL.THROTTLE", "RL.SLIDE", "RL.SLICE"]
-# RL.ALLOW's interface deciding nothing (examples/floor.rs): its three keys
+# RL.ALLOW's interface deciding nothing (bench/floor.rs): its three keys
 # kept with an expiry, RL.ALLOW's seven-element reply. Measured next to the
 # RL.ALLOW row on hot keys, -P 16, in every repetition.
 FLOOR_ALLOW = [
