@@ -13,43 +13,16 @@ mod spec;
 
 use std::ffi::CString;
 
-pub use spec::{lease_id, limiter, params, refund, several, RawSpec, Request};
+pub use spec::{lease_id, limiter, refund, several, Request};
 
-use crate::core::{slice, slide, Ceiling, Param, ParamKind, Unit, MAX_DURATION_SECONDS};
+pub use crate::config::Bounds;
+use crate::core::{Param, ParamKind, Unit, MAX_DURATION_SECONDS};
 
 /// The largest quantity one request may ask for. A quantity above the
 /// limiter's capacity can never fit; this bound only keeps numbers sane.
 pub const MAX_QUANTITY: u64 = 1_000_000_000_000;
 /// The most keys (and so limits) of one several-limit call.
 pub const MAX_KEYS: usize = 16;
-
-/// Bounds that the server's configuration may tighten below the hard
-/// ceilings of the kinds.
-#[derive(Clone, Copy, Debug)]
-pub struct Bounds {
-    pub max_slide_limit: u64,
-    pub max_slices: u64,
-}
-
-impl Bounds {
-    pub const DEFAULT: Bounds = Bounds {
-        max_slide_limit: 1_000_000,
-        max_slices: 86_400,
-    };
-    /// What a replicated or loaded command is held to: the master already
-    /// accepted it under its own configuration.
-    pub const HARD: Bounds = Bounds {
-        max_slide_limit: slide::MAX_LIMIT,
-        max_slices: slice::MAX_SLICES,
-    };
-
-    fn ceiling(&self, ceiling: Ceiling) -> u64 {
-        match ceiling {
-            Ceiling::SlideLimit => self.max_slide_limit,
-            Ceiling::Slices => self.max_slices,
-        }
-    }
-}
 
 /// Whether the configuration may cap one of these parameters, so that
 /// reading them needs the configured [`Bounds`].

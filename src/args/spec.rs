@@ -13,7 +13,7 @@ use arrayvec::ArrayVec;
 
 use super::{integer, max_time, printable, range, ArgError, Bounds, MAX_KEYS, MAX_QUANTITY};
 use crate::core::{Limiter, Nanos, Param, ParamError, ParamKind, Unit, Value};
-use crate::kinds::{self, Row, Spec};
+use crate::kinds::{self, Kind, Row, Spec, VisitKind};
 
 /// The most parameters, and options, any kind takes.
 pub(super) const MAX_PARAMS: usize = 4;
@@ -317,6 +317,21 @@ fn value_error(param: &Param, unit: Unit, bounds: Bounds) -> ArgError {
     }
 }
 
+/// Reads a spec's words into its kind's typed parameters.
+struct ReadSpec<'r, 'w, 'a> {
+    raw: &'r RawSpec<'w, 'a>,
+    unit: Unit,
+    bounds: Bounds,
+}
+
+impl VisitKind for ReadSpec<'_, '_, '_> {
+    type Out = Result<Spec, ArgError>;
+
+    fn visit<L: Kind>(self) -> Self::Out {
+        params::<L>(self.raw, self.unit, self.bounds).map(L::spec)
+    }
+}
+
 /// What a kind's spec takes, for an error: `limit window [PRECISION value]`.
 fn expects(row: &Row) -> String {
     let mut names: Vec<String> = row.params.iter().map(|p| p.name.to_string()).collect();
@@ -460,7 +475,13 @@ pub fn several<'a>(
     let bounds = options.bounds(bounds);
     specs.clear();
     for (index, (row, raw)) in found.iter().enumerate() {
-        let spec = (row.read)(raw, options.unit, bounds).map_err(|e| in_spec(index + 1, row, e))?;
+        let spec = row
+            .visit(ReadSpec {
+                raw,
+                unit: options.unit,
+                bounds,
+            })
+            .map_err(|e| in_spec(index + 1, row, e))?;
         specs.push(spec);
     }
     let needs_id = found.iter().find(|(row, _)| row.takes_id);
@@ -493,6 +514,10 @@ pub fn refund<'a>(
     let quantity = integer(arg(args, next), "quantity", 0, MAX_QUANTITY, None)?;
     let mut tail = tail(args, next + 1, false, trusted)?;
     tail.quantity = quantity;
-    let spec = (row.read)(&raw, tail.unit, tail.bounds(bounds))?;
+    let spec = row.visit(ReadSpec {
+        raw: &raw,
+        unit: tail.unit,
+        bounds: tail.bounds(bounds),
+    })?;
     Ok((spec, tail))
 }

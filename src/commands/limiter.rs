@@ -2,20 +2,23 @@
 //! the several-limit commands share (decide one key, commit its update).
 
 use std::ffi::c_int;
+use std::marker::PhantomData;
 
 use arrayvec::ArrayVec;
-use redis_module::raw;
 
-use super::{
-    arg_bytes, entry, extend_expiry, new_state, propagate_change, recorded, store, Error, Outcome,
+use super::flow::{
+    arg_bytes, entry, extend_expiry, new_state, propagate_change, recorded, replicate_state, store,
+    Error, Outcome,
 };
+use super::info::Stat;
 use crate::args::{self, Bounds, Request};
 use crate::core::throttle::Tat;
 use crate::core::{Decision, Nanos, Param, ParamKind, Unit};
-use crate::kinds::{Kind, Staged, Visit};
-use crate::registration::{Access, ArgType, CommandSpec, DocArg, Keys};
-use crate::server::{Argv, Ctx, Held, Key};
-use crate::{clock, config, stats};
+use crate::kinds::{Kind, Staged, Visit, VisitUpdate};
+use crate::server::{
+    handler, Access, ArgType, Argv, Command, CommandSpec, Ctx, DocArg, Held, Key, Keys,
+};
+use crate::{clock, config};
 
 /// `RL.<NAME> key <parameters> [id] [quantity] [MS] [options]`
 pub fn limiter_command<L: Kind>() -> CommandSpec {
@@ -28,8 +31,8 @@ pub fn limiter_command<L: Kind>() -> CommandSpec {
     args.push(DocArg::flag("ms", "MS").optional());
     args.extend(doc_options(L::OPTIONS));
     CommandSpec {
-        name: format!("RL.{}", L::NAME),
-        handler: rl_limiter::<L>,
+        name: format!("{}.{}", config::prefix(), L::NAME),
+        handler: handler::<LimiterCall<L>>,
         flags: "write deny-oom fast",
         acl: "write fast",
         arity: -(2 + L::PARAMS.len() as c_int + c_int::from(L::TAKES_ID)),
@@ -80,13 +83,18 @@ pub(super) fn doc_options(options: &'static [Param]) -> impl Iterator<Item = Doc
 const MAX_ARGS: usize = 10;
 
 /// `RL.<NAME> key <parameters> [id] [quantity] [MS] [options]`: the
-/// handler of every kind.
-extern "C" fn rl_limiter<L: Kind>(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> c_int {
-    entry(ctx, argv, argc, Some(stats::Stat(L::INDEX)), |ctx, argv| {
+/// command of every kind.
+struct LimiterCall<L>(PhantomData<L>);
+
+impl<L: Kind> Command for LimiterCall<L> {
+    fn run(ctx: Ctx<'_>, argv: Argv<'_>) {
+        limiter_call::<L>(ctx, argv);
+    }
+}
+
+#[inline]
+fn limiter_call<L: Kind>(ctx: Ctx<'_>, argv: Argv<'_>) {
+    entry(ctx, argv, Some(Stat::of::<L>()), |ctx, argv| {
         // Where the quantity goes, among the words after the key.
         let quantity_at = L::PARAMS.len() + usize::from(L::TAKES_ID);
         if argv.len() < 2 + quantity_at {
@@ -223,17 +231,26 @@ impl Visit for DecideKey<'_, '_, '_> {
 
 /// Records an update staged by `DecideKey` on the same key, still open
 /// for writing: on the state it was decided on, or on a new one.
-pub fn commit<L: Kind>(key: &mut Key, update: L::Update) -> Result<(), Error> {
-    match key.value(L::module_type()) {
-        Held::Ours(state) => {
-            state.apply(update);
-            Ok(())
-        }
-        held => {
-            let other = matches!(held, Held::Other);
-            let mut state = new_state::<L>(key, other)?;
-            state.apply(update);
-            store(key, state)
+pub(super) struct Commit<'k, 'a> {
+    pub key: &'k mut Key<'a>,
+}
+
+impl VisitUpdate for Commit<'_, '_> {
+    type Out = Result<(), Error>;
+
+    fn visit<L: Kind>(self, update: L::Update) -> Self::Out {
+        let key = self.key;
+        match key.value(L::module_type()) {
+            Held::Ours(state) => {
+                state.apply(update);
+                Ok(())
+            }
+            held => {
+                let other = matches!(held, Held::Other);
+                let mut state = new_state::<L>(key, other)?;
+                state.apply(update);
+                store(key, state)
+            }
         }
     }
 }
@@ -265,7 +282,7 @@ impl Visit for ReplicateState<'_, '_> {
 
     fn visit<L: Kind>(self, _params: &L::Params) {
         if L::REPLICATES_STATE {
-            super::replicate_state::<L>(self.ctx, self.key);
+            replicate_state::<L>(self.ctx, self.key);
         }
     }
 }

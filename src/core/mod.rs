@@ -9,6 +9,7 @@
 //! names a kind; adding one is a module here plus a row in the table of
 //! `kinds.rs` (docs/DESIGN.md#one-table-of-kinds). Their tests are in
 //! `tests/`.
+#![forbid(unsafe_code)]
 
 pub mod codec;
 pub mod decision;
@@ -132,6 +133,15 @@ pub trait Limiter: Clone + Default + Sized + 'static {
     /// The canonical byte encoding, shared by RDB, AOF rewrite and DEBUG
     /// DIGEST. It is a promise: saved files must keep loading.
     fn encode(&self) -> Vec<u8>;
+
+    /// The payload of `RL.STATE`: `TAG`, then the encoding.
+    fn tagged(&self) -> Vec<u8> {
+        let body = self.encode();
+        let mut out = Vec::with_capacity(body.len() + 1);
+        out.push(Self::TAG);
+        out.extend_from_slice(&body);
+        out
+    }
 
     /// Reads what `encode` wrote, validating everything: a payload no valid
     /// state encodes to is refused, never trusted.

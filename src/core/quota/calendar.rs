@@ -33,7 +33,6 @@
 //! offset at most a few times a year), so its cost does not depend on the
 //! unit.
 
-use super::zone::Zone;
 use crate::core::Nanos;
 
 /// Seconds in a minute, an hour, a day.
@@ -181,7 +180,7 @@ fn year_month(days: i64) -> (i64, usize) {
 
 /// How a zone sets its clock: the offset at each instant and the instants
 /// at which it changes. All in whole seconds.
-pub(super) trait Rules {
+pub trait Rules {
     /// Seconds east of UTC at the instant `t`.
     fn offset(&self, t: i64) -> i64;
     /// The latest transition at or before `t`.
@@ -190,13 +189,13 @@ pub(super) trait Rules {
     fn change_after(&self, t: i64) -> Option<i64>;
 }
 
-/// The period of `unit` in `zone` that contains the instant `at` (Unix
-/// ns): `[start, end)`.
+/// The period of `unit` in the zone whose rules are `zone` that contains
+/// the instant `at` (Unix ns): `[start, end)`.
 ///
 /// Instants are `Nanos`, which start at the Unix epoch and end in 2554: a
 /// start before 1970 reads as the epoch and an end past `Nanos::MAX` as
 /// `Nanos::MAX` (so the instant `Nanos::MAX` itself ends its period).
-pub fn period(at: Nanos, unit: CalendarUnit, zone: Zone) -> (Nanos, Nanos) {
+pub fn period(at: Nanos, unit: CalendarUnit, zone: impl Rules) -> (Nanos, Nanos) {
     // Boundaries are whole seconds, so the second that holds `at` decides.
     let t = i64::try_from(at.get() / NS).unwrap_or(i64::MAX);
     let (start, end) = period_seconds(t, unit, &zone);

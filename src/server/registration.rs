@@ -8,7 +8,7 @@ use std::ffi::{c_int, CStr, CString};
 
 use redis_module::raw;
 
-use crate::server::{self, Api};
+use super::api::{optional, Api, LoadCtx};
 
 /// A command handler, as the server calls it.
 pub type Handler =
@@ -140,17 +140,23 @@ impl DocArg {
 }
 
 /// Registers one command. The error says what failed, for the log.
-pub fn register(
-    api: &Api,
-    ctx: *mut raw::RedisModuleCtx,
-    spec: &CommandSpec,
-) -> Result<(), String> {
-    let fail = |what: &str| format!("{what} {}", spec.name);
+pub fn register(api: &Api, ctx: LoadCtx, spec: &CommandSpec) -> Result<(), Refused> {
+    let fail = |what: &str| Refused::Other(format!("{what} {}", spec.name));
     let name = CString::new(spec.name.as_str()).map_err(|_| fail("bad name"))?;
-    let command = create(api, ctx, &name, spec).ok_or_else(|| fail("could not create"))?;
+    let command = create(api, ctx.raw(), &name, spec).ok_or(Refused::Create)?;
     describe(api, command, spec).ok_or_else(|| fail("could not set the info of"))?;
     set_acl(command, spec).ok_or_else(|| fail("could not set the ACL categories of"))?;
     Ok(())
+}
+
+/// Why a command was not registered.
+#[derive(Debug)]
+pub enum Refused {
+    /// The server refused to create it: its name is taken (a core command
+    /// or another module's), the one reason a valid name and flags have.
+    Create,
+    /// A later step failed; the text says which.
+    Other(String),
 }
 
 /// Creates the command with its flags and legacy key positions, and
@@ -325,7 +331,7 @@ fn build_args(
 /// ACL categories: Redis 7.0 has no API for them (then nothing is set);
 /// 7.2+ and Valkey do.
 fn set_acl(command: *mut raw::RedisModuleCommand, spec: &CommandSpec) -> Option<()> {
-    let Some(set) = server::optional::set_command_acl_categories() else {
+    let Some(set) = optional::set_command_acl_categories() else {
         return Some(());
     };
     let acl = CString::new(spec.acl).ok()?;
