@@ -118,12 +118,7 @@
 //! through `decide`'s handle; the id does not move), except when the
 //! lease is the last in order and keeps its weight (a lone holder's
 //! heartbeat): it stays last, so its expiry changes in place (`decide`
-//! learns it is last from the walk it makes for `reset_after`). Measured on the state alone (`lease_costs` in the
-//! tests, release build), a renewal, a release and an acquire of random
-//! leases took 73, 43 and 81 ns with 10 leases held, 130, 126 and 85 ns
-//! with 10,000. In the server, with the benchmark's pairs (acquire then
-//! release a fresh id), RL.LEASE and RL.RELEASE cost about 1.05 and 1.03
-//! times as much server CPU with 10,000 leases held as with 10.
+//! learns it is last from the walk it makes for `reset_after`). Measured costs: docs/DESIGN.md#lease.
 //!
 //! RL.INSPECT walks the expired leases still kept to count them, then at
 //! most 100 holders. Encoding and decoding are O(n) (decoding builds the
@@ -136,7 +131,7 @@
 //! expiry whenever it was granted, so an earlier `now` counts at least the
 //! leases a later one would: a clock that goes back never lets more
 //! through. A lease renewed at an earlier `now` takes the earlier expiry
-//! `now + ttl`, as SPEC says of every renewal.
+//! `now + ttl`, as every renewal does (docs/DESIGN.md#lease).
 //!
 //! ## Invariants
 //!

@@ -13,7 +13,7 @@
 //!   it the offset is `before`, from it on `after`; the clock jumps forward
 //!   (`after > before`, a gap: local times that never show) or back (a
 //!   fold: local times that show twice).
-//! - **boundary**: an instant at which a period starts. SPEC: every instant
+//! - **boundary**: an instant at which a period starts. Every instant
 //!   at which the clock shows a unit start, and every transition at which
 //!   the clock jumps forward over one. Precisely, `t` is a boundary when a
 //!   unit start `u` has `local(t-) <= u <= local(t)` (reached or jumped
@@ -21,7 +21,7 @@
 //!   except at a transition) or `u == local(t)` (a fold that lands on one).
 //! - **period**: from one boundary to the next, `[start, end)`.
 //!
-//! Consequences, in SPEC's words: a day with a daylight-saving change lasts
+//! Consequences (docs/DESIGN.md#quota): a day with a daylight-saving change lasts
 //! 23 or 25 hours; a day whose midnight is skipped starts at the jump; a
 //! repeated local hour is two HOUR periods; in a zone whose offset is not
 //! whole hours (Asia/Kolkata, +05:30) an hour starts at :30 UTC.
@@ -63,7 +63,6 @@ pub enum CalendarUnit {
 
 impl CalendarUnit {
     /// The argument words, in the order of `from_index`.
-    #[allow(dead_code)] // wired in by the glue
     pub const WORDS: [&'static str; 6] = ["MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "YEAR"];
     const ALL: [CalendarUnit; 6] = [
         CalendarUnit::Minute,

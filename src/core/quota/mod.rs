@@ -52,7 +52,6 @@ mod calendar;
 mod zone;
 
 pub use calendar::{period, CalendarUnit};
-#[allow(unused_imports)] // tzdb_version: wired in by the glue (INFO)
 pub use zone::{tzdb_version, Zone, MAX_ZONE_NAME};
 
 use super::codec::{Reader, Writer};

@@ -1,14 +1,14 @@
-//! RL.LEASE: table-driven cases of SPEC's section "Concurrency: RL.LEASE",
+//! RL.LEASE: table-driven cases of docs/DESIGN.md#lease,
 //! a property test against a naive model, the `retry_after` promise, the
 //! saved format (round trip, canonical bytes, a pinned fixture, hostile
 //! payloads) and the memory a lease takes.
 //!
 //! The model, `Model`, keeps the leases as a `BTreeMap` from id to
 //! `(weight, expiry)` and answers every question by brute force from
-//! SPEC's definitions: `held(t)` sums the weights of the leases with
+//! the definitions of docs/DESIGN.md#lease: `held(t)` sums the weights of the leases with
 //! `t < expiry`; the others are the leases but the requester's; the
 //! instant to retry at is the first expiry of another lease after which
-//! the request fits. It shares one rule with the code that SPEC leaves
+//! the request fits. It shares one rule with the code that the definitions leave
 //! open: expired leases are forgotten when a grant or a release changes
 //! the key (which matters to the leases kept, to the encoding and to a
 //! clock that goes back: a forgotten lease no longer counts).

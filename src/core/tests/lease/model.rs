@@ -2,7 +2,7 @@
 
 use super::*;
 
-/// SPEC's leases, by brute force: id -> (weight, expiry).
+/// The leases of docs/DESIGN.md#lease, by brute force: id -> (weight, expiry).
 #[derive(Clone, Debug, Default)]
 struct Model {
     leases: BTreeMap<Vec<u8>, (u64, u64)>,
@@ -341,7 +341,7 @@ proptest! {
         prop_assert_eq!(Leases::decode(&state.encode()), Ok(state));
     }
 
-    /// SPEC's promise: the same request is allowed at the instant
+    /// The promise of docs/DESIGN.md#reply: the same request is allowed at the instant
     /// `Retry::At` names and limited a nanosecond earlier; waiting the
     /// rounded-up reply, in milliseconds or seconds, is enough;
     /// `Retry::Never` only for a quantity over the limit.
