@@ -1,19 +1,19 @@
 //! The one table of limiter kinds (docs/DESIGN.md#one-table-of-kinds).
 //!
-//! Every kind is a `core::Limiter` and one row of [`kinds!`] below. From
+//! Every kind is a `core::Kind` and one row of [`kinds!`] below. From
 //! that row come, with nothing else to write: its command `RL.<NAME>`, its
 //! spec word in RL.ALLOW / RL.PEEK / RL.REFUND, its custom data type (RDB,
 //! AOF, digest, memory), its `RL.STATE` payloads, its RL.INSPECT type, and
 //! its INFO rows (`<name>_calls`, `<name>_keys`, ...). The glue is generic
-//! over [`Kind`] and never names a kind, except RL.RELEASE, a command of
+//! over [`Listed`] and never names a kind, except RL.RELEASE, a command of
 //! the LEASE kind alone, and INFO's line of RL.QUOTA's time-zone rules.
 
-use crate::core::{lease, quota, slice, slide, throttle, Limiter, Param};
+use crate::core::{lease, quota, slice, slide, throttle, Kind, Param};
 use crate::server::{ModuleType, Stored};
 
-/// A kind as the glue sees it: its `Limiter`, stored in its custom data
+/// A kind as the glue sees it: its `Kind`, stored in its custom data
 /// type (`Stored`), plus what the table gives it.
-pub trait Kind: Stored {
+pub trait Listed: Stored {
     /// Its row in [`KINDS`].
     const ID: KindId;
     /// Its row's index in [`KINDS`], which is also its INFO row.
@@ -28,7 +28,7 @@ pub trait Kind: Stored {
 /// any kind: [`Spec::visit`] calls it with the spec's kind.
 pub trait Visit {
     type Out;
-    fn visit<L: Kind>(self, params: &L::Params) -> Self::Out;
+    fn visit<L: Listed>(self, params: &L::Params) -> Self::Out;
 }
 
 /// What the glue does with one kind, without parameters (read a spec's
@@ -36,7 +36,7 @@ pub trait Visit {
 /// type): [`Row::visit`] calls it with the row's kind.
 pub trait VisitKind {
     type Out;
-    fn visit<L: Kind>(self) -> Self::Out;
+    fn visit<L: Listed>(self) -> Self::Out;
 }
 
 /// One kind, as data: what the commands that find a kind by its word, its
@@ -59,7 +59,7 @@ pub struct Row {
 }
 
 impl Row {
-    const fn of<L: Kind>() -> Row {
+    const fn of<L: Listed>() -> Row {
         Row {
             id: L::ID,
             name: L::NAME,
@@ -108,7 +108,7 @@ macro_rules! kinds {
         /// parameters.
         #[derive(Clone, Copy, Debug)]
         pub enum Spec {
-            $($variant(<$ty as Limiter>::Params)),+
+            $($variant(<$ty as Kind>::Params)),+
         }
 
         /// What one limit of a several-limit call records when the whole
@@ -116,7 +116,7 @@ macro_rules! kinds {
         /// committed).
         pub enum Staged {
             Nothing,
-            $($variant(Option<<$ty as Limiter>::Update>)),+
+            $($variant(Option<<$ty as Kind>::Update>)),+
         }
 
         /// The kinds, in the table's order.
@@ -152,12 +152,12 @@ macro_rules! kinds {
                 }
             }
 
-            impl Kind for $ty {
+            impl Listed for $ty {
                 const ID: KindId = KindId::$variant;
-                fn spec(params: <$ty as Limiter>::Params) -> Spec {
+                fn spec(params: <$ty as Kind>::Params) -> Spec {
                     Spec::$variant(params)
                 }
-                fn staged(update: <$ty as Limiter>::Update) -> Staged {
+                fn staged(update: <$ty as Kind>::Update) -> Staged {
                     Staged::$variant(Some(update))
                 }
             }
@@ -169,15 +169,15 @@ macro_rules! kinds {
 /// calls it with the update's kind.
 pub trait VisitUpdate {
     type Out;
-    fn visit<L: Kind>(self, update: L::Update) -> Self::Out;
+    fn visit<L: Listed>(self, update: L::Update) -> Self::Out;
 }
 
 kinds! {
-    Throttle => throttle::Tat,
-    Slide => slide::SlideLog,
-    Slice => slice::SliceWindow,
-    Lease => lease::Leases,
-    Quota => quota::Quota,
+    Throttle => throttle::ThrottleState,
+    Slide => slide::SlideState,
+    Slice => slice::SliceState,
+    Lease => lease::LeaseState,
+    QuotaState => quota::QuotaState,
 }
 
 // Checked when the module compiles: every kind's words, tags and type

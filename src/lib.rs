@@ -1,6 +1,6 @@
 //! redis-ratelimit: rate limiting inside Redis, on compact custom types.
 //!
-//! - `core`: the kinds of limit, one `Limiter` each, pure and unit-tested
+//! - `core`: the kinds of limit, one `Kind` each, pure and unit-tested
 //!   without a server (no `unsafe`: forbidden there);
 //! - `kinds`: the one table of kinds, from which everything else derives;
 //! - `args`: arguments to validated parameters, and the error table;
@@ -21,7 +21,7 @@ mod replication;
 mod server;
 mod stats;
 
-use kinds::{Kind, VisitKind, KINDS};
+use kinds::{Listed, VisitKind, KINDS};
 use server::LoadCtx;
 
 // Redis's allocator inside the server, so that INFO memory and MEMORY
@@ -57,7 +57,7 @@ struct CreateType<'a> {
 impl VisitKind for CreateType<'_> {
     type Out = Result<(), String>;
 
-    fn visit<L: Kind>(self) -> Result<(), String> {
+    fn visit<L: Listed>(self) -> Result<(), String> {
         L::module_type().create(self.ctx)
     }
 }

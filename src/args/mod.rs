@@ -2,7 +2,7 @@
 //!
 //! Every limiter command has the shape
 //! `key p1 .. pN [id] [quantity] [MS] [options] [AT ns]`: the parameters are
-//! those the kind's `Limiter::PARAMS` describes (times in whole seconds,
+//! those the kind's `Kind::PARAMS` describes (times in whole seconds,
 //! milliseconds with `MS`), the id is there for a kind that `TAKES_ID`,
 //! `quantity` defaults to 1, and `AT` carries the master's clock in the
 //! replicated form, which only the replication link and the AOF may send
@@ -13,10 +13,10 @@ mod spec;
 
 use std::ffi::CString;
 
-pub use spec::{lease_id, limiter, refund, several, Request};
+pub use spec::{id, refund, several, single, Request};
 
 pub use crate::config::Bounds;
-use crate::core::{Param, ParamKind, Unit, MAX_DURATION_SECONDS};
+use crate::core::{Param, ParamKind, TimeUnit, MAX_DURATION_SECONDS};
 
 /// The largest quantity one request may ask for. A quantity above the
 /// limiter's capacity can never fit; this bound only keeps numbers sane.
@@ -48,7 +48,7 @@ pub enum ArgError {
         name: &'static str,
         min: u64,
         max: u64,
-        unit: Option<Unit>,
+        unit: Option<TimeUnit>,
     },
     /// Not one of the words a parameter takes.
     Word {
@@ -112,8 +112,8 @@ impl ArgError {
             } => {
                 let unit = match unit {
                     None => "",
-                    Some(Unit::Seconds) => " (seconds)",
-                    Some(Unit::Millis) => " (milliseconds, with MS)",
+                    Some(TimeUnit::Seconds) => " (seconds)",
+                    Some(TimeUnit::Millis) => " (milliseconds, with MS)",
                 };
                 format!("ERR {name} must be an integer from {min} to {max}{unit}")
             }
@@ -190,14 +190,14 @@ pub fn unix_ms(arg: &[u8]) -> Result<i64, ArgError> {
 }
 
 /// The largest time a parameter may have in `unit`.
-const fn max_time(unit: Unit) -> u64 {
+const fn max_time(unit: TimeUnit) -> u64 {
     match unit {
-        Unit::Seconds => MAX_DURATION_SECONDS,
-        Unit::Millis => MAX_DURATION_SECONDS * 1_000,
+        TimeUnit::Seconds => MAX_DURATION_SECONDS,
+        TimeUnit::Millis => MAX_DURATION_SECONDS * 1_000,
     }
 }
 
-fn range(name: &'static str, min: u64, max: u64, unit: Option<Unit>) -> ArgError {
+fn range(name: &'static str, min: u64, max: u64, unit: Option<TimeUnit>) -> ArgError {
     ArgError::Integer {
         name,
         min,
@@ -213,7 +213,7 @@ fn integer(
     name: &'static str,
     min: u64,
     max: u64,
-    unit: Option<Unit>,
+    unit: Option<TimeUnit>,
 ) -> Result<u64, ArgError> {
     match parse_decimal(arg) {
         Some(n) if (min..=max).contains(&n) => Ok(n),

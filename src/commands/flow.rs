@@ -17,7 +17,7 @@ use arrayvec::ArrayVec;
 use super::info::{self, Stat};
 use crate::args::{self, ArgError};
 use crate::core::{Detail, Nanos};
-use crate::kinds::Kind;
+use crate::kinds::Listed;
 use crate::server::{Argv, Ctx, Held, Key};
 use crate::stats::Call;
 use crate::{config, replication};
@@ -96,9 +96,9 @@ impl Outcome {
 }
 
 /// The state for a key that holds no `L`: the empty one, or, when it holds
-/// another type (`other`), one adopted from it (`Limiter::adopt`, only
+/// another type (`other`), one adopted from it (`Kind::adopt`, only
 /// under `cell-alias`), else WRONGTYPE.
-pub(super) fn new_state<L: Kind>(key: &Key, other: bool) -> Result<L, Error> {
+pub(super) fn new_state<L: Listed>(key: &Key, other: bool) -> Result<L, Error> {
     if !other {
         return Ok(L::default());
     }
@@ -110,7 +110,7 @@ pub(super) fn new_state<L: Kind>(key: &Key, other: bool) -> Result<L, Error> {
 }
 
 /// Stores a new state in a key opened for writing.
-pub(super) fn store<L: Kind>(key: &mut Key, state: L) -> Result<(), Error> {
+pub(super) fn store<L: Listed>(key: &mut Key, state: L) -> Result<(), Error> {
     match key.set(L::module_type(), state) {
         true => Ok(()),
         false => Err(Error::NOT_STORED),
@@ -190,7 +190,7 @@ pub(super) fn propagate<'a>(
 /// replicas and the AOF: as the command with the master's clock
 /// (`propagate`), or, for a kind that replicates its state, as the state
 /// itself (`RL.STATE key payload PXAT ms`, or `DEL key`).
-pub(super) fn propagate_change<'a, L: Kind>(
+pub(super) fn propagate_change<'a, L: Listed>(
     ctx: Ctx<'a>,
     key: &mut Key<'a>,
     name: &str,
@@ -209,7 +209,7 @@ pub(super) fn propagate_change<'a, L: Kind>(
 
 /// `RL.STATE key payload PXAT ms` for the state `key` holds, or `DEL key`
 /// when it holds none.
-pub(super) fn replicate_state<'a, L: Kind>(ctx: Ctx<'a>, key: &mut Key<'a>) {
+pub(super) fn replicate_state<'a, L: Listed>(ctx: Ctx<'a>, key: &mut Key<'a>) {
     let expire = key.expire_ms();
     let payload = match key.value(L::module_type()) {
         Held::Ours(state) => state.tagged(),

@@ -6,7 +6,7 @@
 //! are reset by `CONFIG RESETSTAT`.
 
 use crate::core::quota;
-use crate::kinds::{Kind, VisitKind, KINDS};
+use crate::kinds::{Listed, VisitKind, KINDS};
 use crate::server::{Fields, Section};
 use crate::stats::{Call, Stats};
 
@@ -23,7 +23,7 @@ impl Stat {
     pub const RELEASE: Stat = Stat(KINDS.len() + 4);
 
     /// The row of kind `L`'s command.
-    pub const fn of<L: Kind>() -> Stat {
+    pub const fn of<L: Listed>() -> Stat {
         Stat(L::INDEX)
     }
 }
@@ -85,7 +85,7 @@ struct KeysHeld;
 impl VisitKind for KeysHeld {
     type Out = u64;
 
-    fn visit<L: Kind>(self) -> u64 {
+    fn visit<L: Listed>(self) -> u64 {
         L::module_type().keys()
     }
 }

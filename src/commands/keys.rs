@@ -12,11 +12,11 @@ use super::flow::{
 use super::info::Stat;
 use super::several::spec_doc;
 use crate::args::ArgError;
-use crate::core::lease::Leases;
+use crate::core::lease::LeaseState;
 use crate::core::{Decision, Detail, Nanos};
-use crate::kinds::{Kind, Visit, VisitKind, KINDS};
+use crate::kinds::{Listed, Visit, VisitKind, KINDS};
 use crate::server::{
-    handler, Access, ArgType, Argv, Command, CommandSpec, Ctx, DocArg, Held, Key, Keys, Stored,
+    handler, Access, ArgType, Argv, Command, CommandDef, Ctx, DocArg, Held, Key, Keys, Stored,
 };
 use crate::{args, clock, config};
 
@@ -26,8 +26,8 @@ fn name(name: &str) -> String {
 }
 
 /// `RL.INSPECT key`
-pub fn inspect_command() -> CommandSpec {
-    CommandSpec {
+pub fn inspect_command() -> CommandDef {
+    CommandDef {
         name: name("INSPECT"),
         handler: handler::<Inspect>,
         flags: "readonly",
@@ -45,8 +45,8 @@ pub fn inspect_command() -> CommandSpec {
 }
 
 /// `RL.REFUND key spec quantity [MS]`
-pub fn refund_command() -> CommandSpec {
-    CommandSpec {
+pub fn refund_command() -> CommandDef {
+    CommandDef {
         name: name("REFUND"),
         handler: handler::<Refund>,
         flags: "write fast",
@@ -69,8 +69,8 @@ pub fn refund_command() -> CommandSpec {
 }
 
 /// `RL.RELEASE key lease_id`
-pub fn release_command() -> CommandSpec {
-    CommandSpec {
+pub fn release_command() -> CommandDef {
+    CommandDef {
         name: name("RELEASE"),
         handler: handler::<Release>,
         flags: "write fast",
@@ -93,8 +93,8 @@ pub fn release_command() -> CommandSpec {
 /// `RL.STATE key payload [PXAT ms]`: the form AOF rewrite writes (without
 /// PXAT), and the one that carries a state-replicating kind's change to
 /// replicas and the AOF (with it).
-pub fn state_command() -> CommandSpec {
-    CommandSpec {
+pub fn state_command() -> CommandDef {
+    CommandDef {
         name: name("STATE"),
         handler: handler::<State>,
         flags: "write",
@@ -187,7 +187,7 @@ struct InspectKey<'k, 'a> {
 impl VisitKind for InspectKey<'_, '_> {
     type Out = Option<Details>;
 
-    fn visit<L: Kind>(self) -> Option<Details> {
+    fn visit<L: Listed>(self) -> Option<Details> {
         match self.key.value(L::module_type()) {
             Held::Ours(state) => Some(state.inspect(self.now)),
             _ => None,
@@ -245,7 +245,7 @@ struct RefundKey<'k, 'a> {
 impl Visit for RefundKey<'_, '_> {
     type Out = Result<Decision, Error>;
 
-    fn visit<L: Kind>(self, params: &L::Params) -> Self::Out {
+    fn visit<L: Listed>(self, params: &L::Params) -> Self::Out {
         let (key, now) = (self.key, self.now);
         let state = match key.value(L::module_type()) {
             Held::Ours(state) => state,
@@ -333,10 +333,10 @@ fn rl_release_call<'a>(ctx: Ctx<'a>, argv: Argv<'a>) -> Result<Outcome, Error> {
         5 => return Err(ArgError::Extra(args::printable(argv.bytes(3))).into()),
         _ => return Err(Error::Arity),
     };
-    let id = args::lease_id(argv.bytes(2))?;
+    let id = args::id(argv.bytes(2))?;
     let now = at.unwrap_or_else(clock::now);
     let mut key = ctx.open_key(argv, 1, true);
-    let released = match key.value(Leases::module_type()) {
+    let released = match key.value(LeaseState::module_type()) {
         Held::Ours(leases) => {
             let released = leases.release(now, id);
             if released {
@@ -369,7 +369,7 @@ struct Restore<'k, 'a, 'p> {
 impl VisitKind for Restore<'_, '_, '_> {
     type Out = Result<(), Error>;
 
-    fn visit<L: Kind>(self) -> Self::Out {
+    fn visit<L: Listed>(self) -> Self::Out {
         let state = L::decode_tagged(self.tag, self.body).map_err(|_| Error::BadState)?;
         store(self.key, state)
     }

@@ -3,7 +3,7 @@
 //! - `flow`: the entry every command goes through, the errors, and what a
 //!   change of a key entails (expiry, WATCH, propagation);
 //! - `limiter`: `<prefix>.<NAME>`, one per kind, all running the one flow
-//!   of `limiter::limit`: parse, open the key, read the clock once, decide,
+//!   of `single::limit`: parse, open the key, read the clock once, decide,
 //!   store, expire, propagate, reply;
 //! - `several`: RL.ALLOW and RL.PEEK;
 //! - `keys`: RL.INSPECT, RL.REFUND, RL.RELEASE and the internal RL.STATE;
@@ -15,19 +15,19 @@
 mod flow;
 mod info;
 mod keys;
-mod limiter;
 mod several;
+mod single;
 
 pub use info::Info;
 
 use crate::config;
-use crate::kinds::{Kind, VisitKind, KINDS};
-use crate::server::{self, Api, CommandSpec, LoadCtx, Refused};
+use crate::kinds::{Listed, VisitKind, KINDS};
+use crate::server::{self, Api, CommandDef, LoadCtx, Refused};
 
 /// The module's commands: one per kind, then the several-limit ones, then
 /// those about one key.
-pub fn commands() -> Vec<CommandSpec> {
-    let mut commands: Vec<CommandSpec> = KINDS.iter().map(|k| k.visit(LimiterCommand)).collect();
+pub fn commands() -> Vec<CommandDef> {
+    let mut commands: Vec<CommandDef> = KINDS.iter().map(|k| k.visit(SingleCommand)).collect();
     commands.push(several::allow_command());
     commands.push(several::peek_command());
     commands.push(keys::inspect_command());
@@ -38,13 +38,13 @@ pub fn commands() -> Vec<CommandSpec> {
 }
 
 /// A kind's command.
-struct LimiterCommand;
+struct SingleCommand;
 
-impl VisitKind for LimiterCommand {
-    type Out = CommandSpec;
+impl VisitKind for SingleCommand {
+    type Out = CommandDef;
 
-    fn visit<L: Kind>(self) -> CommandSpec {
-        limiter::limiter_command::<L>()
+    fn visit<L: Listed>(self) -> CommandDef {
+        single::single_command::<L>()
     }
 }
 
@@ -59,7 +59,7 @@ pub fn register(api: &Api, ctx: LoadCtx) -> Result<(), String> {
         })?;
     }
     if config::cell_alias() {
-        server::register(api, ctx, &limiter::cell_alias()).map_err(|_| {
+        server::register(api, ctx, &single::cell_alias()).map_err(|_| {
             "CL.THROTTLE already exists (is redis-cell loaded too?): unload it, or load ratelimit without cell-alias".to_string()
         })?;
     }
@@ -82,9 +82,9 @@ fn taken(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::slice::SliceWindow;
-    use crate::core::slide::SlideLog;
-    use crate::core::throttle::Tat;
+    use crate::core::slice::SliceState;
+    use crate::core::slide::SlideState;
+    use crate::core::throttle::ThrottleState;
 
     #[test]
     fn every_kind_has_its_command_first() {
@@ -106,7 +106,7 @@ mod tests {
 
     #[test]
     fn every_limiter_row_describes_its_parameters() {
-        let throttle = limiter::limiter_command::<Tat>();
+        let throttle = single::single_command::<ThrottleState>();
         assert_eq!(throttle.name, "RL.THROTTLE");
         assert_eq!(throttle.arity, -5);
         let names: Vec<&str> = throttle.args.iter().map(|a| a.name).collect();
@@ -114,7 +114,7 @@ mod tests {
             names,
             ["key", "max_burst", "count", "period", "quantity", "ms"]
         );
-        assert_eq!(limiter::limiter_command::<SliceWindow>().arity, -5);
-        assert_eq!(limiter::limiter_command::<SlideLog>().arity, -4);
+        assert_eq!(single::single_command::<SliceState>().arity, -5);
+        assert_eq!(single::single_command::<SlideState>().arity, -4);
     }
 }

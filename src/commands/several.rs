@@ -5,19 +5,19 @@ use arrayvec::ArrayVec;
 
 use super::flow::{arg_bytes, entry, propagate, recorded, Error, Outcome};
 use super::info::Stat;
-use super::limiter::{
+use super::single::{
     doc_options, doc_param, Commit, DecideKey, ExtendKey, PrefetchKey, ReplicateState,
 };
 use crate::args::{self, MAX_KEYS};
 use crate::core::Decision;
 use crate::kinds::{Staged, KINDS};
 use crate::server::{
-    handler, Access, ArgType, Argv, Command, CommandSpec, Ctx, DocArg, Handler, Key, Keys,
+    handler, Access, ArgType, Argv, Command, CommandDef, Ctx, DocArg, Handler, Key, Keys,
 };
 use crate::{clock, config, replication};
 
 /// `RL.ALLOW numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS] [ID id]`
-pub fn allow_command() -> CommandSpec {
+pub fn allow_command() -> CommandDef {
     several_command(
         "ALLOW",
         handler::<Allow>,
@@ -29,7 +29,7 @@ pub fn allow_command() -> CommandSpec {
 }
 
 /// `RL.PEEK numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS] [ID id]`
-pub fn peek_command() -> CommandSpec {
+pub fn peek_command() -> CommandDef {
     several_command(
         "PEEK",
         handler::<Peek>,
@@ -47,7 +47,7 @@ fn several_command(
     acl: &'static str,
     access: Access,
     summary: &'static str,
-) -> CommandSpec {
+) -> CommandDef {
     let mut args = vec![
         DocArg::integer("numkeys"),
         DocArg::new("key", ArgType::Key).multiple(),
@@ -58,7 +58,7 @@ fn several_command(
     if KINDS.iter().any(|k| k.takes_id) {
         args.push(DocArg::new("id", ArgType::String).token("ID").optional());
     }
-    CommandSpec {
+    CommandDef {
         name: format!("{}.{name}", config::prefix()),
         handler,
         flags,

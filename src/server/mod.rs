@@ -30,5 +30,5 @@ pub use command::{handler, Argv, Command, Ctx};
 pub use events::{stream_may_be_replayed, subscribe, Watch};
 pub use info::{register as register_info, Fields, Section};
 pub use key::{Held, Key};
-pub use registration::{register, Access, ArgType, CommandSpec, DocArg, Handler, Keys, Refused};
+pub use registration::{register, Access, ArgType, CommandDef, DocArg, Handler, Keys, Refused};
 pub use types::{ModuleType, Stored};

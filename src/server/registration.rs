@@ -1,6 +1,6 @@
 //! Typed command metadata and its registration: flags, arity, key specs and
 //! the argument tree that `COMMAND DOCS` shows, as data. Registration turns
-//! a [`CommandSpec`] into the server's structures in three steps: create the
+//! a [`CommandDef`] into the server's structures in three steps: create the
 //! command (flags and key positions), describe it (`SetCommandInfo`), and
 //! set its ACL categories where the server allows it.
 
@@ -15,7 +15,7 @@ pub type Handler =
     extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
 
 /// One command: everything the server needs to route, check and document it.
-pub struct CommandSpec {
+pub struct CommandDef {
     pub name: String,
     pub handler: Handler,
     /// Command flags, e.g. `write deny-oom fast`.
@@ -140,7 +140,7 @@ impl DocArg {
 }
 
 /// Registers one command. The error says what failed, for the log.
-pub fn register(api: &Api, ctx: LoadCtx, spec: &CommandSpec) -> Result<(), Refused> {
+pub fn register(api: &Api, ctx: LoadCtx, spec: &CommandDef) -> Result<(), Refused> {
     let fail = |what: &str| Refused::Other(format!("{what} {}", spec.name));
     let name = CString::new(spec.name.as_str()).map_err(|_| fail("bad name"))?;
     let command = create(api, ctx.raw(), &name, spec).ok_or(Refused::Create)?;
@@ -165,7 +165,7 @@ fn create(
     api: &Api,
     ctx: *mut raw::RedisModuleCtx,
     name: &CStr,
-    spec: &CommandSpec,
+    spec: &CommandDef,
 ) -> Option<*mut raw::RedisModuleCommand> {
     let (first, last, step, extra_flag) = match spec.keys {
         Keys::One { pos, .. } => (pos, pos, 1, ""),
@@ -193,7 +193,7 @@ fn create(
 }
 
 /// Sets arity, summary, key specs and the argument tree (`COMMAND DOCS`).
-fn describe(api: &Api, command: *mut raw::RedisModuleCommand, spec: &CommandSpec) -> Option<()> {
+fn describe(api: &Api, command: *mut raw::RedisModuleCommand, spec: &CommandDef) -> Option<()> {
     let mut strings = Strings::default();
     let mut arena = Vec::new();
     let mut args = build_args(&spec.args, &mut strings, &mut arena)?;
@@ -330,7 +330,7 @@ fn build_args(
 
 /// ACL categories: Redis 7.0 has no API for them (then nothing is set);
 /// 7.2+ and Valkey do.
-fn set_acl(command: *mut raw::RedisModuleCommand, spec: &CommandSpec) -> Option<()> {
+fn set_acl(command: *mut raw::RedisModuleCommand, spec: &CommandDef) -> Option<()> {
     let Some(set) = optional::set_command_acl_categories() else {
         return Some(());
     };

@@ -1,6 +1,6 @@
 //! The custom data types' callbacks (RDB save and load, AOF rewrite,
 //! digest, memory usage, copy and free), generic over [`Stored`]: each
-//! kind's type is made from its `Limiter` (docs/DESIGN.md#persistence).
+//! kind's type is made from its `Kind` (docs/DESIGN.md#persistence).
 //!
 //! Every type persists through the one byte encoding its core file defines
 //! and validates (`encode`/`decode`): RDB saves it as one string buffer under
@@ -11,13 +11,13 @@
 //!
 //! Saved files must keep loading: when a type's encoding changes, its
 //! version goes up, and the older versions it still reads are listed with
-//! the tag naming the same format in `RL.STATE` (`Limiter::LEGACY`),
-//! whose decoder (`Limiter::decode_legacy`) reads both.
+//! the tag naming the same format in `RL.STATE` (`Kind::LEGACY`),
+//! whose decoder (`Kind::decode_legacy`) reads both.
 //!
 //! | type | version | `RL.STATE` tag | format |
 //! |---|---|---|---|
 //! | `rl-gcra--` | 1 | `G` | TAT: u64 ns, u32 fraction, u32 denominator |
-//! | `rl-slide-` | 2 | `M` | entries (µs) and the clock (ns), varints; with PRECISION, the newest entry's first unit after them (`SlideLog::encode`) |
+//! | `rl-slide-` | 2 | `M` | entries (µs) and the clock (ns), varints; with PRECISION, the newest entry's first unit after them (`SlideState::encode`) |
 //! | `rl-slide-` | 1 (read only) | `L` | u64 count, one u64 ns per unit |
 //! | `rl-slice-` | 1 | `S` | window, slices, head, counters |
 
@@ -30,11 +30,11 @@ use redis_module::native_types::RedisType;
 use redis_module::raw::{self, RedisModuleType};
 
 use super::api::{api, Api, LoadCtx};
-use crate::core::{DecodeError, Limiter};
+use crate::core::{DecodeError, Kind};
 
-/// A state stored in keys as a custom data type: its `Limiter` and the
+/// A state stored in keys as a custom data type: its `Kind` and the
 /// one static that holds its type (made by the table of kinds).
-pub trait Stored: Limiter {
+pub trait Stored: Kind {
     /// Its custom data type.
     fn module_type() -> &'static ModuleType<Self>;
 }

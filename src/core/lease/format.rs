@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl Leases {
+impl LeaseState {
     /// Canonical encoding: the same leases (ids, weights, expiries) give
     /// the same bytes whatever the history. Varints
     /// (`codec::Writer::varint`), then the ids:
@@ -55,7 +55,7 @@ impl Leases {
     ///   reaches `Nanos::MAX` at the latest. A tighter bound, such as the
     ///   spread of the expiries being at most `MAX_DURATION`, would refuse
     ///   states that a clock stepping back by more than that reaches.
-    pub fn decode(bytes: &[u8]) -> Result<Leases, DecodeError> {
+    pub fn decode(bytes: &[u8]) -> Result<LeaseState, DecodeError> {
         let mut reader = Reader::new(bytes);
         let count = reader.varint()?;
         if count > MAX_LIMIT {
@@ -109,10 +109,10 @@ impl Leases {
             return Err(DecodeError::Length);
         }
 
-        let mut leases = Leases {
+        let mut leases = LeaseState {
             classes: Vec::with_capacity(lengths.iter().filter(|&&n| n > 0).count()),
             index: HashTable::with_capacity(count),
-            ..Leases::default()
+            ..LeaseState::default()
         };
         for (len, &n) in lengths.iter().enumerate().filter(|(_, &n)| n > 0) {
             leases.classes.push(Class {
@@ -155,7 +155,7 @@ impl Leases {
             .iter()
             .map(|c| c.nodes.capacity() * mem::size_of::<Node>() + c.ids.capacity())
             .sum();
-        mem::size_of::<Leases>()
+        mem::size_of::<LeaseState>()
             + self.classes.capacity() * mem::size_of::<Class>()
             + buffers
             + self.index.allocation_size()

@@ -156,7 +156,7 @@ use hashbrown::HashTable;
 use super::codec::{Reader, Writer};
 use super::time::Nanos;
 use super::{
-    millis, Decision, DecodeError, Detail, Limiter, Param, ParamError, ParamKind, Retry, Value,
+    millis, Decision, DecodeError, Detail, Kind, Param, ParamError, ParamKind, Retry, Value,
 };
 
 /// The largest `limit`; a key never holds more weight than this.
@@ -213,7 +213,7 @@ pub struct LeaseUpdate {
 /// Equality is by content (the same leases, weights and expiries),
 /// whatever the history or the index's hash keys.
 #[derive(Clone, Default)]
-pub struct Leases {
+pub struct LeaseState {
     /// The records and ids, by id length, shortest first; no class is
     /// empty.
     classes: Vec<Class>,
@@ -261,7 +261,7 @@ use records::{class_at, hash_of, id_in, push, Class, Handle, Node, NIL_NODE, WEI
 pub(crate) use tree::PATH_LIMIT;
 use tree::{AllClasses, OneClass, Records};
 
-impl Leases {
+impl LeaseState {
     /// Decides a request for `quantity` units (0 = peek) by lease `id` at
     /// `now`. An empty `id` is an anonymous new lease (RL.PEEK without
     /// ID): it renews nothing. Returns the update only when the request is
@@ -345,7 +345,7 @@ impl Leases {
         let own = if update.hint != Handle::NIL && self.id(update.hint) == id {
             update.hint
         } else {
-            let Leases { classes, index, .. } = self;
+            let LeaseState { classes, index, .. } = self;
             let same = |&e: &Handle| id_in(classes, e) == id;
             match index.entry(update.hash, same, |&e| hash_of(id_in(classes, e))) {
                 Entry::Occupied(entry) => *entry.get(),
@@ -405,7 +405,7 @@ impl Leases {
             return false;
         }
         self.drop_expired(now);
-        let Leases { classes, index, .. } = self;
+        let LeaseState { classes, index, .. } = self;
         let found = index.find_entry(hash, |&h| id_in(classes, h) == id);
         let Ok(entry) = found else {
             return false;
@@ -460,7 +460,7 @@ impl Leases {
     }
 }
 
-impl Leases {
+impl LeaseState {
     /// The lease kept under `id`, expired or not.
     #[cfg(test)]
     fn find(&self, id: &[u8]) -> Option<Handle> {
@@ -581,15 +581,15 @@ impl Leases {
     // Records and ids.
 }
 
-impl PartialEq for Leases {
-    fn eq(&self, other: &Leases) -> bool {
+impl PartialEq for LeaseState {
+    fn eq(&self, other: &LeaseState) -> bool {
         self.count() == other.count() && self.iter().eq(other.iter())
     }
 }
 
-impl Eq for Leases {}
+impl Eq for LeaseState {}
 
-impl fmt::Debug for Leases {
+impl fmt::Debug for LeaseState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list()
             .entries(
@@ -601,7 +601,7 @@ impl fmt::Debug for Leases {
 }
 
 #[cfg(test)]
-impl Leases {
+impl LeaseState {
     /// Checks every invariant of the structure, panicking on the first
     /// broken one: classes sorted, non-empty and in step with their ids;
     /// the tree holding every record once, in order, balanced, with true
@@ -621,7 +621,7 @@ impl Leases {
         for pair in order.windows(2) {
             assert_eq!(self.cmp(pair[0], pair[1]), Ordering::Less, "in order");
         }
-        fn walk(leases: &Leases, h: Handle) -> (u32, u64) {
+        fn walk(leases: &LeaseState, h: Handle) -> (u32, u64) {
             if h == Handle::NIL {
                 return (0, 0);
             }
@@ -652,7 +652,7 @@ impl Leases {
     }
 }
 
-impl Limiter for Leases {
+impl Kind for LeaseState {
     type Params = LeaseParams;
     type Update = LeaseUpdate;
 
@@ -685,7 +685,7 @@ impl Limiter for Leases {
         params: &LeaseParams,
         quantity: u64,
     ) -> (Decision, Option<LeaseUpdate>) {
-        Leases::decide(self, now, params, b"", quantity)
+        LeaseState::decide(self, now, params, b"", quantity)
     }
 
     fn decide_as(
@@ -695,11 +695,11 @@ impl Limiter for Leases {
         quantity: u64,
         id: &[u8],
     ) -> (Decision, Option<LeaseUpdate>) {
-        Leases::decide(self, now, params, id, quantity)
+        LeaseState::decide(self, now, params, id, quantity)
     }
 
     fn apply(&mut self, update: LeaseUpdate) {
-        Leases::apply(self, update)
+        LeaseState::apply(self, update)
     }
 
     /// Never called: a lease is given back by RL.RELEASE, and RL.REFUND
@@ -707,18 +707,18 @@ impl Limiter for Leases {
     fn refund(&mut self, _now: Nanos, _params: &LeaseParams, _quantity: u64) {}
 
     fn inspect(&self, now: Nanos) -> Vec<(&'static str, Detail)> {
-        Leases::inspect(self, now)
+        LeaseState::inspect(self, now)
     }
 
     fn encode(&self) -> Vec<u8> {
-        Leases::encode(self)
+        LeaseState::encode(self)
     }
 
-    fn decode(bytes: &[u8]) -> Result<Leases, DecodeError> {
-        Leases::decode(bytes)
+    fn decode(bytes: &[u8]) -> Result<LeaseState, DecodeError> {
+        LeaseState::decode(bytes)
     }
 
     fn mem_usage(&self) -> usize {
-        Leases::mem_usage(self)
+        LeaseState::mem_usage(self)
     }
 }

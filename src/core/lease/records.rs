@@ -41,7 +41,7 @@ impl Node {
     }
 }
 
-/// What `Leases::node` answers for `Handle::NIL`: an empty subtree.
+/// What `LeaseState::node` answers for `Handle::NIL`: an empty subtree.
 pub(super) static NIL_NODE: Node = Node {
     expiry: Nanos::ZERO,
     weight_height: 0,
@@ -161,7 +161,7 @@ pub(super) fn hash_of(id: &[u8]) -> u64 {
     state.finish()
 }
 
-impl Leases {
+impl LeaseState {
     pub(super) fn class(&self, len: usize) -> Option<&Class> {
         self.classes.get(class_at(&self.classes, len)?)
     }

@@ -5,12 +5,12 @@
 
 use super::*;
 
-impl Leases {
+impl LeaseState {
     /// Adds `h`, of id `id`, to the index; false when the id is there
     /// already.
     /// already.
     pub(super) fn index_new(&mut self, id: &[u8], h: Handle) -> bool {
-        let Leases { classes, index, .. } = self;
+        let LeaseState { classes, index, .. } = self;
         let hash = hash_of(id);
         if index.find(hash, |&e| id_in(classes, e) == id).is_some() {
             return false;
@@ -47,7 +47,7 @@ impl Leases {
 
     /// Removes a lease: tree, index and record.
     pub(super) fn remove(&mut self, h: Handle) {
-        let Leases { classes, index, .. } = self;
+        let LeaseState { classes, index, .. } = self;
         if let Ok(entry) = index.find_entry(hash_of(id_in(classes, h)), |&e| e == h) {
             entry.remove();
         }
@@ -65,7 +65,7 @@ impl Leases {
             self.index = HashTable::new();
         } else if capacity > 16 && len * 4 < capacity {
             // Less than a quarter full: shrink the index.
-            let Leases { classes, index, .. } = self;
+            let LeaseState { classes, index, .. } = self;
             index.shrink_to(len + len / 4, |&e| hash_of(id_in(classes, e)));
         }
     }
@@ -106,7 +106,7 @@ impl Leases {
             return;
         };
         self.relink(moved, h);
-        let Leases { classes, index, .. } = self;
+        let LeaseState { classes, index, .. } = self;
         if let Some(entry) = index.find_mut(hash_of(id_in(classes, h)), |&e| e == moved) {
             *entry = h;
         }
@@ -176,7 +176,7 @@ impl Leases {
 /// Walks the tree in order: `path` holds the nodes still to visit whose
 /// left subtrees are done, the next on top.
 pub(super) struct InOrder<'a> {
-    pub(super) leases: &'a Leases,
+    pub(super) leases: &'a LeaseState,
     pub(super) path: Vec<Handle>,
 }
 

@@ -32,7 +32,7 @@ use std::mem;
 
 use super::time::Nanos;
 use super::{
-    millis, Ceiling, Decision, DecodeError, Detail, Limiter, Param, ParamError, ParamKind, Retry,
+    millis, Ceiling, Decision, DecodeError, Detail, Kind, Param, ParamError, ParamKind, Retry,
     Value, MAX_DURATION,
 };
 use times::{Room, Times};
@@ -120,7 +120,7 @@ impl SlideParams {
 /// counts and, unless empty, the same clock, whatever their mode, base and
 /// capacity.
 #[derive(Clone, Debug, Default)]
-pub struct SlideLog {
+pub struct SlideState {
     times: Times,
     /// The counts of the entries that hold more than one unit; `None`
     /// while every entry holds one.
@@ -162,8 +162,8 @@ struct Counts {
     records: VecDeque<(u32, u32)>,
 }
 
-/// What an allowed request changes; produced by `SlideLog::decide`,
-/// consumed by `SlideLog::apply` on the same state.
+/// What an allowed request changes; produced by `SlideState::decide`,
+/// consumed by `SlideState::apply` on the same state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlideUpdate {
     /// Entries at the front that have left and can be dropped.
@@ -179,7 +179,7 @@ pub struct SlideUpdate {
     precision: Nanos,
 }
 
-impl Limiter for SlideLog {
+impl Kind for SlideState {
     type Params = SlideParams;
     type Update = SlideUpdate;
 
@@ -363,7 +363,7 @@ impl Limiter for SlideLog {
         let counts = self.counts.as_ref().map_or(0, |c| {
             mem::size_of::<Counts>() + c.records.capacity() * mem::size_of::<(u32, u32)>()
         });
-        mem::size_of::<SlideLog>() + self.times.heap_bytes() + counts
+        mem::size_of::<SlideState>() + self.times.heap_bytes() + counts
     }
 
     /// Today's format (tag `M`): `encode_v2`, in `format.rs`.
@@ -372,19 +372,19 @@ impl Limiter for SlideLog {
     }
 
     /// Reads today's format: `decode_v2`, in `format.rs`.
-    fn decode(bytes: &[u8]) -> Result<SlideLog, DecodeError> {
-        SlideLog::decode_v2(bytes)
+    fn decode(bytes: &[u8]) -> Result<SlideState, DecodeError> {
+        SlideState::decode_v2(bytes)
     }
 
     /// Reads the first format (tag `L`): `decode_v1`, in `format.rs`.
-    fn decode_legacy(tag: u8, bytes: &[u8]) -> Result<SlideLog, DecodeError> {
-        SlideLog::decode_v1(tag, bytes)
+    fn decode_legacy(tag: u8, bytes: &[u8]) -> Result<SlideState, DecodeError> {
+        SlideState::decode_v1(tag, bytes)
     }
 }
 
-impl PartialEq for SlideLog {
-    fn eq(&self, other: &SlideLog) -> bool {
-        let joined = |log: &SlideLog| log.counts.as_ref().is_some_and(|c| c.joined);
+impl PartialEq for SlideState {
+    fn eq(&self, other: &SlideState) -> bool {
+        let joined = |log: &SlideState| log.counts.as_ref().is_some_and(|c| c.joined);
         self.times.len() == other.times.len()
             && self.times.iter().eq(other.times.iter())
             && (0..self.times.len()).all(|i| self.count_at(i) == other.count_at(i))
@@ -394,7 +394,7 @@ impl PartialEq for SlideLog {
     }
 }
 
-impl Eq for SlideLog {}
+impl Eq for SlideState {}
 
 /// An entry's instant in ns (saturating at the far end of `Nanos`).
 fn nanos(us: u64) -> Nanos {
@@ -416,7 +416,7 @@ pub(super) fn first_ns_of(us: u64) -> u64 {
 }
 
 #[cfg(test)]
-impl SlideLog {
+impl SlideState {
     /// Units held, expired ones not yet dropped included.
     pub fn len(&self) -> usize {
         usize::try_from(self.units()).unwrap_or(usize::MAX)

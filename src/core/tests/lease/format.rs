@@ -5,8 +5,8 @@ use super::*;
 
 /// Builds the leases `(id, weight, expiry)` by granting them in this
 /// order at the epoch, each with its expiry as ttl.
-fn granted(leases: &[(Vec<u8>, u64, u64)]) -> Leases {
-    let mut state = Leases::default();
+fn granted(leases: &[(Vec<u8>, u64, u64)]) -> LeaseState {
+    let mut state = LeaseState::default();
     for (id, weight, expiry) in leases {
         let d = take(&mut state, 0, &params(MAX_LIMIT, *expiry), id, *weight);
         assert!(!d.limited);
@@ -18,13 +18,13 @@ fn granted(leases: &[(Vec<u8>, u64, u64)]) -> Leases {
 fn two_histories_one_encoding() {
     let p = params(5, 10 * S);
     // a (2) and b (1) at NOW, c (1) at NOW + 1 s.
-    let mut first = Leases::default();
+    let mut first = LeaseState::default();
     take(&mut first, NOW, &p, b"a", 2);
     take(&mut first, NOW, &p, b"b", 1);
     take(&mut first, NOW + S, &p, b"c", 1);
     // The same leases after renewals, a release, an expired lease and
     // refusals, in another order.
-    let mut second = Leases::default();
+    let mut second = LeaseState::default();
     take(&mut second, NOW - 20 * S, &p, b"old", 5);
     take(&mut second, NOW - 5 * S, &p, b"c", 2);
     take(&mut second, NOW, &p, b"b", 1);
@@ -36,7 +36,7 @@ fn two_histories_one_encoding() {
     second.check();
     assert_eq!(first, second);
     assert_eq!(first.encode(), second.encode());
-    let decoded = Leases::decode(&second.encode()).expect("decodes");
+    let decoded = LeaseState::decode(&second.encode()).expect("decodes");
     decoded.check();
     assert_eq!(decoded, first);
     assert_eq!(decoded.encode(), first.encode());
@@ -62,18 +62,18 @@ const LEASES: [u8; 27] = [
 #[test]
 fn leases_fixture() {
     let p = params(4, 30 * S);
-    let mut state = Leases::default();
+    let mut state = LeaseState::default();
     take(&mut state, NOW, &p, b"job-1", 1);
     take(&mut state, NOW + MS, &p, b"job-2", 3);
     assert_eq!(state.encode(), LEASES, "encoding changed");
-    let decoded = Leases::decode(&LEASES).expect("the fixture decodes");
+    let decoded = LeaseState::decode(&LEASES).expect("the fixture decodes");
     decoded.check();
     assert_eq!(decoded, state);
     let (d, _) = decoded.decide(Nanos::new(NOW + S), &p, b"job-3", 1);
     assert_eq!(d.retry, Retry::At(Nanos::new(NOW + 30 * S)));
     assert_eq!(d.reset_at, Nanos::new(NOW + 30 * S + MS));
-    assert_eq!(Leases::default().encode(), [0]);
-    assert_eq!(Leases::decode(&[0]), Ok(Leases::default()));
+    assert_eq!(LeaseState::default().encode(), [0]);
+    assert_eq!(LeaseState::decode(&[0]), Ok(LeaseState::default()));
 }
 
 /// Varints, then raw bytes.
@@ -134,7 +134,7 @@ fn hostile_payloads_are_refused() {
             invalid("a lease id given twice")),
     ];
     for (name, bytes, error) in cases {
-        assert_eq!(Leases::decode(&bytes), Err(error), "{name}");
+        assert_eq!(LeaseState::decode(&bytes), Err(error), "{name}");
     }
     // The largest payload that decodes: 128-byte ids, MAX_LIMIT in all.
     let most = payload(
@@ -144,7 +144,7 @@ fn hostile_payloads_are_refused() {
     let mut ids = [b'z'; 256];
     ids[255] = b'{';
     let most = [&most[..most.len() - 256], &ids].concat();
-    let decoded = Leases::decode(&most).expect("valid");
+    let decoded = LeaseState::decode(&most).expect("valid");
     decoded.check();
     assert_eq!(decoded.encode(), most);
 }
@@ -156,7 +156,7 @@ proptest! {
     /// valid state, and canonical (it encodes back to the same bytes).
     #[test]
     fn any_payload_is_refused_or_canonical(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
-        if let Ok(state) = Leases::decode(&bytes) {
+        if let Ok(state) = LeaseState::decode(&bytes) {
             state.check();
             prop_assert_eq!(state.encode(), bytes);
         }
@@ -181,7 +181,7 @@ proptest! {
             1 => bytes.insert(at, byte),
             _ => bytes.truncate(at),
         }
-        if let Ok(state) = Leases::decode(&bytes) {
+        if let Ok(state) = LeaseState::decode(&bytes) {
             state.check();
             prop_assert_eq!(state.encode(), bytes);
         }
@@ -220,7 +220,7 @@ proptest! {
         prop_assert_eq!(&first, &second);
         let bytes = first.encode();
         prop_assert_eq!(&bytes, &second.encode());
-        let decoded = Leases::decode(&bytes).expect("decodes");
+        let decoded = LeaseState::decode(&bytes).expect("decodes");
         decoded.check();
         prop_assert_eq!(decoded.encode(), bytes);
         prop_assert_eq!(leases_of(&decoded), {

@@ -18,8 +18,8 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 
 use super::{choice, marks_of, move_clock, pick, quantity, spec_reply, start_instant, Choice};
-use crate::core::lease::{LeaseParams, Leases, MAX_HOLDERS, MAX_ID_LEN, MAX_LIMIT};
-use crate::core::{Decision, DecodeError, Detail, Nanos, Retry, Unit, MAX_DURATION};
+use crate::core::lease::{LeaseParams, LeaseState, MAX_HOLDERS, MAX_ID_LEN, MAX_LIMIT};
+use crate::core::{Decision, DecodeError, Detail, Nanos, Retry, TimeUnit, MAX_DURATION};
 
 const MS: u64 = 1_000_000;
 const S: u64 = 1_000 * MS;
@@ -31,7 +31,7 @@ fn params(limit: u64, ttl: u64) -> LeaseParams {
 }
 
 /// Decides a request and records it when granted.
-fn take(state: &mut Leases, now: u64, p: &LeaseParams, id: &[u8], quantity: u64) -> Decision {
+fn take(state: &mut LeaseState, now: u64, p: &LeaseParams, id: &[u8], quantity: u64) -> Decision {
     let (decision, update) = state.decide(Nanos::new(now), p, id, quantity);
     if let Some(update) = update {
         state.apply(update);
@@ -40,7 +40,7 @@ fn take(state: &mut Leases, now: u64, p: &LeaseParams, id: &[u8], quantity: u64)
 }
 
 /// The leases as `(id, weight, expiry)`, in the canonical order.
-fn leases_of(state: &Leases) -> Vec<(Vec<u8>, u64, u64)> {
+fn leases_of(state: &LeaseState) -> Vec<(Vec<u8>, u64, u64)> {
     state
         .iter()
         .map(|(id, weight, expiry)| (id.to_vec(), weight, expiry.get()))
@@ -48,7 +48,7 @@ fn leases_of(state: &Leases) -> Vec<(Vec<u8>, u64, u64)> {
 }
 
 /// RL.INSPECT's `held`.
-fn held_of(state: &Leases, now: u64) -> u64 {
+fn held_of(state: &LeaseState, now: u64) -> u64 {
     match state.inspect(Nanos::new(now)).first() {
         Some(("held", Detail::Integer(held))) => u64::try_from(*held).expect("not negative"),
         other => panic!("held first, not {other:?}"),
@@ -81,11 +81,11 @@ use Row::{Lease, Peek, Release};
 
 /// Runs rows `(at ms, limit, ttl ms, call, expected)` on one key, in order.
 fn run_table(rows: &[(u64, u64, u64, Row, Expect)]) {
-    let mut state = Leases::default();
+    let mut state = LeaseState::default();
     for (i, &(at, limit, ttl, call, expected)) in rows.iter().enumerate() {
         let now = NOW + at * MS;
         let p = params(limit, ttl * MS);
-        let reply = |d: Decision| Reply(d.reply(Nanos::new(now), Unit::Millis));
+        let reply = |d: Decision| Reply(d.reply(Nanos::new(now), TimeUnit::Millis));
         let got = match call {
             Lease(id, q) => reply(take(&mut state, now, &p, id.as_bytes(), q)),
             Peek(id, q) => reply(state.decide(Nanos::new(now), &p, id.as_bytes(), q).0),
@@ -168,7 +168,7 @@ fn the_own_lease_frees_nothing_for_itself() {
 #[test]
 fn a_lease_counts_during_its_ttl_to_the_nanosecond() {
     let p = params(1, 1_000);
-    let mut state = Leases::default();
+    let mut state = LeaseState::default();
     assert!(!take(&mut state, 5_000, &p, b"a", 1).limited);
     let at = |t: u64| state.decide(Nanos::new(t), &p, b"b", 1).0;
     assert_eq!(at(5_999).retry, Retry::At(Nanos::new(6_000)));
@@ -181,7 +181,7 @@ fn a_lease_counts_during_its_ttl_to_the_nanosecond() {
 #[test]
 fn ids_are_any_bytes_up_to_128() {
     let p = params(10, S);
-    let mut state = Leases::default();
+    let mut state = LeaseState::default();
     let longest = vec![0xff; MAX_ID_LEN];
     for id in [&b"\0"[..], b"\0\0", b"a\xffb", &longest] {
         let (d, update) = state.decide(Nanos::new(NOW), &p, id, 1);
@@ -218,7 +218,7 @@ fn parameters() {
 /// hold more than `MAX_LIMIT` or a lease that expires at the epoch.
 #[test]
 fn unvalidated_parameters_never_panic() {
-    let mut state = Leases::default();
+    let mut state = LeaseState::default();
     for (limit, ttl) in [
         (0, 0),
         (u64::MAX, 0),
@@ -238,7 +238,7 @@ fn unvalidated_parameters_never_panic() {
         }
         state.check();
         assert!(state.iter().all(|(_, _, expiry)| expiry.get() >= 1));
-        assert_eq!(Leases::decode(&state.encode()), Ok(state.clone()));
+        assert_eq!(LeaseState::decode(&state.encode()), Ok(state.clone()));
     }
 }
 
@@ -247,7 +247,7 @@ fn unvalidated_parameters_never_panic() {
 #[test]
 fn the_end_of_time() {
     let p = params(2, MAX_DURATION.get());
-    let mut state = Leases::default();
+    let mut state = LeaseState::default();
     let late = u64::MAX - S;
     let d = take(&mut state, late, &p, b"a", 1);
     assert_eq!((d.limited, d.reset_at), (false, Nanos::MAX));
@@ -256,7 +256,7 @@ fn the_end_of_time() {
     assert!(state.is_empty_at(Nanos::MAX));
     // a, expired at the second grant's `now`, was dropped then.
     assert_eq!(held_of(&state, late), 2);
-    assert_eq!(Leases::decode(&state.encode()), Ok(state.clone()));
+    assert_eq!(LeaseState::decode(&state.encode()), Ok(state.clone()));
     // b has expired too: releasing it releases nothing, and changes
     // nothing (the expired lease stays until a change drops it).
     let before = state.clone();
@@ -267,7 +267,7 @@ fn the_end_of_time() {
 
 #[test]
 fn inspect_lists_the_soonest_to_expire_first() {
-    let mut state = Leases::default();
+    let mut state = LeaseState::default();
     take(&mut state, NOW, &params(10, 10 * S), b"late", 3);
     take(&mut state, NOW, &params(10, S), b"gone", 1);
     take(&mut state, NOW, &params(10, 5 * S), b"b", 2);
@@ -299,7 +299,7 @@ fn inspect_lists_the_soonest_to_expire_first() {
     );
     assert_eq!(state.iter().count(), 4);
     assert_eq!(
-        Leases::default().inspect(now),
+        LeaseState::default().inspect(now),
         vec![
             ("held", Detail::Integer(0)),
             ("leases", Detail::Integer(0)),
@@ -311,7 +311,7 @@ fn inspect_lists_the_soonest_to_expire_first() {
 #[test]
 fn inspect_lists_at_most_100_holders() {
     // Lease i expires at NOW + 100 + i ns; at NOW + 119 the first 20 have.
-    let mut state = Leases::default();
+    let mut state = LeaseState::default();
     for i in 0..250u64 {
         let p = params(MAX_LIMIT, 100 + i);
         take(&mut state, NOW, &p, format!("{i:03}").as_bytes(), 1);

@@ -228,7 +228,7 @@ fn runs(changes: bool, steps: std::ops::Range<usize>) -> impl Strategy<Value = R
 /// One decision as the code made it.
 struct Call<'a> {
     /// The state before the call.
-    state: &'a Leases,
+    state: &'a LeaseState,
     now: u64,
     p: LeaseParams,
     id: &'a [u8],
@@ -240,8 +240,8 @@ struct Call<'a> {
 /// call (decisions, releases, the leases kept, RL.INSPECT, emptiness),
 /// and calls `check` on every decision; returns the state at the end.
 /// With `many`, ids come from a pool of 400 and most calls are grants.
-fn replay(run: &Run, many: bool, mut check: impl FnMut(&Call)) -> Leases {
-    let mut state = Leases::default();
+fn replay(run: &Run, many: bool, mut check: impl FnMut(&Call)) -> LeaseState {
+    let mut state = LeaseState::default();
     let mut model = Model::default();
     let mut now = run.start;
     let mut last: Option<Decision> = None;
@@ -300,7 +300,7 @@ fn replay(run: &Run, many: bool, mut check: impl FnMut(&Call)) -> Leases {
             let (expected, record) = model.decide(now, &p, &id, quantity);
             let what = format!("{what}, quantity {quantity}");
             assert_eq!(decision, expected, "{what}");
-            for unit in [Unit::Millis, Unit::Seconds] {
+            for unit in [TimeUnit::Millis, TimeUnit::Seconds] {
                 let reply = decision.reply(Nanos::new(now), unit);
                 assert_eq!(reply, spec_reply(&expected, now, unit), "{unit:?}, {what}");
             }
@@ -338,7 +338,7 @@ proptest! {
     #[test]
     fn matches_the_model(run in runs(true, 1..48)) {
         let state = replay(&run, false, |_| {});
-        prop_assert_eq!(Leases::decode(&state.encode()), Ok(state));
+        prop_assert_eq!(LeaseState::decode(&state.encode()), Ok(state));
     }
 
     /// The promise of docs/DESIGN.md#reply: the same request is allowed at the instant
@@ -355,7 +355,7 @@ proptest! {
                     assert!(at > call.now);
                     assert!(!decide(at).limited, "still limited at the promised {at}");
                     assert!(decide(at - 1).limited, "already allowed at {}", at - 1);
-                    for unit in [Unit::Millis, Unit::Seconds] {
+                    for unit in [TimeUnit::Millis, TimeUnit::Seconds] {
                         let wait = call.decision.reply(Nanos::new(call.now), unit)[3];
                         let then = call.now + u64::try_from(wait).unwrap() * unit.nanos();
                         assert!(!decide(then).limited, "limited after waiting {wait} {unit:?}");
@@ -391,18 +391,18 @@ proptest! {
     #[test]
     fn many_leases_match_the_model(run in runs(true, 200..400)) {
         let state = replay(&run, true, |_| {});
-        prop_assert_eq!(Leases::decode(&state.encode()), Ok(state));
+        prop_assert_eq!(LeaseState::decode(&state.encode()), Ok(state));
     }
 }
 
 #[test]
 fn the_last_lease_renewed_in_place_keeps_the_order() {
     // The last lease in order renewed with its weight stays in the tree
-    // where it is (`Leases::apply`'s shortcut); with another weight, an
+    // where it is (`LeaseState::apply`'s shortcut); with another weight, an
     // earlier expiry (a clock gone back) or a lease after it, it moves.
     // Each step is checked against the model of the same calls.
     let p = params(10, 10 * S);
-    let mut state = Leases::default();
+    let mut state = LeaseState::default();
     let mut model = Model::default();
     let calls: [(u64, &[u8], u64); 12] = [
         (0, b"a", 1),

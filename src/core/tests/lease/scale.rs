@@ -11,7 +11,7 @@ fn id16(i: u64) -> Vec<u8> {
 #[test]
 fn ten_thousand_leases_of_16_byte_ids_take_at_most_64_bytes_each() {
     let p = params(MAX_LIMIT, 3_600 * S);
-    let mut state = Leases::default();
+    let mut state = LeaseState::default();
     for i in 0..10_000 {
         assert_eq!(id16(i).len(), 16);
         assert!(!take(&mut state, NOW + i, &p, &id16(i), 1).limited);
@@ -24,7 +24,7 @@ fn ten_thousand_leases_of_16_byte_ids_take_at_most_64_bytes_each() {
         "{per_lease} bytes a lease"
     );
     // A decoded state is allocated to fit, and the AVL depth is bounded.
-    let decoded = Leases::decode(&state.encode()).expect("decodes");
+    let decoded = LeaseState::decode(&state.encode()).expect("decodes");
     assert!(decoded.mem_usage() <= state.mem_usage());
     assert!(state.height() <= 19 && decoded.height() <= 14);
     // Releasing gives the memory back.
@@ -41,7 +41,7 @@ fn ten_thousand_leases_of_16_byte_ids_take_at_most_64_bytes_each() {
     for i in 0..10 {
         assert!(state.release(Nanos::new(NOW + 10_000), &id16(i)));
     }
-    assert_eq!(state.mem_usage(), std::mem::size_of::<Leases>());
+    assert_eq!(state.mem_usage(), std::mem::size_of::<LeaseState>());
 }
 
 /// The key of the cost target: 10,000 leases, renewed and released in a
@@ -50,7 +50,7 @@ fn ten_thousand_leases_of_16_byte_ids_take_at_most_64_bytes_each() {
 fn ten_thousand_leases_renewed_released_and_expired() {
     let long = params(MAX_LIMIT, 3_600 * S);
     let short = params(MAX_LIMIT, S);
-    let mut state = Leases::default();
+    let mut state = LeaseState::default();
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
     let mut next = || {
         x ^= x << 13;
@@ -84,7 +84,7 @@ fn ten_thousand_leases_renewed_released_and_expired() {
     state.check();
     assert_eq!(held_of(&state, later), held + 1);
     assert!(state.iter().all(|(_, _, expiry)| expiry.get() > later));
-    assert_eq!(Leases::decode(&state.encode()), Ok(state.clone()));
+    assert_eq!(LeaseState::decode(&state.encode()), Ok(state.clone()));
 }
 
 /// A way down the tree longer than the insertion's or removal's path
@@ -105,7 +105,7 @@ fn a_full_path_rebuilds_the_tree() {
             true => format!("x{i}").into_bytes(),
             false => id16(i),
         };
-        let mut state = Leases::default();
+        let mut state = LeaseState::default();
         let mut x = 0x2545_F491_4F6C_DD1Du64;
         for t in 0..600u64 {
             x ^= x << 13;
@@ -154,7 +154,7 @@ fn lease_costs() {
     let p = params(MAX_LIMIT, 3_600 * S);
     for held in [10usize, 10_000] {
         let ids: Vec<Vec<u8>> = (0..held as u64).map(id16).collect();
-        let mut state = Leases::default();
+        let mut state = LeaseState::default();
         let mut now = NOW;
         for id in &ids {
             now += 1;

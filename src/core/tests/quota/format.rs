@@ -25,7 +25,7 @@ pub(super) const FIXTURE: &[u8] = &[
 
 #[test]
 fn the_format_is_pinned() {
-    let mut key = Quota::default();
+    let mut key = QuotaState::default();
     run(
         &mut key,
         at("2026-06-15T10:15:00Z"),
@@ -33,7 +33,7 @@ fn the_format_is_pinned() {
         2,
     );
     assert_eq!(key.encode(), FIXTURE);
-    assert_eq!(Quota::decode(FIXTURE), Ok(key));
+    assert_eq!(QuotaState::decode(FIXTURE), Ok(key));
 }
 
 /// `FIXTURE` with `edit` applied to a copy.
@@ -100,7 +100,7 @@ fn hostile_payloads_are_refused() {
         ("unknown to this database", payload(1, 0, day, 0, 0, 2, b"America/Nowhere"), Ok(())),
     ];
     for (what, bytes, expected) in table {
-        assert_eq!(Quota::decode(&bytes).map(|_| ()), expected, "{what}");
+        assert_eq!(QuotaState::decode(&bytes).map(|_| ()), expected, "{what}");
     }
 }
 
@@ -110,10 +110,10 @@ fn a_zone_unknown_to_this_database() {
     // a DAY of 1 Jun 2026 that ends at 05:00Z on the 2nd.
     let start = unix("2026-06-01T05:00:00Z") as u64 * S;
     let bytes = payload(3, start, 86_400 * S, 0, 3_600 * S, 2, b"America/Nowhere");
-    let mut key = Quota::decode(&bytes).unwrap();
+    let mut key = QuotaState::decode(&bytes).unwrap();
     // It re-encodes under the marker name, which reads back the same.
     let again = key.encode();
-    assert_eq!(Quota::decode(&again), Ok(key.clone()));
+    assert_eq!(QuotaState::decode(&again), Ok(key.clone()));
     assert_eq!(
         key.inspect(Nanos::new(start))[1],
         ("zone", Detail::Bytes(b"Etc/Unknown".to_vec()))

@@ -18,9 +18,9 @@ use jiff::Timestamp;
 use proptest::prelude::*;
 
 use crate::core::quota::{
-    period, CalendarUnit, Quota, QuotaParams, QuotaUpdate, Zone, MAX_LIMIT, MAX_PERIOD,
+    period, CalendarUnit, QuotaParams, QuotaState, QuotaUpdate, Zone, MAX_LIMIT, MAX_PERIOD,
 };
-use crate::core::{Decision, DecodeError, Detail, Nanos, Retry, Unit};
+use crate::core::{Decision, DecodeError, Detail, Nanos, Retry, TimeUnit};
 
 const S: u64 = 1_000_000_000;
 
@@ -54,7 +54,7 @@ fn params(limit: u64, unit: CalendarUnit, name: &str) -> QuotaParams {
 
 /// Runs a request on a key (the default: missing), storing what it
 /// records.
-fn run(key: &mut Quota, now: Nanos, p: &QuotaParams, quantity: u64) -> Decision {
+fn run(key: &mut QuotaState, now: Nanos, p: &QuotaParams, quantity: u64) -> Decision {
     let (decision, update) = key.decide(now, p, quantity);
     if let Some(update) = update {
         key.apply(update);
@@ -112,15 +112,15 @@ fn table_of_requests_on_one_key() {
         ("2026-04-01T23:00:00Z", 5, Day, "Europe/Berlin", 2, [1, 5, 1, 3_600, 3_600]),
         ("2026-04-02T00:00:00Z", 5, Day, "Europe/Berlin", 0, [0, 5, 5, -1, 0]),
     ];
-    let mut key = Quota::default();
+    let mut key = QuotaState::default();
     for (i, &(instant, limit, unit, name, quantity, expect)) in cases.iter().enumerate() {
         let now = at(instant);
         let p = params(limit, unit, name);
         let reply = if quantity < 0 {
             key.refund(now, &p, quantity.unsigned_abs());
-            key.decide(now, &p, 0).0.reply(now, Unit::Seconds)
+            key.decide(now, &p, 0).0.reply(now, TimeUnit::Seconds)
         } else {
-            run(&mut key, now, &p, quantity as u64).reply(now, Unit::Seconds)
+            run(&mut key, now, &p, quantity as u64).reply(now, TimeUnit::Seconds)
         };
         assert_eq!(
             reply, expect,
@@ -147,7 +147,7 @@ fn the_stored_end_decides() {
         2,
         b"Europe/Berlin",
     );
-    let mut key = Quota::decode(&bytes).unwrap();
+    let mut key = QuotaState::decode(&bytes).unwrap();
     let end = at("2026-06-01T11:00:00Z");
     let before = Nanos::new(end.get() - 1);
     let (d, _) = key.decide(before, &p, 0);
@@ -170,7 +170,7 @@ fn carried_units_and_a_new_period_of_the_keys_own_unit() {
     // 2 per MONTH in +05:45: March ends 31 Mar 18:15Z. Then DAY in Berlin
     // on the 20th: the month's units carry over, counted until 18:15Z on
     // the 31st, while the key's period is the Berlin day of the 20th.
-    let mut key = Quota::default();
+    let mut key = QuotaState::default();
     run(
         &mut key,
         at("2026-03-10T00:00:00Z"),
@@ -196,7 +196,7 @@ fn carried_units_and_a_new_period_of_the_keys_own_unit() {
 
 #[test]
 fn inspect_shows_the_period() {
-    let mut key = Quota::default();
+    let mut key = QuotaState::default();
     let p = params(10, Week, "Asia/Shanghai");
     run(&mut key, at("2026-06-14T15:59:59Z"), &p, 4);
     let ms = |t: &str| Detail::Integer(unix(t) * 1_000);
@@ -216,8 +216,8 @@ fn inspect_shows_the_period() {
     );
     assert!(!key.is_empty_at(at("2026-06-14T15:59:59Z")));
     assert!(key.is_empty_at(at("2026-06-14T16:00:00Z")));
-    assert!(Quota::default().is_empty_at(Nanos::ZERO));
-    assert_eq!(key.mem_usage(), std::mem::size_of::<Quota>());
+    assert!(QuotaState::default().is_empty_at(Nanos::ZERO));
+    assert_eq!(key.mem_usage(), std::mem::size_of::<QuotaState>());
 }
 
 mod format;

@@ -147,7 +147,7 @@ proptest! {
         start in 1_500_000_000u64 * S..2_500_000_000 * S,
         calls in proptest::collection::vec(call(), 1..40),
     ) {
-        let mut key = Quota::default();
+        let mut key = QuotaState::default();
         let mut model = Recorded::default();
         let mut now = start;
         let mut marks: Vec<u64> = Vec::new();
@@ -184,15 +184,15 @@ proptest! {
             }
             // Every state the key reaches is saved and read back as it is
             // (but the missing key's, which is never stored).
-            if key != Quota::default() {
-                prop_assert_eq!(Quota::decode(&key.encode()), Ok(key.clone()));
+            if key != QuotaState::default() {
+                prop_assert_eq!(QuotaState::decode(&key.encode()), Ok(key.clone()));
             }
         }
     }
 
     #[test]
     fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
-        let _ = Quota::decode(&bytes);
+        let _ = QuotaState::decode(&bytes);
     }
 
     #[test]
@@ -203,7 +203,7 @@ proptest! {
         for (i, b) in edits {
             bytes[i] = b;
         }
-        if let Ok(key) = Quota::decode(&bytes) {
+        if let Ok(key) = QuotaState::decode(&bytes) {
             // Accepted: it is what a state encodes to (or names a zone this
             // database does not know, which re-encodes under the marker).
             let again = key.encode();
@@ -217,7 +217,7 @@ proptest! {
 #[test]
 fn an_update_is_small() {
     // used, four instants, the unit and the zone: seven words.
-    assert_eq!(std::mem::size_of::<Quota>(), 56);
+    assert_eq!(std::mem::size_of::<QuotaState>(), 56);
     assert_eq!(std::mem::size_of::<QuotaUpdate>(), 56);
     assert_eq!(std::mem::size_of::<Zone>(), 8);
 }
