@@ -1,7 +1,9 @@
-//! The one table of limiter kinds (docs/DESIGN.md#one-table-of-kinds).
+//! The one table of kinds (docs/DESIGN.md#one-table-of-kinds).
 //!
-//! Every kind is a `core::Kind` and one row of [`kinds!`] below. From
-//! that row come, with nothing else to write: its command `RL.<NAME>`, its
+//! Every kind is a `core::Kind` and one row of [`kinds!`] below. The rows
+//! are data; a step that needs a kind's type visits it (`Visit`,
+//! `VisitKind`, `VisitUpdate`), so the code of each step stays in its own
+//! file. From a row come, with nothing else to write: its command `RL.<NAME>`, its
 //! spec word in RL.ALLOW / RL.PEEK / RL.REFUND, its custom data type (RDB,
 //! AOF, digest, memory), its `RL.STATE` payloads, its RL.INSPECT type, and
 //! its INFO rows (`<name>_calls`, `<name>_keys`, ...). The glue is generic
@@ -134,12 +136,15 @@ macro_rules! kinds {
         impl Staged {
             /// Runs `v` with the staged update's kind, taking the update
             /// out of its variant (so that only the update moves, not the
-            /// whole enum, as large as the largest kind's update); `None`
+            /// whole enum, as large as the largest kind's update); `nothing`
             /// when nothing is staged or it was taken already.
-            pub fn take<V: VisitUpdate>(&mut self, v: V) -> Option<V::Out> {
+            pub fn take<V: VisitUpdate>(&mut self, v: V, nothing: V::Out) -> V::Out {
                 match self {
-                    Staged::Nothing => None,
-                    $(Staged::$variant(update) => update.take().map(|u| v.visit::<$ty>(u))),+
+                    Staged::Nothing => nothing,
+                    $(Staged::$variant(update) => match update.take() {
+                        Some(update) => v.visit::<$ty>(update),
+                        None => nothing,
+                    }),+
                 }
             }
         }

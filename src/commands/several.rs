@@ -187,7 +187,7 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
         for ((limit, spec), decision) in limits.iter_mut().zip(&specs).zip(&decisions) {
             let key = &mut limit.key;
             if allowed {
-                limit.staged.take(Commit { key }).unwrap_or(Ok(()))?;
+                limit.staged.take(Commit { key }, Ok(()))?;
                 recorded(key, decision.reset_at);
                 limit.changed = true;
             } else {
