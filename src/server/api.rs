@@ -146,8 +146,10 @@ pub struct LoadCtx<'a> {
     _load: std::marker::PhantomData<&'a ()>,
 }
 
-impl LoadCtx<'_> {
-    pub(super) fn new(raw: *mut RedisModuleCtx, _context: &redis_module::Context) -> Self {
+impl<'a> LoadCtx<'a> {
+    /// The load context `raw`, valid while `_context`, the crate's view of
+    /// it, is borrowed.
+    pub(super) fn new(raw: *mut RedisModuleCtx, _context: &'a redis_module::Context) -> Self {
         LoadCtx {
             raw,
             _load: std::marker::PhantomData,

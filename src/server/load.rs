@@ -1,11 +1,11 @@
 //! `RedisModule_OnLoad`, the module's entry: it registers the module with
 //! the server, takes the `PREFIX` option out of the load arguments, makes
-//! the configuration from the rest (docs/operations.md#loading), and runs
+//! the configuration from the rest (docs/DESIGN.md#loading), and runs
 //! the module's own `init`. Written out rather than through the
 //! `redis-module` crate's `redis_module!` macro, whose entry reads every
 //! load argument as a configuration name or value.
 
-use std::ffi::{c_char, c_int};
+use std::ffi::{c_char, c_int, CStr};
 
 use redis_module::configuration::{
     get_bool_default_config_value, get_i64_default_config_value, register_bool_configuration,
@@ -18,8 +18,6 @@ use crate::config;
 
 /// The module's name, as `MODULE LIST` shows it and INFO names its section.
 const NAME: &CStr = c"ratelimit";
-
-use std::ffi::CStr;
 
 /// The module's version as `MODULE LIST` shows it, from Cargo.toml's:
 /// major × 10000 + minor × 100 + patch.
