@@ -9,7 +9,10 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
-use crate::args::Bounds;
+use std::ffi::{CStr, CString};
+use std::sync::OnceLock;
+
+use crate::core::{slice, slide, Ceiling};
 
 pub static MAX_SLIDE_LIMIT: AtomicI64 = AtomicI64::new(DEFAULT_MAX_SLIDE_LIMIT);
 pub static MAX_SLICES: AtomicI64 = AtomicI64::new(DEFAULT_MAX_SLICES);
@@ -31,4 +34,78 @@ pub fn bounds() -> Bounds {
 
 pub fn cell_alias() -> bool {
     CELL_ALIAS.load(Ordering::Relaxed)
+}
+
+/// Bounds that the server's configuration may tighten below the hard
+/// ceilings of the kinds.
+#[derive(Clone, Copy, Debug)]
+pub struct Bounds {
+    pub max_slide_limit: u64,
+    pub max_slices: u64,
+}
+
+impl Bounds {
+    pub const DEFAULT: Bounds = Bounds {
+        max_slide_limit: 1_000_000,
+        max_slices: 86_400,
+    };
+    /// What a replicated or loaded command is held to: the master already
+    /// accepted it under its own configuration.
+    pub const HARD: Bounds = Bounds {
+        max_slide_limit: slide::MAX_LIMIT,
+        max_slices: slice::MAX_SLICES,
+    };
+
+    pub fn ceiling(&self, ceiling: Ceiling) -> u64 {
+        match ceiling {
+            Ceiling::SlideLimit => self.max_slide_limit,
+            Ceiling::Slices => self.max_slices,
+        }
+    }
+}
+
+/// The word every command's name starts with: `RL`, or the load-time
+/// `PREFIX` (docs/operations.md#loading).
+static PREFIX: OnceLock<Names> = OnceLock::new();
+
+/// The commands' prefix and the name of the one command the type
+/// callbacks write (`<prefix>.STATE`), made once at load.
+struct Names {
+    prefix: String,
+    state: CString,
+}
+
+/// The default prefix.
+pub const DEFAULT_PREFIX: &str = "RL";
+/// The longest `PREFIX` word.
+pub const MAX_PREFIX: usize = 32;
+
+/// Sets the prefix, once, at load, before any command is registered.
+/// False when it was set already.
+pub fn set_prefix(prefix: &str) -> bool {
+    let state = CString::new(format!("{prefix}.STATE")).unwrap_or_default();
+    PREFIX
+        .set(Names {
+            prefix: prefix.to_string(),
+            state,
+        })
+        .is_ok()
+}
+
+/// The commands' prefix: `RL` unless the module was loaded with `PREFIX`.
+pub fn prefix() -> &'static str {
+    PREFIX.get().map_or(DEFAULT_PREFIX, |n| n.prefix.as_str())
+}
+
+/// `<prefix>.STATE`, which AOF rewrite and a state-replicating kind write.
+pub fn state_command() -> &'static CStr {
+    PREFIX.get().map_or(c"RL.STATE", |n| n.state.as_c_str())
+}
+
+/// Whether `word` may be a `PREFIX`: 1 to [`MAX_PREFIX`] ASCII letters,
+/// digits and underscores (no dot, no space, nothing a configuration name
+/// has: they all hold a hyphen).
+pub fn valid_prefix(word: &[u8]) -> bool {
+    (1..=MAX_PREFIX).contains(&word.len())
+        && word.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
 }

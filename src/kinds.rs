@@ -1,39 +1,51 @@
-//! The one table of limiter kinds (docs/DESIGN.md#one-table-of-kinds).
+//! The one table of kinds (docs/DESIGN.md#one-table-of-kinds).
 //!
-//! Every kind is a `core::Limiter` and one row of [`kinds!`] below. From
-//! that row come, with nothing else to write: its command `RL.<NAME>`, its
+//! Every kind is a `core::Kind` and one row of [`kinds!`] below. The rows
+//! are data; a step that needs a kind's type visits it (`Visit`,
+//! `VisitKind`, `VisitUpdate`), so the code of each step stays in its own
+//! file. From a row come, with nothing else to write: its command `RL.<NAME>`, its
 //! spec word in RL.ALLOW / RL.PEEK / RL.REFUND, its custom data type (RDB,
 //! AOF, digest, memory), its `RL.STATE` payloads, its RL.INSPECT type, and
 //! its INFO rows (`<name>_calls`, `<name>_keys`, ...). The glue is generic
-//! over [`Kind`] and never names a kind, except RL.RELEASE, a command of
+//! over [`Listed`] and never names a kind, except RL.RELEASE, a command of
 //! the LEASE kind alone, and INFO's line of RL.QUOTA's time-zone rules.
 
-use crate::args::{self, ArgError, Bounds, RawSpec};
-use crate::commands::{self, Error};
-use crate::core::{lease, quota, slice, slide, throttle, Limiter, Nanos, Param, Unit};
-use crate::server::{Key, ModuleType};
+use crate::core::{lease, quota, slice, slide, throttle, Kind, Param};
+use crate::server::{ModuleType, Stored};
 
-/// A kind as the glue sees it: its `Limiter` plus what the table gives it.
-pub trait Kind: Limiter {
-    /// Its row in [`KINDS`], which is also its INFO row.
-    const INDEX: usize;
-    /// Its custom data type.
-    fn module_type() -> &'static ModuleType<Self>;
+/// A kind as the glue sees it: its `Kind`, stored in its custom data
+/// type (`Stored`), plus what the table gives it.
+pub trait Listed: Stored {
+    /// Its row in [`KINDS`].
+    const ID: KindId;
+    /// Its row's index in [`KINDS`], which is also its INFO row.
+    const INDEX: usize = Self::ID as usize;
     /// Its parameters as a [`Spec`].
     fn spec(params: Self::Params) -> Spec;
     /// Its update as a [`Staged`] one.
     fn staged(update: Self::Update) -> Staged;
 }
 
-/// What a several-limit command does with one spec, for any kind.
+/// What a command does with one spec (a kind and its parameters), for
+/// any kind: [`Spec::visit`] calls it with the spec's kind.
 pub trait Visit {
     type Out;
-    fn visit<L: Kind>(self, params: &L::Params) -> Self::Out;
+    fn visit<L: Listed>(self, params: &L::Params) -> Self::Out;
 }
 
-/// One kind, type-erased: what the commands that find a kind by its word,
-/// its tag or a key's type need of it.
+/// What the glue does with one kind, without parameters (read a spec's
+/// words, inspect or restore a key, describe the command, create the data
+/// type): [`Row::visit`] calls it with the row's kind.
+pub trait VisitKind {
+    type Out;
+    fn visit<L: Listed>(self) -> Self::Out;
+}
+
+/// One kind, as data: what the commands that find a kind by its word, its
+/// tag or a key's type need of it. Whatever needs the kind's type goes
+/// through [`Row::visit`].
 pub struct Row {
+    pub id: KindId,
     pub name: &'static str,
     /// The name as `packed_upper` reads it, for `by_word`.
     packed_name: Option<u64>,
@@ -44,22 +56,14 @@ pub struct Row {
     /// Today's tag and the legacy ones of `RL.STATE` payloads.
     pub tag: u8,
     pub legacy: &'static [(i32, u8)],
-    /// The parameters of a spec, read once into a typed [`Spec`].
-    pub read: fn(&RawSpec<'_, '_>, Unit, Bounds) -> Result<Spec, ArgError>,
-    /// RL.INSPECT's fields of a key holding this kind; `None` for another
-    /// type.
-    pub inspect: fn(&mut Key<'_>, Nanos) -> Option<commands::Details>,
-    /// Sets a key to a decoded `RL.STATE` payload of this kind.
-    pub restore: fn(&mut Key<'_>, u8, &[u8]) -> Result<(), Error>,
-    /// The command `RL.<NAME>`.
-    pub command: fn() -> crate::registration::CommandSpec,
-    /// Creates the data type at load.
-    pub create_type: fn(*mut redis_module::raw::RedisModuleCtx) -> Result<(), String>,
+    /// The name `TYPE key` answers.
+    pub type_name: &'static str,
 }
 
 impl Row {
-    const fn of<L: Kind>() -> Row {
+    const fn of<L: Listed>() -> Row {
         Row {
+            id: L::ID,
             name: L::NAME,
             packed_name: packed_upper(L::NAME.as_bytes()),
             params: L::PARAMS,
@@ -68,11 +72,7 @@ impl Row {
             refunds: L::REFUNDS,
             tag: L::TAG,
             legacy: L::LEGACY,
-            read: read::<L>,
-            inspect: commands::inspect_key::<L>,
-            restore: commands::restore::<L>,
-            command: commands::limiter_command::<L>,
-            create_type: crate::types::create::<L>,
+            type_name: L::TYPE_NAME,
         }
     }
 
@@ -80,21 +80,37 @@ impl Row {
     pub fn reads_tag(&self, tag: u8) -> bool {
         self.tag == tag || self.legacy.iter().any(|&(_, t)| t == tag)
     }
-}
 
-fn read<L: Kind>(raw: &RawSpec<'_, '_>, unit: Unit, bounds: Bounds) -> Result<Spec, ArgError> {
-    args::params::<L>(raw, unit, bounds).map(L::spec)
+    /// Runs `v` with this row's kind.
+    pub fn visit<V: VisitKind>(&self, v: V) -> V::Out {
+        self.id.visit(v)
+    }
 }
 
 /// The table: one row per kind, `Variant => state type`, in the order of
 /// the commands and of INFO.
 macro_rules! kinds {
     ($($variant:ident => $ty:ty),+ $(,)?) => {
+        /// The kinds, one variant per row of [`KINDS`], in its order.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum KindId {
+            $($variant),+
+        }
+
+        impl KindId {
+            /// Runs `v` with this kind.
+            fn visit<V: VisitKind>(self, v: V) -> V::Out {
+                match self {
+                    $(KindId::$variant => v.visit::<$ty>()),+
+                }
+            }
+        }
+
         /// One limit of a command, parsed once: its kind and its validated
         /// parameters.
         #[derive(Clone, Copy, Debug)]
         pub enum Spec {
-            $($variant(<$ty as Limiter>::Params)),+
+            $($variant(<$ty as Kind>::Params)),+
         }
 
         /// What one limit of a several-limit call records when the whole
@@ -102,7 +118,7 @@ macro_rules! kinds {
         /// committed).
         pub enum Staged {
             Nothing,
-            $($variant(Option<<$ty as Limiter>::Update>)),+
+            $($variant(Option<<$ty as Kind>::Update>)),+
         }
 
         /// The kinds, in the table's order.
@@ -118,48 +134,129 @@ macro_rules! kinds {
         }
 
         impl Staged {
-            /// Records the staged update on its key (opened for writing),
-            /// once. It is taken out of its variant, so that only the
-            /// update moves, not the whole enum (as large as the largest
-            /// kind's update).
-            pub fn commit(&mut self, key: &mut Key<'_>) -> Result<(), Error> {
+            /// Runs `v` with the staged update's kind, taking the update
+            /// out of its variant (so that only the update moves, not the
+            /// whole enum, as large as the largest kind's update); `nothing`
+            /// when nothing is staged or it was taken already.
+            pub fn take<V: VisitUpdate>(&mut self, v: V, nothing: V::Out) -> V::Out {
                 match self {
-                    Staged::Nothing => Ok(()),
+                    Staged::Nothing => nothing,
                     $(Staged::$variant(update) => match update.take() {
-                        Some(update) => commands::commit::<$ty>(key, update),
-                        None => Ok(()),
+                        Some(update) => v.visit::<$ty>(update),
+                        None => nothing,
                     }),+
                 }
             }
         }
 
-        kinds!(@impl 0usize; $($variant => $ty),+);
+        $(
+            impl Stored for $ty {
+                fn module_type() -> &'static ModuleType<$ty> {
+                    static TYPE: ModuleType<$ty> = ModuleType::new();
+                    &TYPE
+                }
+            }
+
+            impl Listed for $ty {
+                const ID: KindId = KindId::$variant;
+                fn spec(params: <$ty as Kind>::Params) -> Spec {
+                    Spec::$variant(params)
+                }
+                fn staged(update: <$ty as Kind>::Update) -> Staged {
+                    Staged::$variant(Some(update))
+                }
+            }
+        )+
     };
-    (@impl $index:expr; $variant:ident => $ty:ty $(, $rest:ident => $rest_ty:ty)*) => {
-        impl Kind for $ty {
-            const INDEX: usize = $index;
-            fn module_type() -> &'static ModuleType<$ty> {
-                static TYPE: ModuleType<$ty> = crate::types::module_type::<$ty>();
-                &TYPE
-            }
-            fn spec(params: <$ty as Limiter>::Params) -> Spec {
-                Spec::$variant(params)
-            }
-            fn staged(update: <$ty as Limiter>::Update) -> Staged {
-                Staged::$variant(Some(update))
-            }
-        }
-        kinds!(@impl $index + 1; $($rest => $rest_ty),*);
-    };
-    (@impl $index:expr;) => {};
+}
+
+/// What a several-limit call does with a staged update: [`Staged::take`]
+/// calls it with the update's kind.
+pub trait VisitUpdate {
+    type Out;
+    fn visit<L: Listed>(self, update: L::Update) -> Self::Out;
 }
 
 kinds! {
-    Throttle => throttle::Tat,
-    Slide => slide::SlideLog,
-    Slice => slice::SliceWindow,
-    Lease => lease::Leases,
-    Quota => quota::Quota,
+    Throttle => throttle::ThrottleState,
+    Slide => slide::SlideState,
+    Slice => slice::SliceState,
+    Lease => lease::LeaseState,
+    QuotaState => quota::QuotaState,
+}
+
+// Checked when the module compiles: every kind's words, tags and type
+// names are its own (`by_word`, RL.STATE and the server find a kind by the
+// first match), and a type name is the nine characters the server requires.
+const _: () = {
+    let mut i = 0;
+    while i < KINDS.len() {
+        let row = &KINDS[i];
+        assert!(row.type_name.len() == 9, "a type name is 9 characters");
+        assert!(row.id as usize == i, "rows are in the order of KindId");
+        let mut j = 0;
+        while j < row.legacy.len() {
+            assert!(
+                row.legacy[j].1 != row.tag,
+                "a legacy tag repeats its kind's tag"
+            );
+            j += 1;
+        }
+        let mut k = i + 1;
+        while k < KINDS.len() {
+            let other = &KINDS[k];
+            assert!(!same_text(row.name, other.name), "two kinds share a word");
+            assert!(
+                !same_text(row.type_name, other.type_name),
+                "two kinds share a type name"
+            );
+            assert!(!other.reads_tag_const(row.tag), "two kinds share a tag");
+            let mut j = 0;
+            while j < row.legacy.len() {
+                assert!(
+                    !other.reads_tag_const(row.legacy[j].1),
+                    "two kinds share a tag"
+                );
+                j += 1;
+            }
+            k += 1;
+        }
+        i += 1;
+    }
+};
+
+impl Row {
+    /// `reads_tag`, at compile time.
+    const fn reads_tag_const(&self, tag: u8) -> bool {
+        if self.tag == tag {
+            return true;
+        }
+        let mut i = 0;
+        while i < self.legacy.len() {
+            if self.legacy[i].1 == tag {
+                return true;
+            }
+            i += 1;
+        }
+        false
+    }
+}
+
+/// Whether two texts are the same in ASCII upper case (kind words are
+/// compared in any case), at compile time.
+const fn same_text(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if !a[i].eq_ignore_ascii_case(&b[i]) {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// The kind whose word is `word` (any case).

@@ -1,14 +1,15 @@
 //! redis-ratelimit: rate limiting inside Redis, on compact custom types.
 //!
-//! - `core`: the kinds of limit, one `Limiter` each, pure and unit-tested
-//!   without a server;
+//! - `core`: the kinds of limit, one `Kind` each, pure and unit-tested
+//!   without a server (no `unsafe`: forbidden there);
 //! - `kinds`: the one table of kinds, from which everything else derives;
 //! - `args`: arguments to validated parameters, and the error table;
-//! - `commands`: the commands and the one flow every limiter runs;
-//! - `registration`: typed command metadata (flags, key specs, COMMAND DOCS);
-//! - `types`: the custom data types' callbacks;
-//! - `server`: the server API, resolved at load, behind typed handles;
+//! - `commands`: the commands, the one flow every limiter runs, INFO;
+//! - `server`: everything that talks to the server's C API, and the only
+//!   place with `unsafe` code (denied everywhere else);
 //! - `clock`: the one clock; `replication`, `stats`, `config`.
+#![deny(unsafe_code)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod args;
 mod clock;
@@ -16,102 +17,47 @@ mod commands;
 mod config;
 mod core;
 mod kinds;
-mod registration;
 mod replication;
 mod server;
 mod stats;
-mod types;
 
-use redis_module::configuration::ConfigurationFlags;
-use redis_module::{redis_module, Context, RedisString, Status};
+use kinds::{Listed, VisitKind, KINDS};
+use server::LoadCtx;
 
 // Redis's allocator inside the server, so that INFO memory and MEMORY
 // USAGE see what the module allocates; the system allocator in unit tests,
 // which run without a server.
 #[cfg(not(test))]
-type Allocator = redis_module::alloc::RedisAlloc;
-#[cfg(not(test))]
-const ALLOCATOR: Allocator = redis_module::alloc::RedisAlloc;
-#[cfg(test)]
-type Allocator = std::alloc::System;
-#[cfg(test)]
-const ALLOCATOR: Allocator = std::alloc::System;
+#[global_allocator]
+static ALLOCATOR: redis_module::alloc::RedisAlloc = redis_module::alloc::RedisAlloc;
 
-/// The module's version as `MODULE LIST` shows it, from Cargo.toml's:
-/// major × 10000 + minor × 100 + patch.
-const VERSION: i32 = {
-    let major = parse_version_part(env!("CARGO_PKG_VERSION_MAJOR"));
-    let minor = parse_version_part(env!("CARGO_PKG_VERSION_MINOR"));
-    let patch = parse_version_part(env!("CARGO_PKG_VERSION_PATCH"));
-    major * 10_000 + minor * 100 + patch
-};
-
-/// A decimal number of Cargo's version, at compile time.
-const fn parse_version_part(text: &str) -> i32 {
-    let bytes = text.as_bytes();
-    let mut n = 0;
-    let mut i = 0;
-    while i < bytes.len() {
-        n = n * 10 + (bytes[i] - b'0') as i32;
-        i += 1;
+/// What the module does when it loads, once the server knows it and its
+/// configuration is read (`server::load`): resolve the server's API, create
+/// the data types, register the commands, watch the replication stream,
+/// add the INFO section. The error is the line to log.
+fn init(ctx: LoadCtx) -> Result<(), String> {
+    let api = server::resolve_api().map_err(|name| {
+        format!("this server lacks {name}; Redis 7.0 or newer (or Valkey 8 or newer) is required")
+    })?;
+    ctx.set_module_options(api);
+    for kind in KINDS {
+        kind.visit(CreateType { ctx })?;
     }
-    n
+    commands::register(api, ctx)?;
+    replication::init(api, ctx);
+    server::register_info::<commands::Info>(api, ctx)
+        .map_err(|message| message.to_string_lossy().into_owned())
 }
 
-fn init(ctx: &Context, _args: &[RedisString]) -> Status {
-    let api = match server::resolve_api() {
-        Ok(api) => api,
-        Err(name) => {
-            ctx.log_warning(&format!(
-                "ratelimit: this server lacks {name}; Redis 7.0 or newer (or Valkey 8 or newer) is required"
-            ));
-            return Status::Err;
-        }
-    };
-    let raw_ctx = ctx.get_raw();
-    // SAFETY: called once during OnLoad with the load context.
-    unsafe {
-        (api.set_module_options)(
-            raw_ctx,
-            (redis_module::raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS
-                | redis_module::raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED)
-                as i32,
-        );
-    }
-    for kind in kinds::KINDS {
-        if let Err(message) = (kind.create_type)(raw_ctx) {
-            ctx.log_warning(&format!("ratelimit: {message}"));
-            return Status::Err;
-        }
-    }
-    if let Err(message) = commands::register(api, raw_ctx) {
-        ctx.log_warning(&format!("ratelimit: {message}"));
-        return Status::Err;
-    }
-    replication::init(api, raw_ctx);
-    if let Err(message) = stats::register(api, raw_ctx) {
-        ctx.log_warning(&format!("ratelimit: {}", message.to_string_lossy()));
-        return Status::Err;
-    }
-    Status::Ok
+/// Creates a kind's data type in the server.
+struct CreateType<'a> {
+    ctx: LoadCtx<'a>,
 }
 
-redis_module! {
-    name: "ratelimit",
-    version: VERSION,
-    allocator: (Allocator, ALLOCATOR),
-    data_types: [],
-    init: init,
-    configurations: [
-        i64: [
-            ["max-slide-limit", &config::MAX_SLIDE_LIMIT, config::DEFAULT_MAX_SLIDE_LIMIT, 1, config::HARD_MAX_SLIDE_LIMIT, ConfigurationFlags::DEFAULT, None],
-            ["max-slices", &config::MAX_SLICES, config::DEFAULT_MAX_SLICES, 1, config::HARD_MAX_SLICES, ConfigurationFlags::DEFAULT, None],
-        ],
-        string: [],
-        bool: [
-            ["cell-alias", &config::CELL_ALIAS, false, ConfigurationFlags::IMMUTABLE, None],
-        ],
-        enum: [],
-        module_args_as_configuration: true,
-    ]
+impl VisitKind for CreateType<'_> {
+    type Out = Result<(), String>;
+
+    fn visit<L: Listed>(self) -> Result<(), String> {
+        L::module_type().create(self.ctx)
+    }
 }

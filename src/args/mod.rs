@@ -2,7 +2,7 @@
 //!
 //! Every limiter command has the shape
 //! `key p1 .. pN [id] [quantity] [MS] [options] [AT ns]`: the parameters are
-//! those the kind's `Limiter::PARAMS` describes (times in whole seconds,
+//! those the kind's `Kind::PARAMS` describes (times in whole seconds,
 //! milliseconds with `MS`), the id is there for a kind that `TAKES_ID`,
 //! `quantity` defaults to 1, and `AT` carries the master's clock in the
 //! replicated form, which only the replication link and the AOF may send
@@ -13,43 +13,16 @@ mod spec;
 
 use std::ffi::CString;
 
-pub use spec::{lease_id, limiter, params, refund, several, RawSpec, Request};
+pub use spec::{id, refund, several, single, Request};
 
-use crate::core::{slice, slide, Ceiling, Param, ParamKind, Unit, MAX_DURATION_SECONDS};
+pub use crate::config::Bounds;
+use crate::core::{Param, ParamKind, TimeUnit, MAX_DURATION_SECONDS};
 
 /// The largest quantity one request may ask for. A quantity above the
 /// limiter's capacity can never fit; this bound only keeps numbers sane.
 pub const MAX_QUANTITY: u64 = 1_000_000_000_000;
 /// The most keys (and so limits) of one several-limit call.
 pub const MAX_KEYS: usize = 16;
-
-/// Bounds that the server's configuration may tighten below the hard
-/// ceilings of the kinds.
-#[derive(Clone, Copy, Debug)]
-pub struct Bounds {
-    pub max_slide_limit: u64,
-    pub max_slices: u64,
-}
-
-impl Bounds {
-    pub const DEFAULT: Bounds = Bounds {
-        max_slide_limit: 1_000_000,
-        max_slices: 86_400,
-    };
-    /// What a replicated or loaded command is held to: the master already
-    /// accepted it under its own configuration.
-    pub const HARD: Bounds = Bounds {
-        max_slide_limit: slide::MAX_LIMIT,
-        max_slices: slice::MAX_SLICES,
-    };
-
-    fn ceiling(&self, ceiling: Ceiling) -> u64 {
-        match ceiling {
-            Ceiling::SlideLimit => self.max_slide_limit,
-            Ceiling::Slices => self.max_slices,
-        }
-    }
-}
 
 /// Whether the configuration may cap one of these parameters, so that
 /// reading them needs the configured [`Bounds`].
@@ -75,7 +48,7 @@ pub enum ArgError {
         name: &'static str,
         min: u64,
         max: u64,
-        unit: Option<Unit>,
+        unit: Option<TimeUnit>,
     },
     /// Not one of the words a parameter takes.
     Word {
@@ -139,8 +112,8 @@ impl ArgError {
             } => {
                 let unit = match unit {
                     None => "",
-                    Some(Unit::Seconds) => " (seconds)",
-                    Some(Unit::Millis) => " (milliseconds, with MS)",
+                    Some(TimeUnit::Seconds) => " (seconds)",
+                    Some(TimeUnit::Millis) => " (milliseconds, with MS)",
                 };
                 format!("ERR {name} must be an integer from {min} to {max}{unit}")
             }
@@ -217,14 +190,14 @@ pub fn unix_ms(arg: &[u8]) -> Result<i64, ArgError> {
 }
 
 /// The largest time a parameter may have in `unit`.
-const fn max_time(unit: Unit) -> u64 {
+const fn max_time(unit: TimeUnit) -> u64 {
     match unit {
-        Unit::Seconds => MAX_DURATION_SECONDS,
-        Unit::Millis => MAX_DURATION_SECONDS * 1_000,
+        TimeUnit::Seconds => MAX_DURATION_SECONDS,
+        TimeUnit::Millis => MAX_DURATION_SECONDS * 1_000,
     }
 }
 
-fn range(name: &'static str, min: u64, max: u64, unit: Option<Unit>) -> ArgError {
+fn range(name: &'static str, min: u64, max: u64, unit: Option<TimeUnit>) -> ArgError {
     ArgError::Integer {
         name,
         min,
@@ -240,7 +213,7 @@ fn integer(
     name: &'static str,
     min: u64,
     max: u64,
-    unit: Option<Unit>,
+    unit: Option<TimeUnit>,
 ) -> Result<u64, ArgError> {
     match parse_decimal(arg) {
         Some(n) if (min..=max).contains(&n) => Ok(n),

@@ -5,15 +5,15 @@
 //! parameters by position, the options by keyword), with the command's own
 //! options (`MS`, `AT`, `QUANTITY`, `ID`); then, with the unit and the
 //! bounds known, each word becomes a value of its `ParamKind` and the
-//! kind's `Limiter::params` makes the typed parameters. No word is looked
+//! kind's `Kind::params` makes the typed parameters. No word is looked
 //! at twice, and a text value (a lease id, a zone) is never taken for an
 //! option.
 
 use arrayvec::ArrayVec;
 
 use super::{integer, max_time, printable, range, ArgError, Bounds, MAX_KEYS, MAX_QUANTITY};
-use crate::core::{Limiter, Nanos, Param, ParamError, ParamKind, Unit, Value};
-use crate::kinds::{self, Row, Spec};
+use crate::core::{Kind, Nanos, Param, ParamError, ParamKind, TimeUnit, Value};
+use crate::kinds::{self, Listed, Row, Spec, VisitKind};
 
 /// The most parameters, and options, any kind takes.
 pub(super) const MAX_PARAMS: usize = 4;
@@ -36,7 +36,7 @@ pub struct Request<'a, P> {
     /// What the request takes, for a kind that `TAKES_ID`; empty otherwise.
     pub id: &'a [u8],
     pub quantity: u64,
-    pub unit: Unit,
+    pub unit: TimeUnit,
     pub at: Option<Nanos>,
 }
 
@@ -44,7 +44,7 @@ pub struct Request<'a, P> {
 #[derive(Clone, Copy, Debug)]
 pub struct Tail<'a> {
     pub quantity: u64,
-    pub unit: Unit,
+    pub unit: TimeUnit,
     /// The master's clock, from `AT`.
     pub at: Option<Nanos>,
     /// `ID`: what a several-limit call takes of a kind that `TAKES_ID`.
@@ -57,7 +57,7 @@ pub type Options<'a> = Tail<'a>;
 impl<'a> Tail<'a> {
     const DEFAULT: Tail<'static> = Tail {
         quantity: 1,
-        unit: Unit::Seconds,
+        unit: TimeUnit::Seconds,
         at: None,
         id: None,
     };
@@ -82,10 +82,10 @@ impl<'a> Tail<'a> {
     ) -> Result<bool, ArgError> {
         let word = arg(args, *i);
         if word.eq_ignore_ascii_case(b"MS") {
-            if self.unit == Unit::Millis {
+            if self.unit == TimeUnit::Millis {
                 return Err(ArgError::Repeated("MS"));
             }
-            self.unit = Unit::Millis;
+            self.unit = TimeUnit::Millis;
         } else if word.eq_ignore_ascii_case(b"AT") {
             if !trusted.take().is_some_and(|f| f()) {
                 return Err(ArgError::AtFromClient);
@@ -133,7 +133,7 @@ impl<'a> RawSpec<'_, 'a> {
 /// `p1 .. pN [id] [quantity] [MS] [options] [AT ns]`. `trusted` answers
 /// whether the call came from the master or the AOF (asked only when `AT`
 /// is there); `bounds` are the configured ones.
-pub fn limiter<'a, L: Limiter>(
+pub fn single<'a, L: Kind>(
     args: &[&'a [u8]],
     trusted: impl FnOnce() -> bool,
     bounds: Bounds,
@@ -147,7 +147,7 @@ pub fn limiter<'a, L: Limiter>(
     let id = match L::TAKES_ID {
         true => {
             i += 1;
-            lease_id(arg(args, n))?
+            id(arg(args, n))?
         }
         false => b"".as_slice(),
     };
@@ -184,7 +184,7 @@ pub fn limiter<'a, L: Limiter>(
 }
 
 /// A lease id: 1 to 128 bytes, any bytes.
-pub fn lease_id(word: &[u8]) -> Result<&[u8], ArgError> {
+pub fn id(word: &[u8]) -> Result<&[u8], ArgError> {
     if (1..=MAX_ID).contains(&word.len()) {
         Ok(word)
     } else {
@@ -199,9 +199,9 @@ pub fn lease_id(word: &[u8]) -> Result<&[u8], ArgError> {
 pub const MAX_ID: usize = 128;
 
 /// The typed parameters of `L` from a spec's words, in `unit`.
-pub fn params<L: Limiter>(
+pub fn params<L: Kind>(
     raw: &RawSpec<'_, '_>,
-    unit: Unit,
+    unit: TimeUnit,
     bounds: Bounds,
 ) -> Result<L::Params, ArgError> {
     // One step per parameter and option, each with its index a constant:
@@ -236,9 +236,9 @@ pub fn params<L: Limiter>(
 
 /// The value of parameter `I` of `L` (`Absent` past its last).
 #[inline(always)]
-fn param_value<'a, L: Limiter, const I: usize>(
+fn param_value<'a, L: Kind, const I: usize>(
     raw: &RawSpec<'_, 'a>,
-    unit: Unit,
+    unit: TimeUnit,
     bounds: Bounds,
 ) -> Result<Value<'a>, ArgError> {
     match L::PARAMS.get(I) {
@@ -249,9 +249,9 @@ fn param_value<'a, L: Limiter, const I: usize>(
 
 /// The value of option `I` of `L` (`Absent` when not given).
 #[inline(always)]
-fn option_value<'a, L: Limiter, const I: usize>(
+fn option_value<'a, L: Kind, const I: usize>(
     raw: &RawSpec<'_, 'a>,
-    unit: Unit,
+    unit: TimeUnit,
     bounds: Bounds,
 ) -> Result<Value<'a>, ArgError> {
     match (L::OPTIONS.get(I), raw.options.get(I)) {
@@ -265,7 +265,7 @@ fn option_value<'a, L: Limiter, const I: usize>(
 fn value<'a>(
     word: &'a [u8],
     param: &Param,
-    unit: Unit,
+    unit: TimeUnit,
     bounds: Bounds,
 ) -> Result<Value<'a>, ArgError> {
     let (min, max, scale) = match param.kind {
@@ -296,7 +296,7 @@ fn value<'a>(
 
 /// What a parameter may be, as the error for a value it may not be.
 #[cold]
-fn value_error(param: &Param, unit: Unit, bounds: Bounds) -> ArgError {
+fn value_error(param: &Param, unit: TimeUnit, bounds: Bounds) -> ArgError {
     match param.kind {
         ParamKind::Duration => range(param.name, 1, max_time(unit), Some(unit)),
         ParamKind::DurationOrZero => range(param.name, 0, max_time(unit), Some(unit)),
@@ -314,6 +314,21 @@ fn value_error(param: &Param, unit: Unit, bounds: Bounds) -> ArgError {
             name: param.name,
             max,
         },
+    }
+}
+
+/// Reads a spec's words into its kind's typed parameters.
+struct ReadSpec<'r, 'w, 'a> {
+    raw: &'r RawSpec<'w, 'a>,
+    unit: TimeUnit,
+    bounds: Bounds,
+}
+
+impl VisitKind for ReadSpec<'_, '_, '_> {
+    type Out = Result<Spec, ArgError>;
+
+    fn visit<L: Listed>(self) -> Self::Out {
+        params::<L>(self.raw, self.unit, self.bounds).map(L::spec)
     }
 }
 
@@ -355,7 +370,7 @@ fn find_spec<'w, 'a>(
             in_spec(
                 index,
                 row,
-                value_error(&row.options[o], Unit::Seconds, Bounds::DEFAULT),
+                value_error(&row.options[o], TimeUnit::Seconds, Bounds::DEFAULT),
             )
         })?;
         raw.option(row.options, o, value)
@@ -403,7 +418,7 @@ fn tail<'a>(
                 return Err(ArgError::Repeated("ID"));
             }
             i += 1;
-            out.id = Some(lease_id(arg(args, i))?);
+            out.id = Some(id(arg(args, i))?);
         } else {
             return Err(ArgError::Extra(printable(word)));
         }
@@ -460,7 +475,13 @@ pub fn several<'a>(
     let bounds = options.bounds(bounds);
     specs.clear();
     for (index, (row, raw)) in found.iter().enumerate() {
-        let spec = (row.read)(raw, options.unit, bounds).map_err(|e| in_spec(index + 1, row, e))?;
+        let spec = row
+            .visit(ReadSpec {
+                raw,
+                unit: options.unit,
+                bounds,
+            })
+            .map_err(|e| in_spec(index + 1, row, e))?;
         specs.push(spec);
     }
     let needs_id = found.iter().find(|(row, _)| row.takes_id);
@@ -493,6 +514,10 @@ pub fn refund<'a>(
     let quantity = integer(arg(args, next), "quantity", 0, MAX_QUANTITY, None)?;
     let mut tail = tail(args, next + 1, false, trusted)?;
     tail.quantity = quantity;
-    let spec = (row.read)(&raw, tail.unit, tail.bounds(bounds))?;
+    let spec = row.visit(ReadSpec {
+        raw: &raw,
+        unit: tail.unit,
+        bounds: tail.bounds(bounds),
+    })?;
     Ok((spec, tail))
 }

@@ -1,14 +1,14 @@
 use super::*;
-use crate::core::slice::{SliceParams, SliceWindow};
-use crate::core::slide::{SlideLog, SlideParams};
-use crate::core::throttle::{Tat, ThrottleParams};
-use crate::core::{Limiter, Nanos};
+use crate::core::slice::{SliceParams, SliceState};
+use crate::core::slide::{SlideParams, SlideState};
+use crate::core::throttle::{ThrottleParams, ThrottleState};
+use crate::core::{Kind, Nanos};
 
 fn throttle<'a>(
     args: &[&'a [u8]],
     trusted: impl FnOnce() -> bool,
 ) -> Result<Request<'a, ThrottleParams>, ArgError> {
-    limiter::<Tat>(args, trusted, Bounds::DEFAULT)
+    single::<ThrottleState>(args, trusted, Bounds::DEFAULT)
 }
 
 fn slide<'a>(
@@ -16,7 +16,7 @@ fn slide<'a>(
     trusted: impl FnOnce() -> bool,
     bounds: Bounds,
 ) -> Result<Request<'a, SlideParams>, ArgError> {
-    limiter::<SlideLog>(args, trusted, bounds)
+    single::<SlideState>(args, trusted, bounds)
 }
 
 fn slice<'a>(
@@ -24,7 +24,7 @@ fn slice<'a>(
     trusted: impl FnOnce() -> bool,
     bounds: Bounds,
 ) -> Result<Request<'a, SliceParams>, ArgError> {
-    limiter::<SliceWindow>(args, trusted, bounds)
+    single::<SliceState>(args, trusted, bounds)
 }
 
 #[test]
@@ -33,7 +33,7 @@ fn every_kind_fits_the_spec_buffers() {
         assert!(kind.params.len() <= spec::MAX_PARAMS, "{}", kind.name);
         assert!(kind.options.len() <= spec::MAX_OPTIONS, "{}", kind.name);
     }
-    assert!(Tat::PARAMS.len() <= spec::MAX_PARAMS);
+    assert!(ThrottleState::PARAMS.len() <= spec::MAX_PARAMS);
 }
 
 #[test]
@@ -124,8 +124,11 @@ fn throttle_arguments() {
         let r = throttle(&args, || false).unwrap();
         (r.quantity, r.unit, r.at)
     };
-    assert_eq!(ok(&["15", "30", "60"]), (1, Unit::Seconds, None));
-    assert_eq!(ok(&["0", "1", "250", "3", "ms"]), (3, Unit::Millis, None));
+    assert_eq!(ok(&["15", "30", "60"]), (1, TimeUnit::Seconds, None));
+    assert_eq!(
+        ok(&["0", "1", "250", "3", "ms"]),
+        (3, TimeUnit::Millis, None)
+    );
     assert_eq!(ok(&["0", "1", "1", "MS"]).0, 1);
 }
 
@@ -236,8 +239,8 @@ fn configured_bounds_apply_to_clients_only() {
 
 #[test]
 fn only_the_kinds_with_a_ceiling_need_the_configured_bounds() {
-    assert!(capped(SlideLog::PARAMS));
-    assert!(capped(SliceWindow::PARAMS));
-    assert!(!capped(Tat::PARAMS));
-    assert!(!capped(SlideLog::OPTIONS));
+    assert!(capped(SlideState::PARAMS));
+    assert!(capped(SliceState::PARAMS));
+    assert!(!capped(ThrottleState::PARAMS));
+    assert!(!capped(SlideState::OPTIONS));
 }

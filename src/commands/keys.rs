@@ -1,29 +1,35 @@
 //! The commands about one key of any kind: RL.INSPECT, RL.REFUND, and the
 //! internal RL.STATE that AOF rewrite writes.
 
-use std::ffi::{c_int, CString};
+use std::ffi::CString;
 
 use arrayvec::ArrayVec;
-use redis_module::raw;
 
-use super::several::spec_doc;
-use super::{
+use super::flow::{
     arg_bytes, delete, entry, propagate, propagate_change, recorded, store, unix_ms_ceil, Details,
     Error, Outcome,
 };
+use super::info::Stat;
+use super::several::spec_doc;
 use crate::args::ArgError;
-use crate::core::lease::Leases;
+use crate::core::lease::LeaseState;
 use crate::core::{Decision, Detail, Nanos};
-use crate::kinds::{Kind, Visit, KINDS};
-use crate::registration::{Access, ArgType, CommandSpec, DocArg, Keys};
-use crate::server::{Argv, Ctx, Held, Key};
-use crate::{args, clock, config, stats};
+use crate::kinds::{Listed, Visit, VisitKind, KINDS};
+use crate::server::{
+    handler, Access, ArgType, Argv, Command, CommandDef, Ctx, DocArg, Held, Key, Keys, Stored,
+};
+use crate::{args, clock, config};
+
+/// `<prefix>.<name>`.
+fn name(name: &str) -> String {
+    format!("{}.{name}", config::prefix())
+}
 
 /// `RL.INSPECT key`
-pub fn inspect_command() -> CommandSpec {
-    CommandSpec {
-        name: "RL.INSPECT".to_string(),
-        handler: rl_inspect,
+pub fn inspect_command() -> CommandDef {
+    CommandDef {
+        name: name("INSPECT"),
+        handler: handler::<Inspect>,
         flags: "readonly",
         acl: "read",
         arity: 2,
@@ -39,10 +45,10 @@ pub fn inspect_command() -> CommandSpec {
 }
 
 /// `RL.REFUND key spec quantity [MS]`
-pub fn refund_command() -> CommandSpec {
-    CommandSpec {
-        name: "RL.REFUND".to_string(),
-        handler: rl_refund,
+pub fn refund_command() -> CommandDef {
+    CommandDef {
+        name: name("REFUND"),
+        handler: handler::<Refund>,
         flags: "write fast",
         acl: "write fast",
         arity: -6,
@@ -63,10 +69,10 @@ pub fn refund_command() -> CommandSpec {
 }
 
 /// `RL.RELEASE key lease_id`
-pub fn release_command() -> CommandSpec {
-    CommandSpec {
-        name: "RL.RELEASE".to_string(),
-        handler: rl_release,
+pub fn release_command() -> CommandDef {
+    CommandDef {
+        name: name("RELEASE"),
+        handler: handler::<Release>,
         flags: "write fast",
         acl: "write fast",
         arity: -3,
@@ -87,10 +93,10 @@ pub fn release_command() -> CommandSpec {
 /// `RL.STATE key payload [PXAT ms]`: the form AOF rewrite writes (without
 /// PXAT), and the one that carries a state-replicating kind's change to
 /// replicas and the AOF (with it).
-pub fn state_command() -> CommandSpec {
-    CommandSpec {
-        name: "RL.STATE".to_string(),
-        handler: rl_state,
+pub fn state_command() -> CommandDef {
+    CommandDef {
+        name: name("STATE"),
+        handler: handler::<State>,
         flags: "write",
         acl: "write",
         arity: -3,
@@ -113,45 +119,50 @@ pub fn state_command() -> CommandSpec {
 
 /// `RL.INSPECT key`: field-value pairs (a map under RESP3), nil for a
 /// missing key, WRONGTYPE for a key this module did not write.
-extern "C" fn rl_inspect(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> c_int {
-    entry(ctx, argv, argc, Some(stats::Stat::INSPECT), |ctx, argv| {
-        if argv.len() != 2 {
-            return Err(Error::Arity);
-        }
-        let now = clock::now();
-        let mut key = ctx.open_key(argv, 1, false);
-        if key.is_empty() {
-            ctx.reply_null();
-            return Ok(Outcome::Answered);
-        }
-        let (name, details) = KINDS
-            .iter()
-            .find_map(|k| (k.inspect)(&mut key, now).map(|d| (k.name, d)))
-            .ok_or(Error::WrongType)?;
-        let ttl = key
-            .expire_ms()
-            .map_or(-1, |at| (at - unix_ms_ceil(now)).max(0));
-        drop(key);
-        let memory = ctx.memory_usage(argv, 1).unwrap_or(-1);
-        let kind = CString::new(name.to_ascii_lowercase()).unwrap_or_default();
-        ctx.reply_map(3 + details.len());
-        ctx.reply_simple(c"type");
-        ctx.reply_simple(&kind);
-        ctx.reply_simple(c"ttl");
-        ctx.reply_integer(ttl);
-        ctx.reply_simple(c"memory");
-        ctx.reply_integer(memory);
-        for (field, detail) in &details {
-            let field = CString::new(*field).unwrap_or_default();
-            ctx.reply_simple(&field);
-            reply_detail(ctx, detail);
-        }
-        Ok(Outcome::Answered)
-    })
+struct Inspect;
+
+impl Command for Inspect {
+    fn run(ctx: Ctx<'_>, argv: Argv<'_>) {
+        entry(ctx, argv, Some(Stat::INSPECT), rl_inspect_call);
+    }
+}
+
+fn rl_inspect_call<'a>(ctx: Ctx<'a>, argv: Argv<'a>) -> Result<Outcome, Error> {
+    if argv.len() != 2 {
+        return Err(Error::Arity);
+    }
+    let now = clock::now();
+    let mut key = ctx.open_key(argv, 1, false);
+    if key.is_empty() {
+        ctx.reply_null();
+        return Ok(Outcome::Answered);
+    }
+    let (name, details) = KINDS
+        .iter()
+        .find_map(|k| {
+            k.visit(InspectKey { key: &mut key, now })
+                .map(|d| (k.name, d))
+        })
+        .ok_or(Error::WrongType)?;
+    let ttl = key
+        .expire_ms()
+        .map_or(-1, |at| (at - unix_ms_ceil(now)).max(0));
+    drop(key);
+    let memory = ctx.memory_usage(argv, 1).unwrap_or(-1);
+    let kind = CString::new(name.to_ascii_lowercase()).unwrap_or_default();
+    ctx.reply_map(3 + details.len());
+    ctx.reply_simple(c"type");
+    ctx.reply_simple(&kind);
+    ctx.reply_simple(c"ttl");
+    ctx.reply_integer(ttl);
+    ctx.reply_simple(c"memory");
+    ctx.reply_integer(memory);
+    for (field, detail) in &details {
+        let field = CString::new(*field).unwrap_or_default();
+        ctx.reply_simple(&field);
+        reply_detail(ctx, detail);
+    }
+    Ok(Outcome::Answered)
 }
 
 fn reply_detail(ctx: Ctx, detail: &Detail) {
@@ -166,12 +177,21 @@ fn reply_detail(ctx: Ctx, detail: &Detail) {
     }
 }
 
-/// RL.INSPECT's details of a key holding `L`'s state; `None` for another
-/// type.
-pub fn inspect_key<L: Kind>(key: &mut Key, now: Nanos) -> Option<Details> {
-    match key.value(L::module_type()) {
-        Held::Ours(state) => Some(state.inspect(now)),
-        _ => None,
+/// RL.INSPECT's details of a key holding the kind's state; `None` for
+/// another type.
+struct InspectKey<'k, 'a> {
+    key: &'k mut Key<'a>,
+    now: Nanos,
+}
+
+impl VisitKind for InspectKey<'_, '_> {
+    type Out = Option<Details>;
+
+    fn visit<L: Listed>(self) -> Option<Details> {
+        match self.key.value(L::module_type()) {
+            Held::Ours(state) => Some(state.inspect(self.now)),
+            _ => None,
+        }
     }
 }
 
@@ -181,31 +201,33 @@ pub fn inspect_key<L: Kind>(key: &mut Key, now: Nanos) -> Option<Details> {
 const MAX_REFUND_ARGS: usize = 1 + 4 + 4 + 1 + 1 + 2;
 
 /// `RL.REFUND key spec quantity [MS]`
-extern "C" fn rl_refund(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> c_int {
-    entry(ctx, argv, argc, Some(stats::Stat::REFUND), |ctx, argv| {
-        if argv.len() < 5 {
-            return Err(Error::Arity);
-        }
-        let mut words = ArrayVec::<&[u8], MAX_REFUND_ARGS>::new();
-        arg_bytes(argv, 2, &mut words)?;
-        let (spec, tail) = args::refund(&words, || ctx.is_from_master_or_aof(), config::bounds())?;
-        let now = tail.at.unwrap_or_else(clock::now);
-        let mut key = ctx.open_key(argv, 1, tail.quantity > 0);
-        let decision = spec.visit(RefundKey {
-            ctx,
-            argv,
-            key: &mut key,
-            at: tail.at,
-            now,
-            quantity: tail.quantity,
-        })?;
-        ctx.reply_integers(&decision.reply(now, tail.unit));
-        Ok(Outcome::of(tail.at, decision.limited))
-    })
+struct Refund;
+
+impl Command for Refund {
+    fn run(ctx: Ctx<'_>, argv: Argv<'_>) {
+        entry(ctx, argv, Some(Stat::REFUND), rl_refund_call);
+    }
+}
+
+fn rl_refund_call<'a>(ctx: Ctx<'a>, argv: Argv<'a>) -> Result<Outcome, Error> {
+    if argv.len() < 5 {
+        return Err(Error::Arity);
+    }
+    let mut words = ArrayVec::<&[u8], MAX_REFUND_ARGS>::new();
+    arg_bytes(argv, 2, &mut words)?;
+    let (spec, tail) = args::refund(&words, || ctx.is_from_master_or_aof(), config::bounds())?;
+    let now = tail.at.unwrap_or_else(clock::now);
+    let mut key = ctx.open_key(argv, 1, tail.quantity > 0);
+    let decision = spec.visit(RefundKey {
+        ctx,
+        argv,
+        key: &mut key,
+        at: tail.at,
+        now,
+        quantity: tail.quantity,
+    })?;
+    ctx.reply_integers(&decision.reply(now, tail.unit));
+    Ok(Outcome::of(tail.at, decision.limited))
 }
 
 /// Refunds on a key holding `L`'s state, propagates the change, and
@@ -223,7 +245,7 @@ struct RefundKey<'k, 'a> {
 impl Visit for RefundKey<'_, '_> {
     type Out = Result<Decision, Error>;
 
-    fn visit<L: Kind>(self, params: &L::Params) -> Self::Out {
+    fn visit<L: Listed>(self, params: &L::Params) -> Self::Out {
         let (key, now) = (self.key, self.now);
         let state = match key.value(L::module_type()) {
             Held::Ours(state) => state,
@@ -247,90 +269,108 @@ impl Visit for RefundKey<'_, '_> {
 
 /// `RL.STATE key payload [PXAT ms]`: sets a key to a limiter state, and
 /// its expiry to `ms` when given. Only the master and the AOF may send it.
-extern "C" fn rl_state(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> c_int {
-    entry(ctx, argv, argc, None, |ctx, argv| {
-        if argv.len() != 3 && argv.len() != 5 {
-            return Err(Error::Arity);
-        }
-        if !ctx.is_from_master_or_aof() {
-            return Err(Error::StateFromClient);
-        }
-        let pxat = match argv.len() {
-            5 if argv.bytes(3).eq_ignore_ascii_case(b"PXAT") => Some(args::unix_ms(argv.bytes(4))?),
-            5 => return Err(ArgError::Extra(args::printable(argv.bytes(3))).into()),
-            _ => None,
-        };
-        let payload = argv.bytes(2);
-        let mut key = ctx.open_key(argv, 1, true);
-        let (&tag, body) = payload.split_first().ok_or(Error::BadState)?;
-        let kind = KINDS
-            .iter()
-            .find(|k| k.reads_tag(tag))
-            .ok_or(Error::BadState)?;
-        (kind.restore)(&mut key, tag, body)?;
-        if let Some(ms) = pxat {
-            key.expire_at_ms(ms);
-        }
-        key.signal_modified();
-        // A replica's own AOF and sub-replicas hear of it as it came.
-        ctx.replicate_verbatim();
-        ctx.reply_ok();
-        Ok(Outcome::FromMasterOrAof)
-    })
+struct State;
+
+impl Command for State {
+    fn run(ctx: Ctx<'_>, argv: Argv<'_>) {
+        entry(ctx, argv, None, rl_state_call);
+    }
+}
+
+fn rl_state_call<'a>(ctx: Ctx<'a>, argv: Argv<'a>) -> Result<Outcome, Error> {
+    if argv.len() != 3 && argv.len() != 5 {
+        return Err(Error::Arity);
+    }
+    if !ctx.is_from_master_or_aof() {
+        return Err(Error::StateFromClient);
+    }
+    let pxat = match argv.len() {
+        5 if argv.bytes(3).eq_ignore_ascii_case(b"PXAT") => Some(args::unix_ms(argv.bytes(4))?),
+        5 => return Err(ArgError::Extra(args::printable(argv.bytes(3))).into()),
+        _ => None,
+    };
+    let payload = argv.bytes(2);
+    let mut key = ctx.open_key(argv, 1, true);
+    let (&tag, body) = payload.split_first().ok_or(Error::BadState)?;
+    let kind = KINDS
+        .iter()
+        .find(|k| k.reads_tag(tag))
+        .ok_or(Error::BadState)?;
+    kind.visit(Restore {
+        key: &mut key,
+        tag,
+        body,
+    })?;
+    if let Some(ms) = pxat {
+        key.expire_at_ms(ms);
+    }
+    key.signal_modified();
+    // A replica's own AOF and sub-replicas hear of it as it came.
+    ctx.replicate_verbatim();
+    ctx.reply_ok();
+    Ok(Outcome::FromMasterOrAof)
 }
 
 /// `RL.RELEASE key lease_id [AT ns]`: removes the named lease. `AT`
 /// carries the master's clock (expired leases are dropped at that instant).
-extern "C" fn rl_release(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> c_int {
-    entry(ctx, argv, argc, Some(stats::Stat::RELEASE), |ctx, argv| {
-        let at = match argv.len() {
-            3 => None,
-            5 if argv.bytes(3).eq_ignore_ascii_case(b"AT") => {
-                if !ctx.is_from_master_or_aof() {
-                    return Err(ArgError::AtFromClient.into());
-                }
-                Some(args::at(argv.bytes(4))?)
+struct Release;
+
+impl Command for Release {
+    fn run(ctx: Ctx<'_>, argv: Argv<'_>) {
+        entry(ctx, argv, Some(Stat::RELEASE), rl_release_call);
+    }
+}
+
+fn rl_release_call<'a>(ctx: Ctx<'a>, argv: Argv<'a>) -> Result<Outcome, Error> {
+    let at = match argv.len() {
+        3 => None,
+        5 if argv.bytes(3).eq_ignore_ascii_case(b"AT") => {
+            if !ctx.is_from_master_or_aof() {
+                return Err(ArgError::AtFromClient.into());
             }
-            5 => return Err(ArgError::Extra(args::printable(argv.bytes(3))).into()),
-            _ => return Err(Error::Arity),
-        };
-        let id = args::lease_id(argv.bytes(2))?;
-        let now = at.unwrap_or_else(clock::now);
-        let mut key = ctx.open_key(argv, 1, true);
-        let released = match key.value(Leases::module_type()) {
-            Held::Ours(leases) => {
-                let released = leases.release(now, id);
-                if released {
-                    if leases.is_empty_at(now) {
-                        delete(&mut key)?;
-                    } else {
-                        key.signal_modified();
-                    }
-                    propagate(ctx, "RELEASE", argv, at, now);
+            Some(args::at(argv.bytes(4))?)
+        }
+        5 => return Err(ArgError::Extra(args::printable(argv.bytes(3))).into()),
+        _ => return Err(Error::Arity),
+    };
+    let id = args::id(argv.bytes(2))?;
+    let now = at.unwrap_or_else(clock::now);
+    let mut key = ctx.open_key(argv, 1, true);
+    let released = match key.value(LeaseState::module_type()) {
+        Held::Ours(leases) => {
+            let released = leases.release(now, id);
+            if released {
+                if leases.is_empty_at(now) {
+                    delete(&mut key)?;
+                } else {
+                    key.signal_modified();
                 }
-                released
+                propagate(ctx, "RELEASE", argv, at, now);
             }
-            Held::Nothing => false,
-            Held::Other => return Err(Error::WrongType),
-        };
-        ctx.reply_integer(i64::from(released));
-        Ok(match at {
-            Some(_) => Outcome::FromMasterOrAof,
-            None => Outcome::Answered,
-        })
+            released
+        }
+        Held::Nothing => false,
+        Held::Other => return Err(Error::WrongType),
+    };
+    ctx.reply_integer(i64::from(released));
+    Ok(match at {
+        Some(_) => Outcome::FromMasterOrAof,
+        None => Outcome::Answered,
     })
 }
 
-/// Sets a key to an `RL.STATE` payload of `L`.
-pub fn restore<L: Kind>(key: &mut Key, tag: u8, body: &[u8]) -> Result<(), Error> {
-    let state = L::decode_tagged(tag, body).map_err(|_| Error::BadState)?;
-    store(key, state)
+/// Sets a key to an `RL.STATE` payload of the kind.
+struct Restore<'k, 'a, 'p> {
+    key: &'k mut Key<'a>,
+    tag: u8,
+    body: &'p [u8],
+}
+
+impl VisitKind for Restore<'_, '_, '_> {
+    type Out = Result<(), Error>;
+
+    fn visit<L: Listed>(self) -> Self::Out {
+        let state = L::decode_tagged(self.tag, self.body).map_err(|_| Error::BadState)?;
+        store(self.key, state)
+    }
 }

@@ -1,25 +1,26 @@
 //! RL.ALLOW and RL.PEEK: several limits, one decision
 //! (docs/DESIGN.md#several-limits).
 
-use std::ffi::c_int;
-
 use arrayvec::ArrayVec;
-use redis_module::raw;
 
-use super::limiter::{doc_options, doc_param, DecideKey, ExtendKey, PrefetchKey, ReplicateState};
-use super::{arg_bytes, entry, propagate, recorded, Error, Outcome};
+use super::flow::{arg_bytes, entry, propagate, recorded, Error, Outcome};
+use super::info::Stat;
+use super::single::{
+    doc_options, doc_param, Commit, DecideKey, ExtendKey, PrefetchKey, ReplicateState,
+};
 use crate::args::{self, MAX_KEYS};
 use crate::core::Decision;
 use crate::kinds::{Staged, KINDS};
-use crate::registration::{Access, ArgType, CommandSpec, DocArg, Handler, Keys};
-use crate::server::{Argv, Ctx, Key};
-use crate::{clock, config, replication, stats};
+use crate::server::{
+    handler, Access, ArgType, Argv, Command, CommandDef, Ctx, DocArg, Handler, Key, Keys,
+};
+use crate::{clock, config, replication};
 
 /// `RL.ALLOW numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS] [ID id]`
-pub fn allow_command() -> CommandSpec {
+pub fn allow_command() -> CommandDef {
     several_command(
-        "RL.ALLOW",
-        rl_allow,
+        "ALLOW",
+        handler::<Allow>,
         "write deny-oom fast",
         "write fast",
         Access::ReadUpdate,
@@ -28,10 +29,10 @@ pub fn allow_command() -> CommandSpec {
 }
 
 /// `RL.PEEK numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS] [ID id]`
-pub fn peek_command() -> CommandSpec {
+pub fn peek_command() -> CommandDef {
     several_command(
-        "RL.PEEK",
-        rl_peek,
+        "PEEK",
+        handler::<Peek>,
         "readonly fast",
         "read fast",
         Access::ReadOnly,
@@ -46,7 +47,7 @@ fn several_command(
     acl: &'static str,
     access: Access,
     summary: &'static str,
-) -> CommandSpec {
+) -> CommandDef {
     let mut args = vec![
         DocArg::integer("numkeys"),
         DocArg::new("key", ArgType::Key).multiple(),
@@ -57,8 +58,8 @@ fn several_command(
     if KINDS.iter().any(|k| k.takes_id) {
         args.push(DocArg::new("id", ArgType::String).token("ID").optional());
     }
-    CommandSpec {
-        name: name.to_string(),
+    CommandDef {
+        name: format!("{}.{name}", config::prefix()),
         handler,
         flags,
         acl,
@@ -90,24 +91,26 @@ pub(super) fn spec_doc() -> DocArg {
     )
 }
 
-extern "C" fn rl_allow(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> c_int {
-    entry(ctx, argv, argc, Some(stats::Stat::ALLOW), |ctx, argv| {
-        several(ctx, argv, true)
-    })
+/// RL.ALLOW.
+struct Allow;
+
+impl Command for Allow {
+    fn run(ctx: Ctx<'_>, argv: Argv<'_>) {
+        entry(ctx, argv, Some(Stat::ALLOW), |ctx, argv| {
+            several(ctx, argv, true)
+        });
+    }
 }
 
-extern "C" fn rl_peek(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> c_int {
-    entry(ctx, argv, argc, Some(stats::Stat::PEEK), |ctx, argv| {
-        several(ctx, argv, false)
-    })
+/// RL.PEEK.
+struct Peek;
+
+impl Command for Peek {
+    fn run(ctx: Ctx<'_>, argv: Argv<'_>) {
+        entry(ctx, argv, Some(Stat::PEEK), |ctx, argv| {
+            several(ctx, argv, false)
+        });
+    }
 }
 
 /// The most arguments a several-limit call can have: the name, numkeys,
@@ -184,7 +187,7 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
         for ((limit, spec), decision) in limits.iter_mut().zip(&specs).zip(&decisions) {
             let key = &mut limit.key;
             if allowed {
-                limit.staged.commit(key)?;
+                limit.staged.take(Commit { key }, Ok(()))?;
                 recorded(key, decision.reset_at);
                 limit.changed = true;
             } else {

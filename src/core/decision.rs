@@ -1,7 +1,7 @@
 //! The answer every algorithm gives: the five fields of the reply, with times
 //! kept as absolute instants until the reply is written.
 
-use super::time::{Nanos, Unit};
+use super::time::{Nanos, TimeUnit};
 
 /// When a limited request could be retried.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,7 +34,7 @@ impl Decision {
     /// The reply's five integers, redis-cell's order: limited, limit,
     /// remaining, retry_after, reset_after. Times are measured from `now`
     /// in `unit`s and rounded up, so that waiting `retry_after` is enough.
-    pub fn reply(&self, now: Nanos, unit: Unit) -> [i64; 5] {
+    pub fn reply(&self, now: Nanos, unit: TimeUnit) -> [i64; 5] {
         let after = |at: Nanos| to_i64(at.saturating_sub(now).ceil_in(unit));
         let retry_after = match self.retry {
             Retry::At(at) => after(at),
@@ -108,8 +108,14 @@ mod tests {
             retry: Retry::NotLimited,
             reset_at: Nanos::new(1_000 * MS + 1),
         };
-        assert_eq!(d.reply(Nanos::new(MS), Unit::Millis), [0, 10, 9, -1, 1000]);
-        assert_eq!(d.reply(Nanos::new(MS), Unit::Seconds), [0, 10, 9, -1, 1]);
+        assert_eq!(
+            d.reply(Nanos::new(MS), TimeUnit::Millis),
+            [0, 10, 9, -1, 1000]
+        );
+        assert_eq!(
+            d.reply(Nanos::new(MS), TimeUnit::Seconds),
+            [0, 10, 9, -1, 1]
+        );
     }
 
     #[test]
@@ -121,13 +127,19 @@ mod tests {
             retry: Retry::At(Nanos::new(2_500 * MS)),
             reset_at: Nanos::new(5_000 * MS),
         };
-        assert_eq!(d.reply(Nanos::ZERO, Unit::Millis), [1, 10, 0, 2500, 5000]);
-        assert_eq!(d.reply(Nanos::ZERO, Unit::Seconds), [1, 10, 0, 3, 5]);
+        assert_eq!(
+            d.reply(Nanos::ZERO, TimeUnit::Millis),
+            [1, 10, 0, 2500, 5000]
+        );
+        assert_eq!(d.reply(Nanos::ZERO, TimeUnit::Seconds), [1, 10, 0, 3, 5]);
         let never = Decision {
             retry: Retry::Never,
             ..d
         };
-        assert_eq!(never.reply(Nanos::ZERO, Unit::Seconds), [1, 10, 0, -1, 5]);
+        assert_eq!(
+            never.reply(Nanos::ZERO, TimeUnit::Seconds),
+            [1, 10, 0, -1, 5]
+        );
     }
 
     fn allowed(remaining: u64, reset: u64) -> Decision {
@@ -181,6 +193,6 @@ mod tests {
             retry: Retry::NotLimited,
             reset_at: Nanos::ZERO,
         };
-        assert_eq!(d.reply(Nanos::new(7), Unit::Millis), [0, 1, 1, -1, 0]);
+        assert_eq!(d.reply(Nanos::new(7), TimeUnit::Millis), [0, 1, 1, -1, 0]);
     }
 }

@@ -3,12 +3,13 @@
 //! of it is deterministic and unit-tested without a server.
 //!
 //! Each kind is one module (a file, or a folder: `slide/`) and one
-//! implementation of [`Limiter`]: its state, its parameters (described by
-//! [`Limiter::PARAMS`], validated by [`Limiter::params`]), the pure decision
+//! implementation of [`Kind`]: its state, its parameters (described by
+//! [`Kind::PARAMS`], validated by [`Kind::params`]), the pure decision
 //! and the persisted encoding. The glue is generic over the trait and never
 //! names a kind; adding one is a module here plus a row in the table of
 //! `kinds.rs` (docs/DESIGN.md#one-table-of-kinds). Their tests are in
 //! `tests/`.
+#![forbid(unsafe_code)]
 
 pub mod codec;
 pub mod decision;
@@ -22,7 +23,7 @@ pub mod throttle;
 pub mod time;
 
 pub use decision::{binding, Decision, Retry};
-pub use time::{Nanos, Unit};
+pub use time::{Nanos, TimeUnit};
 
 /// The longest period or window any algorithm accepts: ten years of 365
 /// days. Durations above it are refused, which keeps every instant the
@@ -40,7 +41,7 @@ pub const MAX_DURATION_SECONDS: u64 = 315_360_000;
 /// two. Everything the glue needs to register, parse, document, persist and
 /// count a kind is here: a new kind is a file in `core` and a row in the
 /// table of `kinds.rs` (docs/DESIGN.md#one-table-of-kinds).
-pub trait Limiter: Clone + Default + Sized + 'static {
+pub trait Kind: Clone + Default + Sized + 'static {
     /// The validated parameters of one call.
     type Params: Copy;
     /// What an allowed request that takes units changes.
@@ -133,6 +134,15 @@ pub trait Limiter: Clone + Default + Sized + 'static {
     /// DIGEST. It is a promise: saved files must keep loading.
     fn encode(&self) -> Vec<u8>;
 
+    /// The payload of `RL.STATE`: `TAG`, then the encoding.
+    fn tagged(&self) -> Vec<u8> {
+        let body = self.encode();
+        let mut out = Vec::with_capacity(body.len() + 1);
+        out.push(Self::TAG);
+        out.extend_from_slice(&body);
+        out
+    }
+
     /// Reads what `encode` wrote, validating everything: a payload no valid
     /// state encodes to is refused, never trusted.
     fn decode(bytes: &[u8]) -> Result<Self, DecodeError>;
@@ -179,7 +189,7 @@ pub enum Detail {
 
 /// A duration in whole milliseconds, rounded up, for RL.INSPECT.
 pub fn millis(d: Nanos) -> i64 {
-    i64::try_from(d.ceil_in(Unit::Millis)).unwrap_or(i64::MAX)
+    i64::try_from(d.ceil_in(TimeUnit::Millis)).unwrap_or(i64::MAX)
 }
 
 /// One parameter of a kind: its name (as errors and COMMAND DOCS show it,
@@ -226,7 +236,7 @@ pub enum ParamKind {
     DurationOrZero,
     /// One of these words, any case; its value is the word's index.
     Word(&'static [&'static str]),
-    /// Any bytes, 1 to `max` of them, which `Limiter::params` checks.
+    /// Any bytes, 1 to `max` of them, which `Kind::params` checks.
     Text { max: usize },
 }
 
@@ -269,7 +279,7 @@ pub enum Ceiling {
     Slices,
 }
 
-/// Why `Limiter::params` refused values that are each in range.
+/// Why `Kind::params` refused values that are each in range.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ParamError {
     /// The parameter at this index of `PARAMS` then `OPTIONS` is out of

@@ -73,8 +73,7 @@ use super::codec::{Reader, Writer};
 use super::decision::{Decision, Retry};
 use super::time::Nanos;
 use super::{
-    millis, Ceiling, DecodeError, Detail, Limiter, Param, ParamError, ParamKind, Value,
-    MAX_DURATION,
+    millis, Ceiling, DecodeError, Detail, Kind, Param, ParamError, ParamKind, Value, MAX_DURATION,
 };
 
 /// The most slices a window may have.
@@ -196,7 +195,7 @@ impl Geometry {
 /// allocation (one memory access less on a key that is not in the cache).
 /// The counter moves to the ring when the head moves on.
 #[derive(Clone, Debug, Default)]
-pub struct SliceWindow {
+pub struct SliceState {
     geometry: Geometry,
     /// Absolute index of the newest slice held; its counter is not zero.
     head: u64,
@@ -213,8 +212,8 @@ pub struct SliceWindow {
 
 /// Equal logical content: geometry, head and counters (the derived fields
 /// follow from them).
-impl PartialEq for SliceWindow {
-    fn eq(&self, other: &SliceWindow) -> bool {
+impl PartialEq for SliceState {
+    fn eq(&self, other: &SliceState) -> bool {
         self.geometry == other.geometry
             && self.head == other.head
             && self.head_count == other.head_count
@@ -222,7 +221,7 @@ impl PartialEq for SliceWindow {
     }
 }
 
-impl Eq for SliceWindow {}
+impl Eq for SliceState {}
 
 /// What an allowed request records: `quantity` units in slice `head`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -233,17 +232,17 @@ pub struct SliceUpdate {
     /// On a parameter change: the state moved to the new geometry, which
     /// replaces the current one before the units are recorded.
     /// (Boxed: rare, and it keeps the update small.)
-    rebased: Option<Box<SliceWindow>>,
+    rebased: Option<Box<SliceState>>,
 }
 
-impl SliceWindow {
+impl SliceState {
     /// An empty state; allocates nothing.
-    pub fn new() -> SliceWindow {
-        SliceWindow::default()
+    pub fn new() -> SliceState {
+        SliceState::default()
     }
 }
 
-impl Limiter for SliceWindow {
+impl Kind for SliceState {
     type Params = SliceParams;
     type Update = SliceUpdate;
 
@@ -313,7 +312,7 @@ impl Limiter for SliceWindow {
             let Ok(len) = usize::try_from(geometry.ring_len()) else {
                 return;
             };
-            *self = SliceWindow {
+            *self = SliceState {
                 geometry,
                 head,
                 total: 0,
@@ -377,7 +376,7 @@ impl Limiter for SliceWindow {
                 self.head = head;
                 self.load_head();
             }
-            _ => *self = SliceWindow::new(),
+            _ => *self = SliceState::new(),
         }
     }
 
@@ -408,7 +407,7 @@ impl Limiter for SliceWindow {
 
     /// Bytes held: the struct and its counters.
     fn mem_usage(&self) -> usize {
-        std::mem::size_of::<SliceWindow>() + std::mem::size_of_val(&*self.counters)
+        std::mem::size_of::<SliceState>() + std::mem::size_of_val(&*self.counters)
     }
 
     /// Canonical encoding, little-endian: `window`, `slices`, `head` (u64
@@ -435,7 +434,7 @@ impl Limiter for SliceWindow {
     /// Reads what `encode` wrote, validating everything: the geometry, the
     /// head, the exact length before allocating, that slices before the
     /// epoch are zero, that the head slice holds a unit and the total fits.
-    fn decode(bytes: &[u8]) -> Result<SliceWindow, DecodeError> {
+    fn decode(bytes: &[u8]) -> Result<SliceState, DecodeError> {
         let mut reader = Reader::new(bytes);
         let window = reader.u64()?;
         let slices = reader.u64()?;
@@ -445,7 +444,7 @@ impl Limiter for SliceWindow {
                 return Err(DecodeError::Invalid("empty slice state with a geometry"));
             }
             reader.finish()?;
-            return Ok(SliceWindow::new());
+            return Ok(SliceState::new());
         }
         let geometry = Geometry::new(window, slices)
             .ok_or(DecodeError::Invalid("slice geometry out of range"))?;
@@ -478,7 +477,7 @@ impl Limiter for SliceWindow {
         }
         let oldest_at = usize::try_from(head.saturating_add(1) % len as u64).unwrap_or(0);
         counters.rotate_right(oldest_at);
-        let mut state = SliceWindow {
+        let mut state = SliceState {
             geometry,
             head,
             total,
@@ -492,7 +491,7 @@ impl Limiter for SliceWindow {
     }
 }
 
-impl SliceWindow {
+impl SliceState {
     /// No unit recorded (units that merely expired still count as recorded;
     /// the key's expiry removes them).
     pub fn is_empty(&self) -> bool {
@@ -634,14 +633,14 @@ impl SliceWindow {
     /// oldest slice held if that is older. Allocates a new ring; the old one
     /// is walked once. A pure function of the state, so a decision made on it
     /// (and its retry instant) holds until the state changes.
-    fn rebucketed(&self, geometry: Geometry) -> SliceWindow {
+    fn rebucketed(&self, geometry: Geometry) -> SliceState {
         let old = self.geometry;
         let moved =
             |j: u64| geometry.index(old.start(j.saturating_add(1)).saturating_sub(Nanos::new(1)));
         let head = moved(self.head);
         let oldest_held = head.saturating_sub(geometry.slices);
         let Ok(len) = usize::try_from(geometry.ring_len()) else {
-            return SliceWindow::new();
+            return SliceState::new();
         };
         let mut counters = vec![0u32; len];
         let mut total = 0u32;
@@ -656,9 +655,9 @@ impl SliceWindow {
             total = total.saturating_add(count);
         }
         if total == 0 {
-            return SliceWindow::new();
+            return SliceState::new();
         }
-        let mut state = SliceWindow {
+        let mut state = SliceState {
             geometry,
             head,
             total,
@@ -741,7 +740,7 @@ fn runs(len: usize, at: usize, count: usize) -> [Range<usize>; 2] {
 }
 
 #[cfg(test)]
-impl SliceWindow {
+impl SliceState {
     /// Test-only: the derived and running fields agree with the counters.
     pub(super) fn check_invariants(&self) {
         if self.is_empty() {

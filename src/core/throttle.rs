@@ -29,7 +29,7 @@
 use super::codec::{Reader, Writer};
 use super::time::Nanos;
 use super::{
-    millis, Decision, DecodeError, Detail, Limiter, Param, ParamError, ParamKind, Retry, Value,
+    millis, Decision, DecodeError, Detail, Kind, Param, ParamError, ParamKind, Retry, Value,
     MAX_DURATION,
 };
 
@@ -128,19 +128,19 @@ impl ThrottleParams {
 /// The state of a missing key is the TAT 0 (the epoch), which is never
 /// ahead of `now`: a full limiter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Tat {
+pub struct ThrottleState {
     whole: Nanos,
     frac: u32,
     den: u32,
 }
 
-impl Default for Tat {
-    fn default() -> Tat {
-        Tat::from_nanos(Nanos::ZERO)
+impl Default for ThrottleState {
+    fn default() -> ThrottleState {
+        ThrottleState::from_nanos(Nanos::ZERO)
     }
 }
 
-impl Tat {
+impl ThrottleState {
     /// The TAT in units of `1/count` ns. Stored under another `count`, the
     /// fraction is rounded up: the limiter forgets nothing it recorded.
     fn scaled(&self, params: &ThrottleParams) -> u128 {
@@ -153,9 +153,9 @@ impl Tat {
         u128::from(self.whole.get()) * c + frac
     }
 
-    fn from_scaled(scaled: u128, params: &ThrottleParams) -> Tat {
+    fn from_scaled(scaled: u128, params: &ThrottleParams) -> ThrottleState {
         let c = u128::from(params.count);
-        Tat {
+        ThrottleState {
             whole: Nanos::saturating_from_u128(scaled / c),
             // The remainder is below `count`, which is a u32.
             frac: u32::try_from(scaled % c).unwrap_or(u32::MAX),
@@ -164,7 +164,7 @@ impl Tat {
     }
 
     /// The TAT `ahead` scaled units after `now` (exactly: `now` is whole).
-    fn after(now: Nanos, ahead: u128, params: &ThrottleParams) -> Tat {
+    fn after(now: Nanos, ahead: u128, params: &ThrottleParams) -> ThrottleState {
         let c = params.count;
         let (whole, frac) = match u64::try_from(ahead) {
             Ok(small) => (
@@ -180,7 +180,7 @@ impl Tat {
                 )
             }
         };
-        Tat {
+        ThrottleState {
             whole,
             frac,
             den: params.count,
@@ -188,8 +188,8 @@ impl Tat {
     }
 
     /// A TAT of whole nanoseconds, as redis-cell stores it.
-    pub fn from_nanos(whole: Nanos) -> Tat {
-        Tat {
+    pub fn from_nanos(whole: Nanos) -> ThrottleState {
+        ThrottleState {
             whole,
             frac: 0,
             den: 1,
@@ -198,10 +198,10 @@ impl Tat {
 }
 
 #[cfg(test)]
-impl Tat {
+impl ThrottleState {
     /// A TAT of these parts, even parts no valid state holds.
-    pub(super) fn from_parts(whole: Nanos, frac: u32, den: u32) -> Tat {
-        Tat { whole, frac, den }
+    pub(super) fn from_parts(whole: Nanos, frac: u32, den: u32) -> ThrottleState {
+        ThrottleState { whole, frac, den }
     }
 
     /// The parts: `(whole, frac, den)`.
@@ -210,10 +210,10 @@ impl Tat {
     }
 }
 
-impl Limiter for Tat {
+impl Kind for ThrottleState {
     type Params = ThrottleParams;
     /// The TAT to store.
-    type Update = Tat;
+    type Update = ThrottleState;
 
     const NAME: &'static str = "THROTTLE";
     const TYPE_NAME: &'static str = "rl-gcra--";
@@ -229,9 +229,11 @@ impl Limiter for Tat {
 
     /// A redis-cell key: its TAT as a decimal count of nanoseconds, which
     /// RL.THROTTLE adopts under the `cell-alias` option.
-    fn adopt(string: &[u8]) -> Option<Tat> {
+    fn adopt(string: &[u8]) -> Option<ThrottleState> {
         let text = std::str::from_utf8(string).ok()?;
-        Some(Tat::from_nanos(Nanos::new(text.parse::<u64>().ok()?)))
+        Some(ThrottleState::from_nanos(Nanos::new(
+            text.parse::<u64>().ok()?,
+        )))
     }
 
     fn params(values: &[Value<'_>]) -> Result<ThrottleParams, ParamError> {
@@ -252,7 +254,7 @@ impl Limiter for Tat {
         now: Nanos,
         params: &ThrottleParams,
         quantity: u64,
-    ) -> (Decision, Option<Tat>) {
+    ) -> (Decision, Option<ThrottleState>) {
         let now_s = params.scale(now);
         let tat_s = self.scaled(params);
         let ttl_before = tat_s.saturating_sub(now_s);
@@ -277,7 +279,7 @@ impl Limiter for Tat {
         // rounded up to whole nanoseconds, is reached: from the TAT's own
         // quotient and remainder, one division instead of two.
         let (reset_at, update) = if !limited && quantity > 0 {
-            let tat = Tat::after(now, ttl_after, params);
+            let tat = ThrottleState::after(now, ttl_after, params);
             let rounded_up = Nanos::new(u64::from(tat.frac > 0));
             (tat.whole.saturating_add(rounded_up), Some(tat))
         } else {
@@ -295,7 +297,7 @@ impl Limiter for Tat {
         (decision, update)
     }
 
-    fn apply(&mut self, update: Tat) {
+    fn apply(&mut self, update: ThrottleState) {
         *self = update;
     }
 
@@ -307,7 +309,7 @@ impl Limiter for Tat {
             return;
         }
         let back = u128::from(quantity.min(params.capacity)) * u128::from(params.period);
-        *self = Tat::from_scaled(tat_s.saturating_sub(back).max(now_s), params);
+        *self = ThrottleState::from_scaled(tat_s.saturating_sub(back).max(now_s), params);
     }
 
     /// `tat_ahead_ms`: how far the TAT is ahead of now, which is the time
@@ -334,9 +336,9 @@ impl Limiter for Tat {
         w.into_bytes()
     }
 
-    fn decode(bytes: &[u8]) -> Result<Tat, DecodeError> {
+    fn decode(bytes: &[u8]) -> Result<ThrottleState, DecodeError> {
         let mut r = Reader::new(bytes);
-        let tat = Tat {
+        let tat = ThrottleState {
             whole: Nanos::new(r.u64()?),
             frac: r.u32()?,
             den: r.u32()?,
@@ -354,6 +356,6 @@ impl Limiter for Tat {
     }
 
     fn mem_usage(&self) -> usize {
-        std::mem::size_of::<Tat>()
+        std::mem::size_of::<ThrottleState>()
     }
 }

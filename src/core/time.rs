@@ -40,10 +40,10 @@ impl Nanos {
     /// multiplication instead of a `div` instruction (every reply makes
     /// one or two of these).
     #[inline]
-    pub const fn ceil_in(self, unit: Unit) -> u64 {
+    pub const fn ceil_in(self, unit: TimeUnit) -> u64 {
         match unit {
-            Unit::Seconds => self.0.div_ceil(Unit::Seconds.nanos()),
-            Unit::Millis => self.0.div_ceil(Unit::Millis.nanos()),
+            TimeUnit::Seconds => self.0.div_ceil(TimeUnit::Seconds.nanos()),
+            TimeUnit::Millis => self.0.div_ceil(TimeUnit::Millis.nanos()),
         }
     }
 }
@@ -51,17 +51,17 @@ impl Nanos {
 /// The unit of the time arguments and of the times in a reply: seconds, or
 /// milliseconds with the `MS` option.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Unit {
+pub enum TimeUnit {
     Seconds,
     Millis,
 }
 
-impl Unit {
+impl TimeUnit {
     /// Nanoseconds in one unit.
     pub const fn nanos(self) -> u64 {
         match self {
-            Unit::Seconds => 1_000_000_000,
-            Unit::Millis => 1_000_000,
+            TimeUnit::Seconds => 1_000_000_000,
+            TimeUnit::Millis => 1_000_000,
         }
     }
 }
@@ -79,11 +79,11 @@ mod tests {
 
     #[test]
     fn ceil_rounds_up_to_the_unit() {
-        assert_eq!(Nanos::new(0).ceil_in(Unit::Millis), 0);
-        assert_eq!(Nanos::new(1).ceil_in(Unit::Millis), 1);
-        assert_eq!(Nanos::new(1_000_000).ceil_in(Unit::Millis), 1);
-        assert_eq!(Nanos::new(1_000_001).ceil_in(Unit::Millis), 2);
-        assert_eq!(Nanos::new(1_000_000_001).ceil_in(Unit::Seconds), 2);
-        assert_eq!(Nanos::MAX.ceil_in(Unit::Seconds), 18_446_744_074);
+        assert_eq!(Nanos::new(0).ceil_in(TimeUnit::Millis), 0);
+        assert_eq!(Nanos::new(1).ceil_in(TimeUnit::Millis), 1);
+        assert_eq!(Nanos::new(1_000_000).ceil_in(TimeUnit::Millis), 1);
+        assert_eq!(Nanos::new(1_000_001).ceil_in(TimeUnit::Millis), 2);
+        assert_eq!(Nanos::new(1_000_000_001).ceil_in(TimeUnit::Seconds), 2);
+        assert_eq!(Nanos::MAX.ceil_in(TimeUnit::Seconds), 18_446_744_074);
     }
 }

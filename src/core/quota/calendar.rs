@@ -13,7 +13,7 @@
 //!   it the offset is `before`, from it on `after`; the clock jumps forward
 //!   (`after > before`, a gap: local times that never show) or back (a
 //!   fold: local times that show twice).
-//! - **boundary**: an instant at which a period starts. SPEC: every instant
+//! - **boundary**: an instant at which a period starts. Every instant
 //!   at which the clock shows a unit start, and every transition at which
 //!   the clock jumps forward over one. Precisely, `t` is a boundary when a
 //!   unit start `u` has `local(t-) <= u <= local(t)` (reached or jumped
@@ -21,7 +21,7 @@
 //!   except at a transition) or `u == local(t)` (a fold that lands on one).
 //! - **period**: from one boundary to the next, `[start, end)`.
 //!
-//! Consequences, in SPEC's words: a day with a daylight-saving change lasts
+//! Consequences (docs/DESIGN.md#quota): a day with a daylight-saving change lasts
 //! 23 or 25 hours; a day whose midnight is skipped starts at the jump; a
 //! repeated local hour is two HOUR periods; in a zone whose offset is not
 //! whole hours (Asia/Kolkata, +05:30) an hour starts at :30 UTC.
@@ -33,7 +33,6 @@
 //! offset at most a few times a year), so its cost does not depend on the
 //! unit.
 
-use super::zone::Zone;
 use crate::core::Nanos;
 
 /// Seconds in a minute, an hour, a day.
@@ -64,7 +63,6 @@ pub enum CalendarUnit {
 
 impl CalendarUnit {
     /// The argument words, in the order of `from_index`.
-    #[allow(dead_code)] // wired in by the glue
     pub const WORDS: [&'static str; 6] = ["MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "YEAR"];
     const ALL: [CalendarUnit; 6] = [
         CalendarUnit::Minute,
@@ -181,7 +179,7 @@ fn year_month(days: i64) -> (i64, usize) {
 
 /// How a zone sets its clock: the offset at each instant and the instants
 /// at which it changes. All in whole seconds.
-pub(super) trait Rules {
+pub trait Rules {
     /// Seconds east of UTC at the instant `t`.
     fn offset(&self, t: i64) -> i64;
     /// The latest transition at or before `t`.
@@ -190,13 +188,13 @@ pub(super) trait Rules {
     fn change_after(&self, t: i64) -> Option<i64>;
 }
 
-/// The period of `unit` in `zone` that contains the instant `at` (Unix
-/// ns): `[start, end)`.
+/// The period of `unit` in the zone whose rules are `zone` that contains
+/// the instant `at` (Unix ns): `[start, end)`.
 ///
 /// Instants are `Nanos`, which start at the Unix epoch and end in 2554: a
 /// start before 1970 reads as the epoch and an end past `Nanos::MAX` as
 /// `Nanos::MAX` (so the instant `Nanos::MAX` itself ends its period).
-pub fn period(at: Nanos, unit: CalendarUnit, zone: Zone) -> (Nanos, Nanos) {
+pub fn period(at: Nanos, unit: CalendarUnit, zone: impl Rules) -> (Nanos, Nanos) {
     // Boundaries are whole seconds, so the second that holds `at` decides.
     let t = i64::try_from(at.get() / NS).unwrap_or(i64::MAX);
     let (start, end) = period_seconds(t, unit, &zone);

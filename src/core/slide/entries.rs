@@ -3,10 +3,10 @@
 //! joined with PRECISION), dropped when they leave, and taken back.
 
 use super::times::{reserve, shrink_if_sparse, Room};
-use super::{nanos, SlideLog, COUNT_FROM, NS_PER_US};
+use super::{nanos, SlideState, COUNT_FROM, NS_PER_US};
 use crate::core::Nanos;
 
-impl SlideLog {
+impl SlideState {
     /// The instant the log is read and written at for a call at `now`:
     /// `now`, or the log's clock if `now` is before it (the clock went
     /// back).

@@ -4,11 +4,11 @@
 use std::mem;
 
 use super::times::{Room, Times, TAIL};
-use super::{first_ns_of, micros_up, SlideLog, MAX_LIMIT, MAX_MICROS, V1_TAG};
+use super::{first_ns_of, micros_up, SlideState, MAX_LIMIT, MAX_MICROS, V1_TAG};
 use crate::core::codec::{Reader, Writer};
 use crate::core::{DecodeError, Nanos};
 
-impl SlideLog {
+impl SlideState {
     /// Canonical encoding (tag `M`, RDB encoding version 2), all varints
     /// (`codec::Writer::varint`):
     ///
@@ -74,7 +74,7 @@ impl SlideLog {
     /// clock within range. Every entry takes at least a byte, so what is
     /// reserved is bounded by the payload's own length (at most 8 bytes of
     /// memory per byte).
-    pub(super) fn decode_v2(bytes: &[u8]) -> Result<SlideLog, DecodeError> {
+    pub(super) fn decode_v2(bytes: &[u8]) -> Result<SlideState, DecodeError> {
         let mut r = Reader::new(bytes);
         let n = r.varint()?;
         if n > MAX_LIMIT {
@@ -86,7 +86,7 @@ impl SlideLog {
         if n > r.remaining() {
             return Err(DecodeError::Length);
         }
-        let mut log = SlideLog::with_capacity(n)?;
+        let mut log = SlideState::with_capacity(n)?;
         let mut previous = 0u64;
         let mut units = 0u64;
         for _ in 0..n {
@@ -132,7 +132,7 @@ impl SlideLog {
     /// leave exactly as before. Units sharing a microsecond become one
     /// entry from [`COUNT_FROM`](super::COUNT_FROM) on, as if recorded
     /// today.
-    pub(super) fn decode_v1(tag: u8, bytes: &[u8]) -> Result<SlideLog, DecodeError> {
+    pub(super) fn decode_v1(tag: u8, bytes: &[u8]) -> Result<SlideState, DecodeError> {
         if tag != V1_TAG {
             return Err(DecodeError::Invalid("no such format"));
         }
@@ -147,7 +147,7 @@ impl SlideLog {
         if count.checked_mul(mem::size_of::<u64>()) != Some(r.remaining()) {
             return Err(DecodeError::Length);
         }
-        let mut log = SlideLog::with_capacity(count)?;
+        let mut log = SlideState::with_capacity(count)?;
         let mut previous = 0;
         for _ in 0..count {
             let entry = r.u64()?;
@@ -166,11 +166,11 @@ impl SlideLog {
     /// An empty log with room for `entries`: in its ring, those that will
     /// not be in the tail once all are appended (the newest, up to
     /// [`TAIL`](super::times::TAIL), stay in the struct).
-    fn with_capacity(entries: usize) -> Result<SlideLog, DecodeError> {
+    fn with_capacity(entries: usize) -> Result<SlideState, DecodeError> {
         let in_tail = entries.saturating_sub(1) % TAIL + 1;
         let times = Times::with_capacity(entries.saturating_sub(in_tail))
             .map_err(|_| DecodeError::Invalid("slide log too large to allocate"))?;
-        Ok(SlideLog {
+        Ok(SlideState {
             times,
             counts: None,
             clock: Nanos::ZERO,

@@ -1,91 +1,11 @@
 //! The exact sliding log: at most `limit` units in any window of length
-//! `window`, exact to the microsecond.
-//!
-//! Its domain words:
-//!
-//! - **unit**: what a request costs; a request for `quantity` units that is
-//!   allowed at `t` records `quantity` units at `t`.
-//! - **entry**: an instant and the units recorded at it (its **count**,
-//!   usually 1). The log is the sequence of entries, oldest first, their
-//!   instants never decreasing.
-//! - **microsecond**: the log's resolution. A unit recorded at `t` is kept
-//!   at `t` rounded **up** to the microsecond, so it leaves the window at
-//!   most 1 µs later than its exact moment, and never earlier.
-//! - **clock**: the instant (ns) the log was last changed at. It is never
-//!   read before it, and the entries of the clock's own microsecond are at
-//!   the clock, not at the microsecond's end: the units a call just
-//!   recorded leave exactly one window later, and `reset_after` right
-//!   after a call is the window itself. An entry's **instant** is thus its
-//!   microsecond or the clock, whichever is earlier.
-//! - **window**: the half-open interval `(t - window, t]`. An entry at `e` is
-//!   **counted** at every `t < e + window`; at `e + window` it has **left**
-//!   (it is **expired**). `used(t)` is the number of units counted at `t`.
-//! - A request for `quantity` units at `now` is **allowed** when
-//!   `used(now) + quantity <= limit`. A quantity above the limit never fits.
-//!   `quantity = 0` is a **peek**: it answers, and records nothing.
-//!
-//! ## Four bytes per unit
-//!
-//! The instants are microseconds since the epoch, kept in a ring in one of
-//! two **modes**:
-//!
-//! - **narrow** (the usual one): a `u32` offset from a `base` instant, 4
-//!   bytes per entry. Offsets reach 2^32 µs (71 minutes) past the base. When
-//!   a new instant does not fit, the log is **rebased** on its oldest entry
-//!   (every offset minus the oldest one) if the entries then span at most
-//!   [`NARROW_SPAN`] (62 minutes, 7/8 of the range), else it turns wide.
-//! - **wide**: the instant itself, a `u64`, 8 bytes per entry. The span of
-//!   a log is only bounded by the window (up to ten years), not by the
-//!   format. A wide log turns narrow again when a new entry finds it
-//!   spanning at most [`NARROW_SPAN`].
-//!
-//! A rebase or a change of mode rewrites the whole ring (O(n)), but each is
-//! followed by at least 2^32 - [`NARROW_SPAN`] µs (9 minutes) of the log's
-//! time before the next, and touches only entries at most [`NARROW_SPAN`]
-//! old (or, turning wide, in the narrow range): each entry is rewritten a
-//! bounded number of times in its life, so this stays O(1) amortized per
-//! entry. A window of an hour with steady traffic stays narrow, rebasing
-//! about every 11 minutes.
-//!
-//! Units that share a microsecond share an entry once there are
-//! [`COUNT_FROM`] of them (a request for 1,000 units is one entry): an
-//! entry's count is kept in a side table of **counted** entries, one `(u32,
-//! u32)` record each (its sequence number and the extra units of the counted
-//! entries before it), empty and unallocated while every entry holds one
-//! unit. Fewer units in one microsecond stay one entry each: two plain
-//! entries cost less than an entry and its record. The sums in the records
-//! make the one question that needs more than the ends of the log a binary
-//! search: when a request is limited, `need = used + quantity - limit` of
-//! the counted units must leave first, and the entry holding the last of
-//! them is found by its rank among the units (units leave in order).
-//!
-//! The newest two entries are kept in the struct itself, as offsets from
-//! the narrow ring's base (the **tail**, in the 8 bytes the struct has left
-//! in its cache line), and move to the ring two at a time: a call that
-//! records a unit reads nothing of the ring and writes to it one time in
-//! two, so on a key that is not in the cache it waits for one allocation
-//! instead of two. An entry the base does not reach goes to the ring
-//! after them, and a wide ring keeps no tail. The split changes no index,
-//! no answer and no byte of the encoding.
-//!
-//! The ring's capacity doubles while it is small (up to 64 entries: few
-//! reallocations for the short logs most keys hold), then grows to 1/16
-//! more than it needs (rounded up to 4 entries), never past the limit in
-//! force unless the entries themselves need it; it shrinks back to the
-//! planned capacity when it holds more than twice that (plus 8 entries).
-//! A full log of one unit per microsecond therefore takes at most about
-//! 4.25 bytes per unit, and its memory stays bounded by the limit, not by
-//! the traffic: expired entries are dropped before new ones are appended,
-//! and at most `limit` units are ever counted.
-//!
-//! Cost: the counted part starts after the expired prefix, found in O(1)
-//! when none or all of the log is expired and otherwise by a galloping
-//! search from the front, O(log k) in the k expired entries (a limited call
-//! changes nothing, so it must not rescan what a later call would scan
-//! again). An allowed call drops the expired prefix and appends one or two
-//! entries: each entry is appended once and dropped once, and growing or
-//! shrinking copies O(1) amortized per entry. So a call is O(log n) at
-//! worst, and O(1) amortized per unit recorded.
+//! `window`, exact to the microsecond. Its rules, its layout (narrow and
+//! wide rings, the tail, counted entries, capacity), its costs, PRECISION
+//! and a clock going backwards are in docs/DESIGN.md#slide and
+//! docs/DESIGN.md#precision; the saved formats in
+//! docs/DESIGN.md#persistence. The words used here are those: **unit**,
+//! **entry** (an instant and its count), the log's **clock**, **counted**
+//! and **left**, `used(t)`.
 //!
 //! ## Worked example
 //!
@@ -100,62 +20,8 @@
 //!   `need` = 2 + 2 - 3 = 1: the first counted unit (4 s) must leave; it
 //!   leaves at 14 s, with its twin: retry after 2 s.
 //!
-//! ## PRECISION: entries drawn by the traffic
-//!
-//! With PRECISION `d > 0` (whole microseconds; the command gives seconds
-//! or milliseconds, at most the window) an entry is a group of units
-//! whose first and last arrived less than `d` apart. A unit recorded at
-//! `t` (its µs) **joins** the newest entry when `t - first < d`, `first`
-//! being the µs of that entry's first unit: the entry's count grows and
-//! its instant moves to `t`, so it leaves at its last unit's instant plus
-//! the window. Otherwise the units start an entry of their own (one entry
-//! whatever the quantity). So:
-//!
-//! - a unit is counted at most `d` longer than exact (less than `d` past
-//!   its own µs), never shorter: never more than `limit` units in any
-//!   window, as without the option;
-//! - requests at least `d` apart never join: the exact log's replies;
-//! - the first units of two entries are at least `d` apart, and an entry
-//!   still held was counted after `now - window`, so its first unit came
-//!   after `now - window - d`: at most `ceil(window / d) + 1` entries,
-//!   whatever the limit and the traffic.
-//!
-//! Joining is O(1): the newest entry is counted (it holds two units or
-//! more), its instant is rewritten in place and its count grows; only the
-//! newest entry's first unit is kept, in the side table of counts. A log
-//! with PRECISION grows its ring and its table tightly (a quarter more
-//! than needed, no rounding to 4), as its few entries hold many units.
-//!
-//! `d` is a parameter of the call: it may change between calls, and what
-//! is recorded keeps its leave time. A refund takes the newest units; a
-//! joined entry keeps its instant (its units leave no earlier). When it
-//! removes the newest entry whole, the new newest entry's first unit, if
-//! it may have joined units, is taken at the previous entry's instant:
-//! earlier than the truth, so later units join it less, never more.
-//!
-//! ## Clock going backwards
-//!
-//! If `now` is earlier than the log's clock, the log is read and written
-//! at its clock instead: nothing recorded is ever in the future, nothing a
-//! call dropped as expired could be counted again, so nothing expires early
-//! and nothing extra is let through. The instants in the `Decision` stay
-//! absolute; the reply measures them from the real `now`.
-//!
-//! The state does not depend on the parameters, so they may change between
-//! calls: a lowered limit applies at once to what is already recorded (which
-//! can then be more than the new limit; `remaining` saturates at 0).
-//!
-//! ## Saved format
-//!
-//! [`Limiter::encode`] writes the entries and the clock as varints (see
-//! `encode_v2`, in `format.rs`), about one to four bytes an entry, tagged
-//! `M` in `RL.STATE` and saved under RDB encoding version 2; a log whose
-//! entries may have joined units (PRECISION) adds its newest entry's first
-//! unit at the end, so the logs of keys that never used it encode as they
-//! did before. The first format (tag `L`, version 1: one `u64` of
-//! nanoseconds per unit) is still read by `decode_legacy`, rounding each
-//! instant up to the microsecond (the newest instant becomes the clock,
-//! exactly).
+//! Files: `times.rs` holds the ring of instants, `entries.rs` the entries
+//! and their counts, `format.rs` the saved formats.
 
 mod entries;
 mod format;
@@ -166,7 +32,7 @@ use std::mem;
 
 use super::time::Nanos;
 use super::{
-    millis, Ceiling, Decision, DecodeError, Detail, Limiter, Param, ParamError, ParamKind, Retry,
+    millis, Ceiling, Decision, DecodeError, Detail, Kind, Param, ParamError, ParamKind, Retry,
     Value, MAX_DURATION,
 };
 use times::{Room, Times};
@@ -254,7 +120,7 @@ impl SlideParams {
 /// counts and, unless empty, the same clock, whatever their mode, base and
 /// capacity.
 #[derive(Clone, Debug, Default)]
-pub struct SlideLog {
+pub struct SlideState {
     times: Times,
     /// The counts of the entries that hold more than one unit; `None`
     /// while every entry holds one.
@@ -296,8 +162,8 @@ struct Counts {
     records: VecDeque<(u32, u32)>,
 }
 
-/// What an allowed request changes; produced by `SlideLog::decide`,
-/// consumed by `SlideLog::apply` on the same state.
+/// What an allowed request changes; produced by `SlideState::decide`,
+/// consumed by `SlideState::apply` on the same state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlideUpdate {
     /// Entries at the front that have left and can be dropped.
@@ -313,7 +179,7 @@ pub struct SlideUpdate {
     precision: Nanos,
 }
 
-impl Limiter for SlideLog {
+impl Kind for SlideState {
     type Params = SlideParams;
     type Update = SlideUpdate;
 
@@ -497,7 +363,7 @@ impl Limiter for SlideLog {
         let counts = self.counts.as_ref().map_or(0, |c| {
             mem::size_of::<Counts>() + c.records.capacity() * mem::size_of::<(u32, u32)>()
         });
-        mem::size_of::<SlideLog>() + self.times.heap_bytes() + counts
+        mem::size_of::<SlideState>() + self.times.heap_bytes() + counts
     }
 
     /// Today's format (tag `M`): `encode_v2`, in `format.rs`.
@@ -506,19 +372,19 @@ impl Limiter for SlideLog {
     }
 
     /// Reads today's format: `decode_v2`, in `format.rs`.
-    fn decode(bytes: &[u8]) -> Result<SlideLog, DecodeError> {
-        SlideLog::decode_v2(bytes)
+    fn decode(bytes: &[u8]) -> Result<SlideState, DecodeError> {
+        SlideState::decode_v2(bytes)
     }
 
     /// Reads the first format (tag `L`): `decode_v1`, in `format.rs`.
-    fn decode_legacy(tag: u8, bytes: &[u8]) -> Result<SlideLog, DecodeError> {
-        SlideLog::decode_v1(tag, bytes)
+    fn decode_legacy(tag: u8, bytes: &[u8]) -> Result<SlideState, DecodeError> {
+        SlideState::decode_v1(tag, bytes)
     }
 }
 
-impl PartialEq for SlideLog {
-    fn eq(&self, other: &SlideLog) -> bool {
-        let joined = |log: &SlideLog| log.counts.as_ref().is_some_and(|c| c.joined);
+impl PartialEq for SlideState {
+    fn eq(&self, other: &SlideState) -> bool {
+        let joined = |log: &SlideState| log.counts.as_ref().is_some_and(|c| c.joined);
         self.times.len() == other.times.len()
             && self.times.iter().eq(other.times.iter())
             && (0..self.times.len()).all(|i| self.count_at(i) == other.count_at(i))
@@ -528,7 +394,7 @@ impl PartialEq for SlideLog {
     }
 }
 
-impl Eq for SlideLog {}
+impl Eq for SlideState {}
 
 /// An entry's instant in ns (saturating at the far end of `Nanos`).
 fn nanos(us: u64) -> Nanos {
@@ -550,7 +416,7 @@ pub(super) fn first_ns_of(us: u64) -> u64 {
 }
 
 #[cfg(test)]
-impl SlideLog {
+impl SlideState {
     /// Units held, expired ones not yet dropped included.
     pub fn len(&self) -> usize {
         usize::try_from(self.units()).unwrap_or(usize::MAX)

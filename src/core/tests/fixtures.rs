@@ -1,11 +1,11 @@
 //! The saved formats, pinned byte for byte.
 //!
-//! Each type's encoding (`Limiter::encode`) is what RDB saves (as one
-//! string buffer, under the type's `Limiter::ENCODING_VERSION`) and
+//! Each type's encoding (`Kind::encode`) is what RDB saves (as one
+//! string buffer, under the type's `Kind::ENCODING_VERSION`) and
 //! what an AOF rewrite sends as the argument of `RL.STATE`, after the
 //! type's tag. Saved files must keep loading, so a change of these bytes is
 //! a change of format: it needs a new encoding version and tag, and a
-//! decoder for the old one (`Limiter::decode_legacy`), whose fixtures stay
+//! decoder for the old one (`Kind::decode_legacy`), whose fixtures stay
 //! here. Each fixture is a state with a known content, built here through
 //! `decide` and `apply` at fixed instants: decoding the fixture gives that
 //! state (equal, and answering the same at a fixed instant), and encoding
@@ -13,17 +13,17 @@
 //! of the same state). Fixed-width integers are little-endian; varints are
 //! unsigned LEB128 (`codec::Writer::varint`).
 
-use crate::core::slice::{SliceParams, SliceWindow};
-use crate::core::slide::{SlideLog, SlideParams, V1_TAG};
-use crate::core::throttle::{Tat, ThrottleParams};
-use crate::core::{Limiter, Nanos, Retry, Unit};
+use crate::core::slice::{SliceParams, SliceState};
+use crate::core::slide::{SlideParams, SlideState, V1_TAG};
+use crate::core::throttle::{ThrottleParams, ThrottleState};
+use crate::core::{Kind, Nanos, Retry, TimeUnit};
 
 const S: u64 = 1_000_000_000;
 /// 2023-11-14T22:13:20Z, in ns.
 const NOW: u64 = 1_700_000_000 * S;
 
 /// Runs requests `(at, quantity)` on an empty state; each must be allowed.
-fn built<L: Limiter>(params: &L::Params, requests: &[(u64, u64)]) -> L {
+fn built<L: Kind>(params: &L::Params, requests: &[(u64, u64)]) -> L {
     let mut state = L::default();
     for &(at, quantity) in requests {
         let (decision, update) = state.decide(Nanos::new(at), params, quantity);
@@ -35,7 +35,7 @@ fn built<L: Limiter>(params: &L::Params, requests: &[(u64, u64)]) -> L {
 
 /// Checks both directions: `fixture` decodes to `state`, which encodes to
 /// `fixture`.
-fn pinned<L: Limiter + PartialEq + std::fmt::Debug>(fixture: &[u8], state: &L) -> L {
+fn pinned<L: Kind + PartialEq + std::fmt::Debug>(fixture: &[u8], state: &L) -> L {
     assert_eq!(state.encode(), fixture, "encoding changed");
     let decoded = L::decode(fixture).expect("the fixture decodes");
     assert_eq!(&decoded, state);
@@ -57,13 +57,13 @@ const TAT: [u8; 16] = [
 #[test]
 fn throttle_fixture() {
     let p = ThrottleParams::new(2, 3, Nanos::new(S)).unwrap();
-    let state: Tat = built(&p, &[(NOW, 1)]);
+    let state: ThrottleState = built(&p, &[(NOW, 1)]);
     let tat = pinned(&TAT, &state);
     // What it holds, seen from NOW: two of three units left, full again
     // after a third of a second, rounded up.
     let (peek, _) = tat.decide(Nanos::new(NOW), &p, 0);
     assert_eq!(
-        peek.reply(Nanos::new(NOW), Unit::Millis),
+        peek.reply(Nanos::new(NOW), TimeUnit::Millis),
         [0, 3, 2, -1, 334]
     );
     assert_eq!(peek.reset_at, Nanos::new(NOW + 333_333_334));
@@ -77,7 +77,7 @@ fn throttle_fixture() {
 #[test]
 fn empty_throttle_fixture() {
     let empty = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0];
-    pinned(&empty, &Tat::default());
+    pinned(&empty, &ThrottleState::default());
 }
 
 /// SLIDE in its first format (tag `L`, RDB encoding version 1), limit 5
@@ -114,12 +114,12 @@ const SLIDE: [u8; 16] = [
 ];
 
 /// The five fields the SLIDE fixture state answers.
-fn check_slide_fixture(log: &SlideLog, p: &SlideParams) {
+fn check_slide_fixture(log: &SlideState, p: &SlideParams) {
     // Seen from NOW + 2 s: 3 units counted, the newest leaves at NOW +
     // 11.5 s; 3 more units need the oldest unit gone, at NOW + 10 s.
     let now = Nanos::new(NOW + 2 * S);
     let (d, _) = log.decide(now, p, 3);
-    assert_eq!(d.reply(now, Unit::Millis), [1, 5, 2, 8_000, 9_500]);
+    assert_eq!(d.reply(now, TimeUnit::Millis), [1, 5, 2, 8_000, 9_500]);
     assert_eq!(d.retry, Retry::At(Nanos::new(NOW + 10 * S)));
     // At NOW + 10 s the two units of NOW have both left.
     let (d, _) = log.decide(Nanos::new(NOW + 10 * S), p, 4);
@@ -129,7 +129,7 @@ fn check_slide_fixture(log: &SlideLog, p: &SlideParams) {
 #[test]
 fn slide_fixture() {
     let p = SlideParams::new(5, Nanos::new(10 * S)).unwrap();
-    let state: SlideLog = built(&p, &[(NOW, 2), (NOW + 1_500_000_000, 1)]);
+    let state: SlideState = built(&p, &[(NOW, 2), (NOW + 1_500_000_000, 1)]);
     let log = pinned(&SLIDE, &state);
     check_slide_fixture(&log, &p);
 }
@@ -140,8 +140,8 @@ fn slide_fixture() {
 #[test]
 fn slide_v1_fixture() {
     let p = SlideParams::new(5, Nanos::new(10 * S)).unwrap();
-    let state: SlideLog = built(&p, &[(NOW, 2), (NOW + 1_500_000_000, 1)]);
-    let log = SlideLog::decode_tagged(V1_TAG, &SLIDE_V1).expect("the first format decodes");
+    let state: SlideState = built(&p, &[(NOW, 2), (NOW + 1_500_000_000, 1)]);
+    let log = SlideState::decode_tagged(V1_TAG, &SLIDE_V1).expect("the first format decodes");
     assert_eq!(log, state);
     check_slide_fixture(&log, &p);
     assert_eq!(log.encode(), SLIDE);
@@ -149,10 +149,10 @@ fn slide_v1_fixture() {
 
 #[test]
 fn empty_slide_fixture() {
-    pinned(&[0u8], &SlideLog::default());
+    pinned(&[0u8], &SlideState::default());
     assert_eq!(
-        SlideLog::decode_tagged(V1_TAG, &[0u8; 8]),
-        Ok(SlideLog::default())
+        SlideState::decode_tagged(V1_TAG, &[0u8; 8]),
+        Ok(SlideState::default())
     );
 }
 
@@ -176,7 +176,7 @@ const SLIDE_COUNTED: [u8; 17] = [
 #[test]
 fn slide_counted_fixture() {
     let p = SlideParams::new(100, Nanos::new(60 * S)).unwrap();
-    let state: SlideLog = built(&p, &[(NOW - 30 * S, 40), (NOW, 1), (NOW + 1, 2)]);
+    let state: SlideState = built(&p, &[(NOW - 30 * S, 40), (NOW, 1), (NOW + 1, 2)]);
     let log = pinned(&SLIDE_COUNTED, &state);
     // Seen from NOW + 10 s, 43 units counted; the newest leave at NOW +
     // 60 s + 1 ns (50,000.000001 ms, rounded up). 60 more need 3 gone: they
@@ -185,7 +185,10 @@ fn slide_counted_fixture() {
     let now = Nanos::new(NOW + 10 * S);
     for (quantity, retry_ms) in [(60, 20_000), (98, 50_000), (99, 50_001)] {
         let (d, _) = log.decide(now, &p, quantity);
-        assert_eq!(d.reply(now, Unit::Millis), [1, 100, 57, retry_ms, 50_001]);
+        assert_eq!(
+            d.reply(now, TimeUnit::Millis),
+            [1, 100, 57, retry_ms, 50_001]
+        );
     }
     // At NOW + 30 s the 40 have left.
     let (d, _) = log.decide(Nanos::new(NOW + 30 * S), &p, 97);
@@ -211,7 +214,7 @@ const SLIDE_WIDE: [u8; 17] = [
 fn slide_wide_fixture() {
     let years = 315_360_000 * S;
     let p = SlideParams::new(5, Nanos::new(years)).unwrap();
-    let state: SlideLog = built(&p, &[(NOW - 7_200 * S, 1), (NOW, 3)]);
+    let state: SlideState = built(&p, &[(NOW - 7_200 * S, 1), (NOW, 3)]);
     assert!(state.is_wide());
     let log = pinned(&SLIDE_WIDE, &state);
     assert!(log.is_wide());
@@ -219,7 +222,7 @@ fn slide_wide_fixture() {
     let now = Nanos::new(NOW);
     let (d, _) = log.decide(now, &p, 2);
     assert_eq!(
-        d.reply(now, Unit::Seconds),
+        d.reply(now, TimeUnit::Seconds),
         [1, 5, 1, 315_360_000 - 7_200, 315_360_000]
     );
 }
@@ -250,20 +253,20 @@ const SLICE: [u8; 44] = [
 fn slice_fixture() {
     let p = SliceParams::new(10, Nanos::new(60 * S), 4).unwrap();
     let requests = [(NOW - 49 * S, 1), (NOW - 18 * S, 2), (NOW, 3)];
-    let state: SliceWindow = built(&p, &requests);
+    let state: SliceState = built(&p, &requests);
     let window = pinned(&SLICE, &state);
     // Seen from NOW: 6 counted; the head slice stops being counted when
     // slice h + 5 starts, 70 s later; 5 more units need slice h - 3 gone,
     // when slice h + 2 starts, 25 s later.
     let now = Nanos::new(NOW);
     let (d, _) = window.decide(now, &p, 5);
-    assert_eq!(d.reply(now, Unit::Millis), [1, 10, 4, 25_000, 70_000]);
+    assert_eq!(d.reply(now, TimeUnit::Millis), [1, 10, 4, 25_000, 70_000]);
     // 7 more units need slices h - 3 and h - 1 gone: 55 s later.
     let (d, _) = window.decide(now, &p, 7);
-    assert_eq!(d.reply(now, Unit::Seconds), [1, 10, 4, 55, 70]);
+    assert_eq!(d.reply(now, TimeUnit::Seconds), [1, 10, 4, 55, 70]);
 }
 
 #[test]
 fn empty_slice_fixture() {
-    pinned(&[0u8; 24], &SliceWindow::new());
+    pinned(&[0u8; 24], &SliceState::new());
 }

@@ -7,7 +7,7 @@
 //! independent models written from the formulas of docs/DESIGN.md and compared on all
 //! five reply fields, and byte fixtures of the saved formats.
 //!
-//! Those use the core's public interface only (`Limiter`, the parameter
+//! Those use the core's public interface only (`Kind`, the parameter
 //! constructors, `Decision`), so the models cannot lean on the code's
 //! private helpers: what they share with the code is docs/DESIGN.md, not arithmetic.
 //! The other tests may also use the few helpers and test-only accessors
@@ -30,7 +30,7 @@ mod throttle;
 use proptest::prelude::*;
 
 use crate::args::MAX_QUANTITY;
-use crate::core::{Decision, Limiter, Nanos, Retry, Unit};
+use crate::core::{Decision, Kind, Nanos, Retry, TimeUnit};
 
 /// One random choice: a kind (which edge, which distribution) and a seed.
 pub type Choice = (u8, u64);
@@ -145,7 +145,7 @@ pub fn start_instant() -> impl Strategy<Value = u64> {
 /// allowed at the instant `Retry::At` names and limited a nanosecond
 /// earlier, and waiting the rounded-up reply, in milliseconds or seconds,
 /// is enough; `Retry::Never` only when the quantity exceeds `capacity`.
-pub fn assert_retry_promise<L: Limiter>(
+pub fn assert_retry_promise<L: Kind>(
     state: &L,
     params: &L::Params,
     now: u64,
@@ -160,7 +160,7 @@ pub fn assert_retry_promise<L: Limiter>(
             assert!(at > now);
             assert!(!decide(at).limited, "still limited at the promised {at}");
             assert!(decide(at - 1).limited, "already allowed at {}", at - 1);
-            for unit in [Unit::Millis, Unit::Seconds] {
+            for unit in [TimeUnit::Millis, TimeUnit::Seconds] {
                 let wait = decision.reply(Nanos::new(now), unit)[3];
                 let then = now + u64::try_from(wait).unwrap() * unit.nanos();
                 assert!(
@@ -176,7 +176,7 @@ pub fn assert_retry_promise<L: Limiter>(
 
 /// The reply docs/DESIGN.md#reply gives for a decision, computed apart from
 /// `Decision::reply`: times from `now`, rounded up to the `unit`.
-pub fn spec_reply(d: &Decision, now: u64, unit: Unit) -> [i64; 5] {
+pub fn spec_reply(d: &Decision, now: u64, unit: TimeUnit) -> [i64; 5] {
     let after = |at: Nanos| {
         let ns = at.get().saturating_sub(now);
         i64::try_from(ns.div_ceil(unit.nanos())).expect("in range")

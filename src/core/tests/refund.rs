@@ -6,15 +6,15 @@
 
 use proptest::prelude::*;
 
-use crate::core::slice::{SliceParams, SliceWindow};
-use crate::core::slide::{SlideLog, SlideParams};
-use crate::core::throttle::{Tat, ThrottleParams};
-use crate::core::{Decision, Limiter, Nanos, Unit};
+use crate::core::slice::{SliceParams, SliceState};
+use crate::core::slide::{SlideParams, SlideState};
+use crate::core::throttle::{ThrottleParams, ThrottleState};
+use crate::core::{Decision, Kind, Nanos, TimeUnit};
 
 const S: u64 = 1_000_000_000;
 
 /// Takes `quantity` units one request at a time (each allowed or not).
-fn take<L: Limiter>(state: &mut L, now: Nanos, params: &L::Params, quantity: u64) {
+fn take<L: Kind>(state: &mut L, now: Nanos, params: &L::Params, quantity: u64) {
     for _ in 0..quantity {
         let (_, update) = state.decide(now, params, 1);
         if let Some(update) = update {
@@ -23,12 +23,12 @@ fn take<L: Limiter>(state: &mut L, now: Nanos, params: &L::Params, quantity: u64
     }
 }
 
-fn peek<L: Limiter>(state: &L, now: Nanos, params: &L::Params) -> Decision {
+fn peek<L: Kind>(state: &L, now: Nanos, params: &L::Params) -> Decision {
     state.decide(now, params, 0).0
 }
 
 /// Takes `a` at `now`, refunds `b` at `now`; compares with taking `a - b`.
-fn check_take_refund<L: Limiter + std::fmt::Debug>(
+fn check_take_refund<L: Kind + std::fmt::Debug>(
     params: &L::Params,
     history: &[(u64, u64)],
     now: u64,
@@ -53,7 +53,10 @@ fn check_take_refund<L: Limiter + std::fmt::Debug>(
     prop_assert!(d1.remaining <= d1.limit);
     if a <= room && b <= a {
         // None of the `a` units was refused and only they go back: equal.
-        prop_assert_eq!(d1.reply(now, Unit::Millis), d2.reply(now, Unit::Millis));
+        prop_assert_eq!(
+            d1.reply(now, TimeUnit::Millis),
+            d2.reply(now, TimeUnit::Millis)
+        );
     }
     Ok(())
 }
@@ -71,7 +74,7 @@ proptest! {
         let mut history = history;
         history.sort();
         let history: Vec<(u64, u64)> = history.into_iter().map(|(t, q)| (1_000 * S + t * S / 10, q)).collect();
-        check_take_refund::<SlideLog>(&params, &history, 1_060 * S, a, b)?;
+        check_take_refund::<SlideState>(&params, &history, 1_060 * S, a, b)?;
     }
 
     /// With PRECISION the units taken may join an older entry and move it
@@ -92,7 +95,7 @@ proptest! {
         let params = SlideParams::new(limit, window).unwrap().with_precision(d).unwrap();
         let mut history = history;
         history.sort();
-        let mut one = SlideLog::default();
+        let mut one = SlideState::default();
         for (t, q) in history {
             take(&mut one, Nanos::new(1_000 * S + t * S / 10), &params, q);
         }
@@ -123,7 +126,7 @@ proptest! {
         let mut history = history;
         history.sort();
         let history: Vec<(u64, u64)> = history.into_iter().map(|(t, q)| (1_000 * S + t * S / 10, q)).collect();
-        check_take_refund::<SliceWindow>(&params, &history, 1_060 * S, a, b)?;
+        check_take_refund::<SliceState>(&params, &history, 1_060 * S, a, b)?;
     }
 
     #[test]
@@ -139,7 +142,7 @@ proptest! {
         let mut history = history;
         history.sort();
         let history: Vec<(u64, u64)> = history.into_iter().map(|(t, q)| (1_000 * S + t * S / 10, q)).collect();
-        check_take_refund::<Tat>(&params, &history, 1_060 * S, a, b)?;
+        check_take_refund::<ThrottleState>(&params, &history, 1_060 * S, a, b)?;
     }
 
     #[test]
@@ -150,7 +153,7 @@ proptest! {
         b in 0u64..1_000,
     ) {
         let params = ThrottleParams::new(19, count, Nanos::new(S)).unwrap();
-        let mut tat = Tat::default();
+        let mut tat = ThrottleState::default();
         let start = Nanos::new(1_000 * S);
         take(&mut tat, start, &params, taken);
         let now = Nanos::new(1_000 * S + later * S / 50);
@@ -168,20 +171,20 @@ proptest! {
 fn refunding_everything_leaves_the_equivalent_of_a_missing_key() {
     let now = Nanos::new(1_000 * S);
     let slide = SlideParams::new(5, Nanos::new(60 * S)).unwrap();
-    let mut log = SlideLog::default();
+    let mut log = SlideState::default();
     take(&mut log, now, &slide, 3);
     log.refund(now, &slide, 10);
-    assert_eq!(log, SlideLog::default());
+    assert_eq!(log, SlideState::default());
 
     let slice = SliceParams::new(5, Nanos::new(60 * S), 6).unwrap();
-    let mut window = SliceWindow::default();
+    let mut window = SliceState::default();
     take(&mut window, now, &slice, 3);
     take(&mut window, Nanos::new(1_025 * S), &slice, 1);
     window.refund(Nanos::new(1_025 * S), &slice, 4);
-    assert_eq!(window, SliceWindow::default());
+    assert_eq!(window, SliceState::default());
 
     let throttle = ThrottleParams::new(4, 1, Nanos::new(S)).unwrap();
-    let mut tat = Tat::default();
+    let mut tat = ThrottleState::default();
     take(&mut tat, now, &throttle, 3);
     tat.refund(now, &throttle, 3);
     assert_eq!(peek(&tat, now, &throttle).reset_at, now);
@@ -191,7 +194,7 @@ fn refunding_everything_leaves_the_equivalent_of_a_missing_key() {
 fn slice_refund_takes_the_newest_slices_first_and_moves_the_head_back() {
     // 10 s slices: 2 units in slice 100, 3 in slice 102.
     let p = SliceParams::new(10, Nanos::new(60 * S), 6).unwrap();
-    let mut w = SliceWindow::default();
+    let mut w = SliceState::default();
     take(&mut w, Nanos::new(1_000 * S), &p, 2);
     take(&mut w, Nanos::new(1_020 * S), &p, 3);
     let now = Nanos::new(1_025 * S);
@@ -200,5 +203,5 @@ fn slice_refund_takes_the_newest_slices_first_and_moves_the_head_back() {
     let d = peek(&w, now, &p);
     assert_eq!((d.remaining, d.reset_at), (9, Nanos::new(1_070 * S)));
     // The state still encodes and decodes (its head holds a unit).
-    assert_eq!(SliceWindow::decode(&w.encode()), Ok(w.clone()));
+    assert_eq!(SliceState::decode(&w.encode()), Ok(w.clone()));
 }

@@ -7,8 +7,8 @@ mod model;
 mod ranges;
 
 use crate::core::codec::Writer;
-use crate::core::slice::{Geometry, SliceParams, SliceWindow, MAX_LIMIT, MAX_SLICES};
-use crate::core::{Decision, DecodeError, Limiter, Nanos, Retry, Unit, MAX_DURATION};
+use crate::core::slice::{Geometry, SliceParams, SliceState, MAX_LIMIT, MAX_SLICES};
+use crate::core::{Decision, DecodeError, Kind, Nanos, Retry, TimeUnit, MAX_DURATION};
 
 const MS: u64 = 1_000_000;
 
@@ -17,7 +17,7 @@ fn params(limit: u64, window: u64, slices: u64) -> SliceParams {
 }
 
 /// Decides and applies, as the command does.
-fn call(state: &mut SliceWindow, now: u64, p: &SliceParams, quantity: u64) -> Decision {
+fn call(state: &mut SliceState, now: u64, p: &SliceParams, quantity: u64) -> Decision {
     let (decision, update) = state.decide(Nanos::new(now), p, quantity);
     assert_eq!(update.is_some(), !decision.limited && quantity > 0);
     if let Some(update) = update {
@@ -117,12 +117,12 @@ fn table() {
         ( 21000,  1, 1000, 1, 1, [1, 1, 0, 1000, 1000], "next slice: a fixed window would allow here"),
         ( 22000,  1, 1000, 1, 1, [0, 1, 0, -1, 2000], "a full slice later"),
     ];
-    let mut state = SliceWindow::new();
+    let mut state = SliceState::new();
     for &(at, limit, window, slices, quantity, reply, what) in cases {
         let p = params(limit, window * MS, slices);
         let before = state.clone();
         let decision = call(&mut state, at * MS, &p, quantity);
-        assert_eq!(decision.reply(Nanos::new(at * MS), Unit::Millis), reply, "at {at} ms: {what}");
+        assert_eq!(decision.reply(Nanos::new(at * MS), TimeUnit::Millis), reply, "at {at} ms: {what}");
         if decision.limited || quantity == 0 {
             assert_eq!(state, before, "at {at} ms: changes nothing");
         }
@@ -132,7 +132,7 @@ fn table() {
 #[test]
 fn clock_going_backwards_counts_from_the_head() {
     let p = params(2, 1000, 10); // slices of 100 ns
-    let mut state = SliceWindow::new();
+    let mut state = SliceState::new();
     call(&mut state, 5_000, &p, 2);
     // Back by a whole window: the units are still counted, from slice 50.
     let d = call(&mut state, 3_000, &p, 1);
@@ -153,7 +153,7 @@ fn clock_going_backwards_counts_from_the_head() {
 #[test]
 fn a_long_idle_gap_is_cleared_at_once() {
     let p = params(MAX_LIMIT, 3_600_000 * MS, 3_600);
-    let mut state = SliceWindow::new();
+    let mut state = SliceState::new();
     for second in 0..3_600 {
         call(&mut state, second * 1_000 * MS, &p, 1);
     }
@@ -171,7 +171,7 @@ fn extreme_instants_do_not_panic() {
         params(3, MAX_DURATION.get(), 3),
         params(5, 10, 3),
     ] {
-        let mut state = SliceWindow::new();
+        let mut state = SliceState::new();
         for now in [u64::MAX, u64::MAX - 1, 0, u64::MAX] {
             call(&mut state, now, &p, 1);
             call(&mut state, now, &p, 0);
@@ -184,7 +184,7 @@ fn extreme_instants_do_not_panic() {
 #[test]
 fn rebucketing_never_forgets_a_live_unit() {
     // A unit at 99 s in one 100 s slice; the head moves to slice 1 at 100 s.
-    let mut state = SliceWindow::new();
+    let mut state = SliceState::new();
     call(&mut state, 99_000 * MS, &params(10, 100_000 * MS, 1), 1);
     call(&mut state, 100_000 * MS, &params(10, 100_000 * MS, 1), 1);
     // Now a 10 s window: the head moves to new slice 19 (190..200 s), the
@@ -202,17 +202,17 @@ fn rebucketing_never_forgets_a_live_unit() {
 
 #[test]
 fn encode_round_trip() {
-    let empty = SliceWindow::new();
+    let empty = SliceState::new();
     assert_eq!(empty.encode(), [0u8; 24]);
-    assert_eq!(SliceWindow::decode(&empty.encode()), Ok(empty));
+    assert_eq!(SliceState::decode(&empty.encode()), Ok(empty));
 
     let p = params(100, 1000, 7);
-    let mut state = SliceWindow::new();
+    let mut state = SliceState::new();
     for (now, q) in [(10, 1), (200, 3), (450, 2), (1_100, 4), (1_500, 5)] {
         call(&mut state, now, &p, q);
         let bytes = state.encode();
         assert_eq!(bytes.len(), 24 + 8 * 4);
-        let decoded = SliceWindow::decode(&bytes).unwrap();
+        let decoded = SliceState::decode(&bytes).unwrap();
         decoded.check_invariants();
         assert_eq!(decoded, state);
         assert_eq!(decoded.oldest(), state.oldest());
@@ -222,7 +222,7 @@ fn encode_round_trip() {
 
 #[test]
 fn decode_rejects_bad_payloads() {
-    let mut state = SliceWindow::new();
+    let mut state = SliceState::new();
     call(&mut state, 1_000, &params(10, 100, 4), 3);
     let good = state.encode();
     let header = |window: u64, slices: u64, head: u64| {
@@ -236,20 +236,20 @@ fn decode_rejects_bad_payloads() {
         }
         bytes
     };
-    let invalid = |bytes: &[u8]| matches!(SliceWindow::decode(bytes), Err(DecodeError::Invalid(_)));
+    let invalid = |bytes: &[u8]| matches!(SliceState::decode(bytes), Err(DecodeError::Invalid(_)));
 
     for cut in 0..good.len() {
         assert_eq!(
-            SliceWindow::decode(&good[..cut]),
+            SliceState::decode(&good[..cut]),
             Err(DecodeError::Length),
             "truncated at {cut}"
         );
     }
     assert_eq!(
-        SliceWindow::decode(&[good.as_slice(), &[0]].concat()),
+        SliceState::decode(&[good.as_slice(), &[0]].concat()),
         Err(DecodeError::Length)
     );
-    assert_eq!(SliceWindow::decode(&[0u8; 25]), Err(DecodeError::Length));
+    assert_eq!(SliceState::decode(&[0u8; 25]), Err(DecodeError::Length));
     assert!(invalid(&header(5, 0, 0)), "empty with a window");
     assert!(invalid(&header(0, 0, 5)), "empty with a head");
     assert!(
@@ -272,19 +272,19 @@ fn decode_rejects_bad_payloads() {
         "head past the end of time"
     );
     assert_eq!(
-        SliceWindow::decode(&with_counters(header(100, 4, 40), &[1; 4])),
+        SliceState::decode(&with_counters(header(100, 4, 40), &[1; 4])),
         Err(DecodeError::Length),
         "one counter short"
     );
     assert_eq!(
-        SliceWindow::decode(&with_counters(header(100, 4, 40), &[1; 6])),
+        SliceState::decode(&with_counters(header(100, 4, 40), &[1; 6])),
         Err(DecodeError::Length),
         "one counter too many"
     );
     // A count claiming a million counters with a short payload is refused
     // before anything is allocated for them.
     assert_eq!(
-        SliceWindow::decode(&with_counters(
+        SliceState::decode(&with_counters(
             header(MAX_DURATION.get(), MAX_SLICES, 40),
             &[1; 3]
         )),
@@ -306,21 +306,21 @@ fn decode_rejects_bad_payloads() {
         invalid(&with_counters(header(100, 4, 2), &[0, 1, 0, 0, 1])),
         "unit before the epoch"
     );
-    assert!(SliceWindow::decode(&with_counters(header(100, 4, 2), &[0, 0, 1, 0, 1])).is_ok());
+    assert!(SliceState::decode(&with_counters(header(100, 4, 2), &[0, 0, 1, 0, 1])).is_ok());
 }
 
 #[test]
 fn memory_is_fixed_and_small() {
     assert_eq!(
-        SliceWindow::new().mem_usage(),
-        std::mem::size_of::<SliceWindow>()
+        SliceState::new().mem_usage(),
+        std::mem::size_of::<SliceState>()
     );
     // The geometry, the head, the total and the head's counter (two
     // u32 in one word), the ring's pointer and length, the oldest slice.
-    assert_eq!(std::mem::size_of::<SliceWindow>(), 56);
+    assert_eq!(std::mem::size_of::<SliceState>(), 56);
     for slices in [6, 60, 3_600] {
         let p = params(1_000_000, 3_600 * 1_000 * MS, slices);
-        let mut state = SliceWindow::new();
+        let mut state = SliceState::new();
         for i in 0..10_000u64 {
             call(&mut state, i * 997 * MS, &p, 1);
         }

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 
 use super::{call, params};
-use crate::core::slice::SliceWindow;
-use crate::core::{Decision, Limiter, Nanos, Retry};
+use crate::core::slice::SliceState;
+use crate::core::{Decision, Kind, Nanos, Retry};
 
 // ---- Reference model: a brute-force map from slice index to count. ----
 
@@ -193,10 +193,10 @@ fn exceeds_the_exact_log(run: &Run) -> Option<String> {
 /// Replays a run, calling `check(now, limit, window, slices, quantity, decision, state_before)`.
 fn replay(
     run: &((u64, u64, u64, u64), Vec<Step>),
-    mut check: impl FnMut(u64, (u64, u64, u64), u64, &Decision, &SliceWindow),
+    mut check: impl FnMut(u64, (u64, u64, u64), u64, &Decision, &SliceState),
 ) {
     let &((mut now, mut limit, mut window, mut slices), ref steps) = run;
-    let mut state = SliceWindow::new();
+    let mut state = SliceState::new();
     for step in steps {
         now = now.saturating_add_signed(step.dt);
         if let Some((l, w, s)) = step.params {
@@ -280,7 +280,7 @@ proptest! {
     fn invariants_and_round_trip(run in runs_of(true, true, true)) {
         replay(&run, |_, _, _, _, before| {
             before.check_invariants();
-            let decoded = SliceWindow::decode(&before.encode()).expect("own encoding decodes");
+            let decoded = SliceState::decode(&before.encode()).expect("own encoding decodes");
             assert_eq!(&decoded, before);
             assert_eq!((decoded.total(), decoded.oldest()), (before.total(), before.oldest()));
         });
@@ -289,7 +289,7 @@ proptest! {
     /// No byte string panics the decoder.
     #[test]
     fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..80)) {
-        let _ = SliceWindow::decode(&bytes);
+        let _ = SliceState::decode(&bytes);
     }
 }
 

@@ -29,12 +29,12 @@
 use proptest::prelude::*;
 
 use crate::args::Bounds;
-use crate::core::slice::{SliceParams, SliceWindow, MAX_LIMIT, MAX_SLICES};
+use crate::core::slice::{SliceParams, SliceState, MAX_LIMIT, MAX_SLICES};
 use crate::core::tests::{
     assert_retry_promise, choice, marks_of, move_clock, pick, quantity, spec_reply, start_instant,
     Choice,
 };
-use crate::core::{Decision, Limiter, Nanos, Retry, Unit, MAX_DURATION};
+use crate::core::{Decision, Kind, Nanos, Retry, TimeUnit, MAX_DURATION};
 
 /// The most slices a client may ask for by default (`max-slices`).
 const CONFIGURED: u64 = Bounds::DEFAULT.max_slices;
@@ -145,7 +145,7 @@ fn runs(geometry_changes: bool) -> impl Strategy<Value = Run> {
 /// One call as the code saw it.
 struct Call<'a> {
     /// The state before the call.
-    state: &'a SliceWindow,
+    state: &'a SliceState,
     now: u64,
     p: Slice,
     quantity: u64,
@@ -154,14 +154,14 @@ struct Call<'a> {
 
 /// Replays a run on one key, calling `check` on every call before its
 /// update is recorded; returns the state at the end.
-fn replay(run: &Run, mut check: impl FnMut(&Call)) -> SliceWindow {
+fn replay(run: &Run, mut check: impl FnMut(&Call)) -> SliceState {
     let (window, slices) = Slice::geometry(run.first.1, run.first.2);
     let mut p = Slice {
         limit: Slice::limit(run.first.0),
         window,
         slices,
     };
-    let mut state = SliceWindow::new();
+    let mut state = SliceState::new();
     let mut now = run.start;
     let mut last: Option<Decision> = None;
     for step in &run.steps {
@@ -340,7 +340,7 @@ proptest! {
             let (expected, stored) = model.decide(call.now, &call.p, call.quantity);
             let what = format!("at {}, {:?}, quantity {}", call.now, call.p, call.quantity);
             assert_eq!(call.decision, expected, "{what}");
-            for unit in [Unit::Millis, Unit::Seconds] {
+            for unit in [TimeUnit::Millis, TimeUnit::Seconds] {
                 let now = Nanos::new(call.now);
                 assert_eq!(call.decision.reply(now, unit), spec_reply(&expected, call.now, unit), "{unit:?}, {what}");
             }
@@ -348,7 +348,7 @@ proptest! {
                 model = stored;
             }
         });
-        let decoded = SliceWindow::decode(&state.encode());
+        let decoded = SliceState::decode(&state.encode());
         prop_assert_eq!(decoded.as_ref(), Ok(&state));
     }
 

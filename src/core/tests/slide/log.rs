@@ -8,9 +8,9 @@ use std::mem;
 use super::{ms, params, request, MS, S, US};
 use crate::core::slide::times::TAIL;
 use crate::core::slide::{
-    SlideLog, SlideParams, SlideUpdate, MAX_LIMIT, MAX_MICROS, PRECISION_RULE,
+    SlideParams, SlideState, SlideUpdate, MAX_LIMIT, MAX_MICROS, PRECISION_RULE,
 };
-use crate::core::{Limiter, Nanos, ParamError, Retry, Unit, MAX_DURATION};
+use crate::core::{Kind, Nanos, ParamError, Retry, TimeUnit, MAX_DURATION};
 
 #[test]
 fn params_are_validated() {
@@ -65,12 +65,12 @@ fn table() {
         // long after: nothing counted
         (ms(9000), 3, 1000, 0,    0, 3, -1,    0),
     ];
-    let mut log = SlideLog::default();
+    let mut log = SlideState::default();
     for (row, &(at, limit, window_ms, quantity, limited, remaining, retry, reset)) in
         cases.iter().enumerate()
     {
         let p = params(limit, window_ms * MS);
-        let reply = request(&mut log, at, &p, quantity).reply(at, Unit::Millis);
+        let reply = request(&mut log, at, &p, quantity).reply(at, TimeUnit::Millis);
         let expected = [limited, limit as i64, remaining, retry, reset];
         assert_eq!(reply, expected, "row {row}");
     }
@@ -84,8 +84,9 @@ fn table() {
 fn worked_example_of_the_module_doc() {
     let s = |n: u64| Nanos::new(n * S);
     let p = SlideParams::new(3, s(10)).expect("valid");
-    let mut log = SlideLog::default();
-    let seconds = |log: &mut SlideLog, at, q| request(log, at, &p, q).reply(at, Unit::Seconds);
+    let mut log = SlideState::default();
+    let seconds =
+        |log: &mut SlideState, at, q| request(log, at, &p, q).reply(at, TimeUnit::Seconds);
     assert_eq!(seconds(&mut log, s(0), 1), [0, 3, 2, -1, 10]);
     assert_eq!(seconds(&mut log, s(4), 2), [0, 3, 0, -1, 10]);
     assert_eq!(seconds(&mut log, s(7), 1), [1, 3, 0, 3, 7]);
@@ -98,7 +99,7 @@ fn worked_example_of_the_module_doc() {
 #[test]
 fn instants_round_up_to_the_microsecond() {
     let p = params(3, 10 * US);
-    let mut log = SlideLog::default();
+    let mut log = SlideState::default();
     // Recorded at 1,001 ns, kept at 2 µs, but at the clock (1,001 ns):
     // it leaves exactly a window later.
     let d = request(&mut log, Nanos::new(1_001), &p, 1);
@@ -121,7 +122,7 @@ fn instants_round_up_to_the_microsecond() {
     // The clock goes back to 0: read at the log's clock, 12 µs; two
     // must leave, the second at 12 µs + 10 µs.
     let d = request(&mut log, Nanos::ZERO, &p, 2);
-    assert_eq!(d.reply(Nanos::ZERO, Unit::Millis), [1, 3, 0, 1, 1]);
+    assert_eq!(d.reply(Nanos::ZERO, TimeUnit::Millis), [1, 3, 0, 1, 1]);
     assert_eq!(d.retry, Retry::At(Nanos::new(22 * US)));
 }
 
@@ -129,7 +130,7 @@ fn instants_round_up_to_the_microsecond() {
 fn decide_never_panics_at_the_extremes() {
     let p = SlideParams::new(MAX_LIMIT, MAX_DURATION).expect("valid");
     let one = SlideParams::new(1, Nanos::new(1)).expect("valid");
-    let mut log = SlideLog::default();
+    let mut log = SlideState::default();
     for now in [Nanos::ZERO, Nanos::new(1), Nanos::MAX] {
         for quantity in [0, 1, MAX_LIMIT, MAX_LIMIT + 1, u64::MAX] {
             let _ = log.decide(now, &p, quantity);
@@ -142,19 +143,19 @@ fn decide_never_panics_at_the_extremes() {
     assert_eq!(d.retry, Retry::At(Nanos::MAX));
     assert_eq!(log.len(), 1);
     assert_eq!(log.entry_list(), [(MAX_MICROS, 1)]);
-    assert_eq!(SlideLog::decode(&log.encode()), Ok(log));
+    assert_eq!(SlideState::decode(&log.encode()), Ok(log));
 }
 
 #[test]
 fn a_new_log_allocates_nothing() {
-    let log = SlideLog::default();
+    let log = SlideState::default();
     assert_eq!(log.capacity(), 0);
     assert!(log.is_empty());
-    assert_eq!(log.mem_usage(), mem::size_of::<SlideLog>());
-    assert_eq!(log, SlideLog::default());
+    assert_eq!(log.mem_usage(), mem::size_of::<SlideState>());
+    assert_eq!(log, SlideState::default());
     // One cache line: the ring (40 bytes with its base), the tail (two
     // offsets from that base), the side table's pointer, the clock.
-    assert_eq!(mem::size_of::<SlideLog>(), 64);
+    assert_eq!(mem::size_of::<SlideState>(), 64);
     assert!(mem::size_of::<SlideUpdate>() <= 40);
 }
 
@@ -164,14 +165,14 @@ fn a_new_log_allocates_nothing() {
 fn a_log_costs_four_bytes_and_a_quarter_per_unit() {
     let p = params(1_000_000, 3_600 * S);
     for n in [1_000u64, 100_000] {
-        let mut log = SlideLog::default();
+        let mut log = SlideState::default();
         let start = 1_700_000_000 * S;
         for i in 0..n {
             assert!(!request(&mut log, Nanos::new(start + i * US + 1), &p, 1).limited);
         }
         assert_eq!((log.len() as u64, log.entries() as u64), (n, n));
         assert!(!log.is_wide());
-        let bytes = log.mem_usage() - mem::size_of::<SlideLog>();
+        let bytes = log.mem_usage() - mem::size_of::<SlideState>();
         assert!(bytes as u64 <= 4 * n + n / 4 + 16, "{n}: {bytes}");
         assert!(log.capacity() as u64 <= n + n / 16 + 4);
     }
@@ -182,7 +183,7 @@ fn a_log_costs_four_bytes_and_a_quarter_per_unit() {
 #[test]
 fn units_of_one_microsecond_share_an_entry_from_three_on() {
     let p = params(1_000_000, 60 * S);
-    let mut log = SlideLog::default();
+    let mut log = SlideState::default();
     let t = 5 * S;
     request(&mut log, Nanos::new(t), &p, 1);
     request(&mut log, Nanos::new(t), &p, 1);
@@ -200,7 +201,7 @@ fn units_of_one_microsecond_share_an_entry_from_three_on() {
     assert_eq!(log.entries(), 3);
     assert_eq!(log.len(), 999_011);
     assert!(log.mem_usage() < 200, "{}", log.mem_usage());
-    assert_eq!(SlideLog::decode(&log.encode()), Ok(log.clone()));
+    assert_eq!(SlideState::decode(&log.encode()), Ok(log.clone()));
     // Ranks across counted entries: 999,011 units held, limit 1,000,000.
     let d = request(&mut log, Nanos::new(t + 3_000), &p, 989);
     assert!(!d.limited);
@@ -220,7 +221,7 @@ fn units_of_one_microsecond_share_an_entry_from_three_on() {
 #[test]
 fn refunds_take_from_the_newest_entries() {
     let p = params(100, 60 * S);
-    let mut log = SlideLog::default();
+    let mut log = SlideState::default();
     let t = 7 * S;
     request(&mut log, Nanos::new(t), &p, 4);
     request(&mut log, Nanos::new(t + US), &p, 1);
@@ -246,7 +247,7 @@ fn refunds_take_from_the_newest_entries() {
     assert_eq!(log.entry_list(), [(7_000_000, 1)]);
     assert!(log.counted_entries().is_none());
     log.refund(Nanos::new(t + 2 * US), &p, 10);
-    assert_eq!(log, SlideLog::default());
+    assert_eq!(log, SlideState::default());
 }
 
 /// A window of an hour with steady traffic stays narrow: the log
@@ -255,7 +256,7 @@ fn refunds_take_from_the_newest_entries() {
 fn an_hour_long_window_stays_narrow() {
     let window = 3_600 * S;
     let p = params(10_000, window);
-    let mut log = SlideLog::default();
+    let mut log = SlideState::default();
     let start = 1_700_000_000 * S + 123;
     let mut rebases = 0;
     let mut base = None;
@@ -286,7 +287,7 @@ fn an_hour_long_window_stays_narrow() {
 fn long_spans_make_the_log_wide_and_back() {
     let year = 365 * 24 * 3_600 * S;
     let p = params(10, 10 * year);
-    let mut log = SlideLog::default();
+    let mut log = SlideState::default();
     let t0 = 1_700_000_000 * S + 1;
     request(&mut log, Nanos::new(t0), &p, 1);
     request(&mut log, Nanos::new(t0 + 5 * 60 * S), &p, 1);
@@ -312,24 +313,24 @@ fn long_spans_make_the_log_wide_and_back() {
         .map(|t| t.div_ceil(US) * US)
         .to_vec();
     assert_eq!(log.units_ns(), expected);
-    assert_eq!(SlideLog::decode(&log.encode()), Ok(log));
+    assert_eq!(SlideState::decode(&log.encode()), Ok(log));
 }
 
 #[test]
 fn the_ring_shrinks_when_traffic_drops() {
     let p = params(1_000, 10 * US);
-    let mut log = SlideLog::default();
+    let mut log = SlideState::default();
     for i in 0..1_000 {
         request(&mut log, Nanos::new(1 + i % 999), &p, 1);
     }
     // 1,000 units in 1 µs: one counted entry.
     assert_eq!((log.len(), log.entries()), (1_000, 1));
-    let mut log = SlideLog::default();
+    let mut log = SlideState::default();
     for i in 0..1_000 {
         request(&mut log, Nanos::new(i * US), &p, 1);
     }
     assert_eq!(log.entries(), 10);
-    let mut log = SlideLog::default();
+    let mut log = SlideState::default();
     let wide = params(1_000, 10 * S);
     for i in 0..1_000 {
         request(&mut log, Nanos::new(i * US), &wide, 1);
@@ -349,9 +350,10 @@ fn precision_joins_units_into_the_newest_entry() {
     let p = params(5, 10 * S)
         .with_precision(Nanos::new(3 * S))
         .expect("valid");
-    let mut log = SlideLog::default();
-    let at =
-        |log: &mut SlideLog, t: u64, q: u64| request(log, ms(t), &p, q).reply(ms(t), Unit::Millis);
+    let mut log = SlideState::default();
+    let at = |log: &mut SlideState, t: u64, q: u64| {
+        request(log, ms(t), &p, q).reply(ms(t), TimeUnit::Millis)
+    };
     assert_eq!(at(&mut log, 0, 1), [0, 5, 4, -1, 10_000]);
     // 2,999 ms after the first unit: joins, the entry moves to 2,999.
     assert_eq!(at(&mut log, 2_999, 2), [0, 5, 2, -1, 10_000]);
@@ -366,7 +368,7 @@ fn precision_joins_units_into_the_newest_entry() {
     assert_eq!(log.entry_list(), [(3_000_000, 1), (12_999_000, 3)]);
     // The newest entry's first unit survives a round trip.
     let bytes = log.encode();
-    assert_eq!(SlideLog::decode(&bytes), Ok(log.clone()));
+    assert_eq!(SlideState::decode(&bytes), Ok(log.clone()));
     // 2,999 ms after 12,999 (the new entry's first unit): joins; the
     // entry at 3,000 has left.
     assert_eq!(at(&mut log, 15_998, 1), [0, 5, 1, -1, 10_000]);
@@ -381,7 +383,7 @@ fn a_dense_key_with_precision_holds_few_entries() {
     let p = params(1_000_000, 3_600 * S)
         .with_precision(Nanos::new(36 * S))
         .expect("valid");
-    let mut log = SlideLog::default();
+    let mut log = SlideState::default();
     let start = 1_700_000_000 * S;
     for i in 0..10_000 {
         assert!(!request(&mut log, Nanos::new(start + i * 6 * MS), &p, 10).limited);
@@ -393,7 +395,7 @@ fn a_dense_key_with_precision_holds_few_entries() {
     assert_eq!(log.mem_usage(), 64 + 56 + 2 * 8);
     // The exact log: an entry per call.
     let exact = params(1_000_000, 3_600 * S);
-    let mut log = SlideLog::default();
+    let mut log = SlideState::default();
     for i in 0..10_000 {
         request(&mut log, Nanos::new(start + i * 6 * MS), &exact, 10);
     }
@@ -403,14 +405,14 @@ fn a_dense_key_with_precision_holds_few_entries() {
 /// PRECISION's rule and range, from the command's values (ns).
 #[test]
 fn precision_is_at_most_the_window() {
-    let p = SlideLog::params(&numbers([5, 10 * S, 10 * S])).expect("d = window");
+    let p = SlideState::params(&numbers([5, 10 * S, 10 * S])).expect("d = window");
     assert_eq!(p.precision(), Nanos::new(10 * S));
     assert_eq!(
-        SlideLog::params(&numbers([5, 10 * S, 0])).map(|p| p.precision()),
+        SlideState::params(&numbers([5, 10 * S, 0])).map(|p| p.precision()),
         Ok(Nanos::ZERO)
     );
     assert_eq!(
-        SlideLog::params(&numbers([5, 10 * S, 10 * S + MS])),
+        SlideState::params(&numbers([5, 10 * S, 10 * S + MS])),
         Err(ParamError::Joint(PRECISION_RULE))
     );
     assert!(params(5, 10 * S)
@@ -418,7 +420,7 @@ fn precision_is_at_most_the_window() {
         .is_none());
 }
 
-/// Parameter values as `Limiter::params` receives them.
+/// Parameter values as `Kind::params` receives them.
 fn numbers<const N: usize>(values: [u64; N]) -> [crate::core::Value<'static>; N] {
     values.map(crate::core::Value::Number)
 }
@@ -429,7 +431,7 @@ fn numbers<const N: usize>(values: [u64; N]) -> [crate::core::Value<'static>; N]
 #[test]
 fn the_newest_entries_stay_in_the_struct_and_move_in_batches() {
     let p = params(100, 60 * S);
-    let mut log = SlideLog::default();
+    let mut log = SlideState::default();
     let t = 1_700_000_000 * S;
     let at = |i: usize| Nanos::new(t + i as u64 * US);
     for i in 0..TAIL {
@@ -439,7 +441,7 @@ fn the_newest_entries_stay_in_the_struct_and_move_in_batches() {
         (log.entries(), log.in_tail(), log.capacity()),
         (TAIL, TAIL, 0)
     );
-    assert_eq!(log.mem_usage(), mem::size_of::<SlideLog>());
+    assert_eq!(log.mem_usage(), mem::size_of::<SlideState>());
     let before = log.entry_list();
     request(&mut log, at(TAIL), &p, 1);
     assert_eq!((log.entries(), log.in_tail()), (TAIL + 1, 1));
@@ -466,7 +468,7 @@ fn the_newest_entries_stay_in_the_struct_and_move_in_batches() {
 #[test]
 fn expiry_and_refunds_cross_from_the_ring_to_the_tail() {
     let p = params(100, 100 * US);
-    let mut log = SlideLog::default();
+    let mut log = SlideState::default();
     let t = 1_700_000_000 * S;
     let at = |i: usize| Nanos::new(t + i as u64 * US);
     // Entries at 0 .. n µs, two of them in the tail.
@@ -500,7 +502,7 @@ fn expiry_and_refunds_cross_from_the_ring_to_the_tail() {
     assert_eq!(log.entry_list(), expected);
     // Everything refunded: an empty log, as new.
     log.refund(now, &p, 100);
-    assert_eq!(log, SlideLog::default());
+    assert_eq!(log, SlideState::default());
 }
 
 /// A counted entry keeps its count as it moves from the tail to the
@@ -508,7 +510,7 @@ fn expiry_and_refunds_cross_from_the_ring_to_the_tail() {
 #[test]
 fn counted_entries_move_to_the_ring_with_their_counts() {
     let p = params(100, 60 * S);
-    let mut log = SlideLog::default();
+    let mut log = SlideState::default();
     let t = 1_700_000_000 * S;
     let at = |i: usize| Nanos::new(t + i as u64 * US);
     for i in 0..TAIL - 1 {
@@ -539,7 +541,7 @@ fn counted_entries_move_to_the_ring_with_their_counts() {
         log.entry_list().last(),
         Some(&(t / US + TAIL as u64 - 1, 3))
     );
-    assert_eq!(SlideLog::decode(&log.encode()), Ok(log));
+    assert_eq!(SlideState::decode(&log.encode()), Ok(log));
 }
 
 /// Decoding fills the ring, then the tail, as appending would: the ring
@@ -549,12 +551,12 @@ fn decoding_fills_the_ring_then_the_tail() {
     let p = params(100, 60 * S);
     let t = 1_700_000_000 * S;
     for n in [3, TAIL, TAIL + 1, 2 * TAIL + 3, 3 * TAIL + 1] {
-        let mut log = SlideLog::default();
+        let mut log = SlideState::default();
         for i in 0..n as u64 {
             request(&mut log, Nanos::new(t + i * US), &p, 1);
         }
         let bytes = log.encode();
-        let decoded = SlideLog::decode(&bytes).expect("decodes");
+        let decoded = SlideState::decode(&bytes).expect("decodes");
         assert_eq!(decoded, log, "{n}");
         let in_tail = (n - 1) % TAIL + 1;
         assert_eq!(decoded.in_tail(), in_tail, "{n}");
@@ -570,7 +572,7 @@ fn decoding_fills_the_ring_then_the_tail() {
 fn an_entry_out_of_the_bases_reach_goes_to_the_ring() {
     let year = 365 * 24 * 3_600 * S;
     let p = params(10, 10 * year);
-    let mut log = SlideLog::default();
+    let mut log = SlideState::default();
     let t0 = 1_700_000_000 * S;
     request(&mut log, Nanos::new(t0), &p, 1);
     request(&mut log, Nanos::new(t0 + US), &p, 1);
@@ -583,7 +585,7 @@ fn an_entry_out_of_the_bases_reach_goes_to_the_ring() {
     assert_eq!((log.entries(), log.in_tail()), (4, 0));
     let expected = [t0, t0 + US, far, far + US].map(|t| (t / US, 1));
     assert_eq!(log.entry_list(), expected);
-    assert_eq!(SlideLog::decode(&log.encode()), Ok(log.clone()));
+    assert_eq!(SlideState::decode(&log.encode()), Ok(log.clone()));
     // Under a window of a minute the two old entries leave: the span is
     // short, the ring narrow again, and the next entry in the tail.
     let minute = params(10, 60 * S);

@@ -8,8 +8,8 @@ mod log;
 mod model;
 mod ranges;
 
-use crate::core::slide::{SlideLog, SlideParams};
-use crate::core::{Decision, Limiter, Nanos};
+use crate::core::slide::{SlideParams, SlideState};
+use crate::core::{Decision, Kind, Nanos};
 
 const US: u64 = 1_000;
 const MS: u64 = 1_000_000;
@@ -24,7 +24,7 @@ fn params(limit: u64, window: u64) -> SlideParams {
 }
 
 /// Decides and, when allowed, applies; returns the decision.
-fn request(log: &mut SlideLog, now: Nanos, p: &SlideParams, quantity: u64) -> Decision {
+fn request(log: &mut SlideState, now: Nanos, p: &SlideParams, quantity: u64) -> Decision {
     let (decision, update) = log.decide(now, p, quantity);
     if let Some(update) = update {
         log.apply(update);

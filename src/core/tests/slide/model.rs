@@ -11,8 +11,8 @@ use proptest::prelude::*;
 use super::format::v2;
 use super::{params, US};
 use crate::core::slide::times::leading_at_most;
-use crate::core::slide::{SlideLog, SlideParams, MAX_MICROS, V1_TAG};
-use crate::core::{Decision, Limiter, Nanos, Retry};
+use crate::core::slide::{SlideParams, SlideState, MAX_MICROS, V1_TAG};
+use crate::core::{Decision, Kind, Nanos, Retry};
 
 /// The reference: every admitted unit's kept instant (ns, rounded up to
 /// the µs) and the clock, everything computed by brute force from the
@@ -207,8 +207,8 @@ fn run(
     window: u64,
     start: u64,
     steps: &[Step],
-    check: impl FnMut(&SlideLog, u64, &SlideParams, u64, &Decision, bool),
-) -> SlideLog {
+    check: impl FnMut(&SlideState, u64, &SlideParams, u64, &Decision, bool),
+) -> SlideState {
     run_within(limits, window, &[0], start, steps, check)
 }
 
@@ -219,9 +219,9 @@ fn run_within(
     ds: &[u64],
     start: u64,
     steps: &[Step],
-    mut check: impl FnMut(&SlideLog, u64, &SlideParams, u64, &Decision, bool),
-) -> SlideLog {
-    let mut log = SlideLog::default();
+    mut check: impl FnMut(&SlideState, u64, &SlideParams, u64, &Decision, bool),
+) -> SlideState {
+    let mut log = SlideState::default();
     let mut now = start;
     let mut limit = limits[0];
     for (i, s) in steps.iter().enumerate() {
@@ -279,7 +279,7 @@ proptest! {
         ),
     ) {
         let mut model = Model::default();
-        let mut log = SlideLog::default();
+        let mut log = SlideState::default();
         let (mut now, mut limit) = (start, LONG_LIMITS[0]);
         for (s, refund) in &steps {
             let dt = s.dt.0 * US + s.dt.1;
@@ -293,7 +293,7 @@ proptest! {
                 model.refund(now, window, q);
             } else {
                 let quantity = s.quantity % (limit + 3);
-                let copy = SlideLog::decode(&log.encode()).expect("round trip");
+                let copy = SlideState::decode(&log.encode()).expect("round trip");
                 let (decision, update) = log.decide(Nanos::new(now), &p, quantity);
                 prop_assert_eq!(copy.decide(Nanos::new(now), &p, quantity).0, decision);
                 prop_assert_eq!(decision, model.decide(now, limit, window, quantity));
@@ -348,7 +348,7 @@ proptest! {
         let bytes = log.encode();
         // No larger than the ring: at most 5 bytes an entry and the count.
         prop_assert!(bytes.len() <= 10 + 5 * log.entries());
-        let decoded = SlideLog::decode(&bytes);
+        let decoded = SlideState::decode(&bytes);
         prop_assert_eq!(decoded.as_ref(), Ok(&log));
         prop_assert_eq!(decoded.map(|d| d.encode()), Ok(bytes));
     }
@@ -370,7 +370,7 @@ proptest! {
         }
         let entries: Vec<(u64, u64)> = instants.iter().copied().zip(counts).collect();
         let bytes = v2(&entries);
-        let log = SlideLog::decode(&bytes).expect("decodes");
+        let log = SlideState::decode(&bytes).expect("decodes");
         prop_assert_eq!(log.entry_list(), entries.clone());
         prop_assert_eq!(log.encode(), bytes);
         let units: u64 = entries.iter().map(|&(_, c)| c).sum();
@@ -461,7 +461,7 @@ proptest! {
         let mut admitted: Vec<(u64, u64)> = Vec::new();
         let mut arrivals: Vec<u64> = Vec::new();
         let mut clock = 0;
-        let mut log = SlideLog::default();
+        let mut log = SlideState::default();
         let mut now = start;
         for (i, s) in steps.iter().enumerate() {
             let dt = s.dt.0 * US + s.dt.1;
@@ -513,15 +513,15 @@ proptest! {
             log.refund(Nanos::new(1 << 40), &p, refund);
         }
         let bytes = log.encode();
-        let decoded = SlideLog::decode(&bytes);
+        let decoded = SlideState::decode(&bytes);
         prop_assert_eq!(decoded.as_ref(), Ok(&log));
         prop_assert_eq!(decoded.map(|d| d.encode()), Ok(bytes));
     }
 
     #[test]
     fn decode_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..100)) {
-        let _ = SlideLog::decode(&bytes);
-        let _ = SlideLog::decode_legacy(V1_TAG, &bytes);
+        let _ = SlideState::decode(&bytes);
+        let _ = SlideState::decode_legacy(V1_TAG, &bytes);
     }
 
     /// Payloads near valid ones: a valid encoding with a byte changed,
@@ -542,7 +542,7 @@ proptest! {
             1 => bytes.truncate(i),
             _ => bytes.insert(i, byte),
         }
-        if let Ok(decoded) = SlideLog::decode(&bytes) {
+        if let Ok(decoded) = SlideState::decode(&bytes) {
             prop_assert_eq!(decoded.encode(), bytes);
         }
     }

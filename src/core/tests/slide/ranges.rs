@@ -22,12 +22,12 @@
 use proptest::prelude::*;
 
 use crate::args::Bounds;
-use crate::core::slide::{SlideLog, SlideParams, MAX_LIMIT};
+use crate::core::slide::{SlideParams, SlideState, MAX_LIMIT};
 use crate::core::tests::{
     assert_retry_promise, choice, marks_of, move_clock, pick, quantity, spec_reply, start_instant,
     Choice,
 };
-use crate::core::{Decision, Limiter, Nanos, Retry, Unit, MAX_DURATION};
+use crate::core::{Decision, Kind, Nanos, Retry, TimeUnit, MAX_DURATION};
 
 const MS: u64 = 1_000_000;
 const US: u64 = 1_000;
@@ -114,7 +114,7 @@ fn runs(window_changes: bool) -> impl Strategy<Value = Run> {
 /// One call as the code saw it.
 struct Call<'a> {
     /// The log before the call.
-    log: &'a SlideLog,
+    log: &'a SlideState,
     now: u64,
     p: Slide,
     quantity: u64,
@@ -123,9 +123,9 @@ struct Call<'a> {
 
 /// Replays a run on one key, calling `check` on every call before its
 /// update is recorded; returns the log at the end.
-fn replay(run: &Run, mut check: impl FnMut(&Call)) -> SlideLog {
+fn replay(run: &Run, mut check: impl FnMut(&Call)) -> SlideState {
     let mut p = Slide::new(run.first.0, run.first.1);
-    let mut log = SlideLog::default();
+    let mut log = SlideState::default();
     let mut now = run.start;
     let mut last: Option<Decision> = None;
     let mut recorded: Vec<u64> = Vec::new();
@@ -263,7 +263,7 @@ proptest! {
             let (expected, record) = model.decide(call.now, &call.p, call.quantity);
             let what = format!("at {}, {:?}, quantity {}", call.now, call.p, call.quantity);
             assert_eq!(call.decision, expected, "{what}");
-            for unit in [Unit::Millis, Unit::Seconds] {
+            for unit in [TimeUnit::Millis, TimeUnit::Seconds] {
                 let now = Nanos::new(call.now);
                 assert_eq!(call.decision.reply(now, unit), spec_reply(&expected, call.now, unit), "{unit:?}, {what}");
             }
@@ -273,7 +273,7 @@ proptest! {
         });
         let held: u64 = model.records.iter().map(|&(_, units)| units).sum();
         prop_assert_eq!(log.len() as u64, held);
-        prop_assert_eq!(SlideLog::decode(&log.encode()), Ok(log));
+        prop_assert_eq!(SlideState::decode(&log.encode()), Ok(log));
     }
 
     /// The promise of docs/DESIGN.md#reply: the same request is allowed at the instant
@@ -338,7 +338,7 @@ proptest! {
         let p = Slide::new(limit, window);
         let params = p.params();
         let w = u128::from(p.window);
-        let mut log = SlideLog::default();
+        let mut log = SlideState::default();
         // The units taken: (exact instant, units).
         let mut taken: Vec<(u64, u64)> = Vec::new();
         let mut now = run.start;

@@ -6,16 +6,18 @@ mod ranges;
 
 use proptest::prelude::*;
 
-use crate::core::throttle::{Tat, ThrottleParamError, ThrottleParams, MAX_BURST, MAX_COUNT};
-use crate::core::{Decision, DecodeError, Limiter, Nanos, Retry, Unit, MAX_DURATION};
+use crate::core::throttle::{
+    ThrottleParamError, ThrottleParams, ThrottleState, MAX_BURST, MAX_COUNT,
+};
+use crate::core::{Decision, DecodeError, Kind, Nanos, Retry, TimeUnit, MAX_DURATION};
 
 /// Decides against a stored TAT, or a missing key (`None`).
 fn decide(
-    tat: Option<&Tat>,
+    tat: Option<&ThrottleState>,
     now: Nanos,
     p: &ThrottleParams,
     quantity: u64,
-) -> (Decision, Option<Tat>) {
+) -> (Decision, Option<ThrottleState>) {
     tat.copied().unwrap_or_default().decide(now, p, quantity)
 }
 
@@ -27,7 +29,7 @@ fn params(max_burst: u64, count: u64, period: Nanos) -> ThrottleParams {
 }
 
 /// Runs requests in order against one key, storing what `decide` returns.
-fn run(key: &mut Option<Tat>, now: u64, p: &ThrottleParams, quantity: u64) -> Decision {
+fn run(key: &mut Option<ThrottleState>, now: u64, p: &ThrottleParams, quantity: u64) -> Decision {
     let (decision, update) = decide(key.as_ref(), Nanos::new(now), p, quantity);
     if let Some(tat) = update {
         *key = Some(tat);
@@ -69,7 +71,7 @@ fn table_of_requests_in_seconds() {
         let p = params(burst, count, Nanos::new(period * S));
         let d = run(&mut key, at * MS, &p, quantity);
         assert_eq!(
-            d.reply(Nanos::new(at * MS), Unit::Seconds),
+            d.reply(Nanos::new(at * MS), TimeUnit::Seconds),
             expect,
             "case {i}"
         );
@@ -107,7 +109,11 @@ fn redis_cell_published_cases() {
     for (i, &(at, quantity, expect)) in cases.iter().enumerate() {
         let now = start + at * MS;
         let d = run(&mut key, now, &p, quantity);
-        assert_eq!(d.reply(Nanos::new(now), Unit::Millis), expect, "case {i}");
+        assert_eq!(
+            d.reply(Nanos::new(now), TimeUnit::Millis),
+            expect,
+            "case {i}"
+        );
     }
 }
 
@@ -141,7 +147,7 @@ fn millisecond_periods_and_a_million_per_second() {
     let p = params(0, 1_000, Nanos::new(MS)); // 10^6 per second, T = 1 µs
     let mut key = None;
     let d = run(&mut key, 0, &p, 1);
-    assert_eq!(d.reply(Nanos::ZERO, Unit::Millis), [0, 1, 0, -1, 1]);
+    assert_eq!(d.reply(Nanos::ZERO, TimeUnit::Millis), [0, 1, 0, -1, 1]);
     assert_eq!(d.reset_at, Nanos::new(1_000));
     let d = run(&mut key, 999, &p, 1);
     assert_eq!(d.retry, Retry::At(Nanos::new(1_000)));
@@ -155,7 +161,10 @@ fn a_clock_going_backwards_lets_nothing_more_through() {
     assert!(!run(&mut key, 10 * S, &p, 1).limited);
     let d = run(&mut key, 5 * S, &p, 1);
     assert!(d.limited);
-    assert_eq!(d.reply(Nanos::new(5 * S), Unit::Seconds), [1, 1, 0, 6, 6]);
+    assert_eq!(
+        d.reply(Nanos::new(5 * S), TimeUnit::Seconds),
+        [1, 1, 0, 6, 6]
+    );
 }
 
 #[test]
@@ -200,22 +209,25 @@ fn parameters_out_of_range_are_refused() {
 
 #[test]
 fn decode_refuses_what_no_state_holds() {
-    let tat = Tat::from_parts(Nanos::new(5), 1, 3);
-    assert_eq!(Tat::decode(&tat.encode()), Ok(tat));
+    let tat = ThrottleState::from_parts(Nanos::new(5), 1, 3);
+    assert_eq!(ThrottleState::decode(&tat.encode()), Ok(tat));
     let bytes = tat.encode();
-    assert_eq!(Tat::decode(&bytes[..15]), Err(DecodeError::Length));
     assert_eq!(
-        Tat::decode(&[bytes.as_slice(), &[0]].concat()),
+        ThrottleState::decode(&bytes[..15]),
         Err(DecodeError::Length)
     );
-    let zero_den = Tat::from_parts(Nanos::new(5), 0, 0).encode();
+    assert_eq!(
+        ThrottleState::decode(&[bytes.as_slice(), &[0]].concat()),
+        Err(DecodeError::Length)
+    );
+    let zero_den = ThrottleState::from_parts(Nanos::new(5), 0, 0).encode();
     assert!(matches!(
-        Tat::decode(&zero_den),
+        ThrottleState::decode(&zero_den),
         Err(DecodeError::Invalid(_))
     ));
-    let big_frac = Tat::from_parts(Nanos::new(5), 3, 3).encode();
+    let big_frac = ThrottleState::from_parts(Nanos::new(5), 3, 3).encode();
     assert!(matches!(
-        Tat::decode(&big_frac),
+        ThrottleState::decode(&big_frac),
         Err(DecodeError::Invalid(_))
     ));
 }
@@ -266,7 +278,7 @@ proptest! {
 
     #[test]
     fn waiting_retry_after_is_enough((burst, count, period_ms, steps) in scenario(), unit_ms in prop::bool::ANY) {
-        let unit = if unit_ms { Unit::Millis } else { Unit::Seconds };
+        let unit = if unit_ms { TimeUnit::Millis } else { TimeUnit::Seconds };
         let p = params(burst, count, Nanos::new(period_ms * MS));
         let mut key = None;
         let mut now = 1_700_000_000 * S;
@@ -289,7 +301,7 @@ proptest! {
 
     #[test]
     fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..40)) {
-        let _ = Tat::decode(&bytes);
+        let _ = ThrottleState::decode(&bytes);
     }
 
     #[test]
@@ -301,7 +313,7 @@ proptest! {
         quantity in 0u64..=MAX_BURST + 2,
         count in 1u64..=MAX_COUNT,
     ) {
-        let tat = Tat::from_parts(Nanos::new(whole), frac_seed % den, den);
+        let tat = ThrottleState::from_parts(Nanos::new(whole), frac_seed % den, den);
         let p = params(0, count, Nanos::new(S));
         let (d, update) = decide(Some(&tat), Nanos::new(now), &p, quantity);
         prop_assert!(d.remaining <= d.limit);

@@ -17,9 +17,9 @@ use crate::core::tests::{
     assert_retry_promise, choice, marks_of, move_clock, pick, quantity, start_instant, Choice,
 };
 use crate::core::throttle::{
-    Tat, ThrottleParamError, ThrottleParams, MAX_BURST, MAX_COUNT, MAX_TOLERANCE,
+    ThrottleParamError, ThrottleParams, ThrottleState, MAX_BURST, MAX_COUNT, MAX_TOLERANCE,
 };
-use crate::core::{Decision, Limiter, Nanos, Retry, Unit, MAX_DURATION};
+use crate::core::{Decision, Kind, Nanos, Retry, TimeUnit, MAX_DURATION};
 
 const MS: u64 = 1_000_000;
 
@@ -167,7 +167,7 @@ fn runs(changes: bool) -> impl Strategy<Value = Run> {
 /// One call as the code saw it.
 struct Call<'a> {
     /// The key before the call.
-    key: &'a Tat,
+    key: &'a ThrottleState,
     now: u64,
     p: Rate,
     quantity: u64,
@@ -178,7 +178,7 @@ struct Call<'a> {
 /// update is stored.
 fn replay(run: &Run, counts: Counts, mut check: impl FnMut(&Call)) {
     let mut p = Rate::new(counts.pick(run.first.0), run.first.1, run.first.2);
-    let mut key = Tat::default();
+    let mut key = ThrottleState::default();
     let mut now = run.start;
     let mut last: Option<Decision> = None;
     for step in &run.steps {
@@ -326,7 +326,7 @@ impl Exact {
         assert_eq!(d.retry, retry, "retry; {what}");
         assert_eq!(d.reset_at, at(answer.reset_after), "reset; {what}");
         // The replies: the exact durations rounded up to the unit.
-        for unit in [Unit::Millis, Unit::Seconds] {
+        for unit in [TimeUnit::Millis, TimeUnit::Seconds] {
             let per = self.den * u128::from(unit.nanos());
             let time = |x: u128| i64::try_from(x.div_ceil(per)).expect("in range");
             let retry_after = match answer.retry_after {
@@ -357,7 +357,7 @@ impl Exact {
 #[test]
 fn a_count_change_rounds_the_tat_up_by_less_than_a_nanosecond() {
     let now = Nanos::new(1_700_000_000_000_000_000);
-    let mut key = Tat::default();
+    let mut key = ThrottleState::default();
     for count in [3, 5] {
         let p = ThrottleParams::new(8, count, Nanos::new(MS)).unwrap();
         let (d, update) = key.decide(now, &p, 1);

@@ -1,6 +1,6 @@
 //! Typed command metadata and its registration: flags, arity, key specs and
 //! the argument tree that `COMMAND DOCS` shows, as data. Registration turns
-//! a [`CommandSpec`] into the server's structures in three steps: create the
+//! a [`CommandDef`] into the server's structures in three steps: create the
 //! command (flags and key positions), describe it (`SetCommandInfo`), and
 //! set its ACL categories where the server allows it.
 
@@ -8,14 +8,14 @@ use std::ffi::{c_int, CStr, CString};
 
 use redis_module::raw;
 
-use crate::server::{self, Api};
+use super::api::{optional, Api, LoadCtx};
 
 /// A command handler, as the server calls it.
 pub type Handler =
     extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
 
 /// One command: everything the server needs to route, check and document it.
-pub struct CommandSpec {
+pub struct CommandDef {
     pub name: String,
     pub handler: Handler,
     /// Command flags, e.g. `write deny-oom fast`.
@@ -140,17 +140,23 @@ impl DocArg {
 }
 
 /// Registers one command. The error says what failed, for the log.
-pub fn register(
-    api: &Api,
-    ctx: *mut raw::RedisModuleCtx,
-    spec: &CommandSpec,
-) -> Result<(), String> {
-    let fail = |what: &str| format!("{what} {}", spec.name);
+pub fn register(api: &Api, ctx: LoadCtx, spec: &CommandDef) -> Result<(), Refused> {
+    let fail = |what: &str| Refused::Other(format!("{what} {}", spec.name));
     let name = CString::new(spec.name.as_str()).map_err(|_| fail("bad name"))?;
-    let command = create(api, ctx, &name, spec).ok_or_else(|| fail("could not create"))?;
+    let command = create(api, ctx.raw(), &name, spec).ok_or(Refused::Create)?;
     describe(api, command, spec).ok_or_else(|| fail("could not set the info of"))?;
     set_acl(command, spec).ok_or_else(|| fail("could not set the ACL categories of"))?;
     Ok(())
+}
+
+/// Why a command was not registered.
+#[derive(Debug)]
+pub enum Refused {
+    /// The server refused to create it: its name is taken (a core command
+    /// or another module's), the one reason a valid name and flags have.
+    Create,
+    /// A later step failed; the text says which.
+    Other(String),
 }
 
 /// Creates the command with its flags and legacy key positions, and
@@ -159,7 +165,7 @@ fn create(
     api: &Api,
     ctx: *mut raw::RedisModuleCtx,
     name: &CStr,
-    spec: &CommandSpec,
+    spec: &CommandDef,
 ) -> Option<*mut raw::RedisModuleCommand> {
     let (first, last, step, extra_flag) = match spec.keys {
         Keys::One { pos, .. } => (pos, pos, 1, ""),
@@ -187,7 +193,7 @@ fn create(
 }
 
 /// Sets arity, summary, key specs and the argument tree (`COMMAND DOCS`).
-fn describe(api: &Api, command: *mut raw::RedisModuleCommand, spec: &CommandSpec) -> Option<()> {
+fn describe(api: &Api, command: *mut raw::RedisModuleCommand, spec: &CommandDef) -> Option<()> {
     let mut strings = Strings::default();
     let mut arena = Vec::new();
     let mut args = build_args(&spec.args, &mut strings, &mut arena)?;
@@ -324,8 +330,8 @@ fn build_args(
 
 /// ACL categories: Redis 7.0 has no API for them (then nothing is set);
 /// 7.2+ and Valkey do.
-fn set_acl(command: *mut raw::RedisModuleCommand, spec: &CommandSpec) -> Option<()> {
-    let Some(set) = server::optional::set_command_acl_categories() else {
+fn set_acl(command: *mut raw::RedisModuleCommand, spec: &CommandDef) -> Option<()> {
+    let Some(set) = optional::set_command_acl_categories() else {
         return Some(());
     };
     let acl = CString::new(spec.acl).ok()?;

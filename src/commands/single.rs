@@ -2,23 +2,26 @@
 //! the several-limit commands share (decide one key, commit its update).
 
 use std::ffi::c_int;
+use std::marker::PhantomData;
 
 use arrayvec::ArrayVec;
-use redis_module::raw;
 
-use super::{
-    arg_bytes, entry, extend_expiry, new_state, propagate_change, recorded, store, Error, Outcome,
+use super::flow::{
+    arg_bytes, entry, extend_expiry, new_state, propagate_change, recorded, replicate_state, store,
+    Error, Outcome,
 };
+use super::info::Stat;
 use crate::args::{self, Bounds, Request};
-use crate::core::throttle::Tat;
-use crate::core::{Decision, Nanos, Param, ParamKind, Unit};
-use crate::kinds::{Kind, Staged, Visit};
-use crate::registration::{Access, ArgType, CommandSpec, DocArg, Keys};
-use crate::server::{Argv, Ctx, Held, Key};
-use crate::{clock, config, stats};
+use crate::core::throttle::ThrottleState;
+use crate::core::{Decision, Nanos, Param, ParamKind, TimeUnit};
+use crate::kinds::{Listed, Staged, Visit, VisitUpdate};
+use crate::server::{
+    handler, Access, ArgType, Argv, Command, CommandDef, Ctx, DocArg, Held, Key, Keys,
+};
+use crate::{clock, config};
 
 /// `RL.<NAME> key <parameters> [id] [quantity] [MS] [options]`
-pub fn limiter_command<L: Kind>() -> CommandSpec {
+pub fn single_command<L: Listed>() -> CommandDef {
     let mut args = vec![DocArg::new("key", ArgType::Key)];
     args.extend(L::PARAMS.iter().map(doc_param));
     if L::TAKES_ID {
@@ -27,9 +30,9 @@ pub fn limiter_command<L: Kind>() -> CommandSpec {
     args.push(DocArg::integer("quantity").optional());
     args.push(DocArg::flag("ms", "MS").optional());
     args.extend(doc_options(L::OPTIONS));
-    CommandSpec {
-        name: format!("RL.{}", L::NAME),
-        handler: rl_limiter::<L>,
+    CommandDef {
+        name: format!("{}.{}", config::prefix(), L::NAME),
+        handler: handler::<SingleCall<L>>,
         flags: "write deny-oom fast",
         acl: "write fast",
         arity: -(2 + L::PARAMS.len() as c_int + c_int::from(L::TAKES_ID)),
@@ -46,11 +49,11 @@ pub fn limiter_command<L: Kind>() -> CommandSpec {
 
 /// RL.THROTTLE again as redis-cell's `CL.THROTTLE` (the `cell-alias`
 /// option).
-pub fn cell_alias() -> CommandSpec {
-    CommandSpec {
+pub fn cell_alias() -> CommandDef {
+    CommandDef {
         name: "CL.THROTTLE".to_string(),
         summary: "RL.THROTTLE under redis-cell's name (the cell-alias option): same arguments, same reply.",
-        ..limiter_command::<Tat>()
+        ..single_command::<ThrottleState>()
     }
 }
 
@@ -80,13 +83,18 @@ pub(super) fn doc_options(options: &'static [Param]) -> impl Iterator<Item = Doc
 const MAX_ARGS: usize = 10;
 
 /// `RL.<NAME> key <parameters> [id] [quantity] [MS] [options]`: the
-/// handler of every kind.
-extern "C" fn rl_limiter<L: Kind>(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> c_int {
-    entry(ctx, argv, argc, Some(stats::Stat(L::INDEX)), |ctx, argv| {
+/// command of every kind.
+struct SingleCall<L>(PhantomData<L>);
+
+impl<L: Listed> Command for SingleCall<L> {
+    fn run(ctx: Ctx<'_>, argv: Argv<'_>) {
+        single_call::<L>(ctx, argv);
+    }
+}
+
+#[inline]
+fn single_call<L: Listed>(ctx: Ctx<'_>, argv: Argv<'_>) {
+    entry(ctx, argv, Some(Stat::of::<L>()), |ctx, argv| {
         // Where the quantity goes, among the words after the key.
         let quantity_at = L::PARAMS.len() + usize::from(L::TAKES_ID);
         if argv.len() < 2 + quantity_at {
@@ -109,7 +117,7 @@ extern "C" fn rl_limiter<L: Kind>(
             quantity,
             unit,
             at,
-        } = args::limiter::<L>(&words, || ctx.is_from_master_or_aof(), bounds::<L>())?;
+        } = args::single::<L>(&words, || ctx.is_from_master_or_aof(), bounds::<L>())?;
         limit::<L>(
             ctx,
             argv,
@@ -127,7 +135,7 @@ extern "C" fn rl_limiter<L: Kind>(
 
 /// The configured bounds, read only for a kind that has a parameter they
 /// may cap (the others never look at them).
-fn bounds<L: Kind>() -> Bounds {
+fn bounds<L: Listed>() -> Bounds {
     match const { args::capped(L::PARAMS) || args::capped(L::OPTIONS) } {
         true => config::bounds(),
         false => Bounds::HARD,
@@ -139,12 +147,12 @@ fn bounds<L: Kind>() -> Bounds {
 struct Asked<'i> {
     id: &'i [u8],
     quantity: u64,
-    unit: Unit,
+    unit: TimeUnit,
     at: Option<Nanos>,
 }
 
 /// The flow every limiter command shares.
-fn limit<'a, L: Kind>(
+fn limit<'a, L: Listed>(
     ctx: Ctx<'a>,
     argv: Argv<'a>,
     mut key: Key<'a>,
@@ -204,7 +212,7 @@ pub(super) struct DecideKey<'k, 'a, 'i> {
 impl Visit for DecideKey<'_, '_, '_> {
     type Out = Result<Decision, Error>;
 
-    fn visit<L: Kind>(self, params: &L::Params) -> Self::Out {
+    fn visit<L: Listed>(self, params: &L::Params) -> Self::Out {
         let (now, quantity, id) = (self.now, self.quantity, self.id);
         let (decision, update) = match self.key.value(L::module_type()) {
             Held::Ours(state) => state.decide_as(now, params, quantity, id),
@@ -223,17 +231,26 @@ impl Visit for DecideKey<'_, '_, '_> {
 
 /// Records an update staged by `DecideKey` on the same key, still open
 /// for writing: on the state it was decided on, or on a new one.
-pub fn commit<L: Kind>(key: &mut Key, update: L::Update) -> Result<(), Error> {
-    match key.value(L::module_type()) {
-        Held::Ours(state) => {
-            state.apply(update);
-            Ok(())
-        }
-        held => {
-            let other = matches!(held, Held::Other);
-            let mut state = new_state::<L>(key, other)?;
-            state.apply(update);
-            store(key, state)
+pub(super) struct Commit<'k, 'a> {
+    pub key: &'k mut Key<'a>,
+}
+
+impl VisitUpdate for Commit<'_, '_> {
+    type Out = Result<(), Error>;
+
+    fn visit<L: Listed>(self, update: L::Update) -> Self::Out {
+        let key = self.key;
+        match key.value(L::module_type()) {
+            Held::Ours(state) => {
+                state.apply(update);
+                Ok(())
+            }
+            held => {
+                let other = matches!(held, Held::Other);
+                let mut state = new_state::<L>(key, other)?;
+                state.apply(update);
+                store(key, state)
+            }
         }
     }
 }
@@ -247,7 +264,7 @@ pub(super) struct PrefetchKey<'k, 'a> {
 impl Visit for PrefetchKey<'_, '_> {
     type Out = ();
 
-    fn visit<L: Kind>(self, _params: &L::Params) {
+    fn visit<L: Listed>(self, _params: &L::Params) {
         self.key.prefetch(L::module_type());
     }
 }
@@ -263,9 +280,9 @@ pub(super) struct ReplicateState<'k, 'a> {
 impl Visit for ReplicateState<'_, '_> {
     type Out = ();
 
-    fn visit<L: Kind>(self, _params: &L::Params) {
+    fn visit<L: Listed>(self, _params: &L::Params) {
         if L::REPLICATES_STATE {
-            super::replicate_state::<L>(self.ctx, self.key);
+            replicate_state::<L>(self.ctx, self.key);
         }
     }
 }
@@ -280,7 +297,7 @@ pub(super) struct ExtendKey<'k, 'a> {
 impl Visit for ExtendKey<'_, '_> {
     type Out = bool;
 
-    fn visit<L: Kind>(self, params: &L::Params) -> bool {
+    fn visit<L: Listed>(self, params: &L::Params) -> bool {
         let reset_at = match self.key.value(L::module_type()) {
             Held::Ours(state) => state.decide(self.now, params, 0).0.reset_at,
             _ => return false,

@@ -1,7 +1,6 @@
 //! The custom data types' callbacks (RDB save and load, AOF rewrite,
-//! digest, memory usage, copy and free), generic over `kinds::Kind`: each
-//! kind's type comes from its row in the table of `kinds.rs`
-//! (docs/DESIGN.md#persistence).
+//! digest, memory usage, copy and free), generic over [`Stored`]: each
+//! kind's type is made from its `Kind` (docs/DESIGN.md#persistence).
 //!
 //! Every type persists through the one byte encoding its core file defines
 //! and validates (`encode`/`decode`): RDB saves it as one string buffer under
@@ -12,40 +11,91 @@
 //!
 //! Saved files must keep loading: when a type's encoding changes, its
 //! version goes up, and the older versions it still reads are listed with
-//! the tag naming the same format in `RL.STATE` (`Limiter::LEGACY`),
-//! whose decoder (`Limiter::decode_legacy`) reads both.
+//! the tag naming the same format in `RL.STATE` (`Kind::LEGACY`),
+//! whose decoder (`Kind::decode_legacy`) reads both.
 //!
 //! | type | version | `RL.STATE` tag | format |
 //! |---|---|---|---|
 //! | `rl-gcra--` | 1 | `G` | TAT: u64 ns, u32 fraction, u32 denominator |
-//! | `rl-slide-` | 2 | `M` | entries (µs) and the clock (ns), varints; with PRECISION, the newest entry's first unit after them (`SlideLog::encode`) |
+//! | `rl-slide-` | 2 | `M` | entries (µs) and the clock (ns), varints; with PRECISION, the newest entry's first unit after them (`SlideState::encode`) |
 //! | `rl-slide-` | 1 (read only) | `L` | u64 count, one u64 ns per unit |
 //! | `rl-slice-` | 1 | `S` | window, slices, head, counters |
 
 use std::ffi::{c_int, c_void};
+use std::marker::PhantomData;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicI64, AtomicPtr, Ordering};
 
-use redis_module::raw;
+use redis_module::native_types::RedisType;
+use redis_module::raw::{self, RedisModuleType};
 
-use crate::core::{DecodeError, Limiter};
-use crate::kinds::Kind;
-use crate::server::{self, Key, ModuleType};
-use crate::stats;
+use super::api::{api, Api, LoadCtx};
+use crate::core::{DecodeError, Kind};
 
-/// The type of kind `T`: its name, encoding version and callbacks. Each
-/// kind's static (in `kinds.rs`) is made by this.
-pub const fn module_type<T: Kind>() -> ModuleType<T> {
-    ModuleType::new(T::TYPE_NAME, T::ENCODING_VERSION, methods::<T>())
+/// A state stored in keys as a custom data type: its `Kind` and the
+/// one static that holds its type (made by the table of kinds).
+pub trait Stored: Kind {
+    /// Its custom data type.
+    fn module_type() -> &'static ModuleType<Self>;
 }
 
-/// Creates kind `T`'s type in the server, at load.
-pub fn create<T: Kind>(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    T::module_type()
-        .create(ctx)
-        .map_err(|e| format!("could not create the type {}: {e}", T::TYPE_NAME))
+/// A custom data type's server handle, tied to the Rust type of its values:
+/// a key's value can only be read or stored as the state type it is. It
+/// also counts the keys that hold one (INFO's `<name>_keys`).
+pub struct ModuleType<T> {
+    inner: RedisType,
+    /// The server's handle, copied from `inner` once it is created: read
+    /// on every call, where `inner`'s own copy sits behind a `RefCell`
+    /// whose borrow costs a check and two writes.
+    handle: AtomicPtr<RedisModuleType>,
+    /// Keys holding a value of this type, in all databases: a value is
+    /// counted when the module creates it (command, RDB load, copy,
+    /// RL.STATE) and uncounted when the server frees it.
+    keys: AtomicI64,
+    _state: PhantomData<fn() -> T>,
 }
 
-const fn methods<T: Kind>() -> raw::RedisModuleTypeMethods {
+impl<T: Stored> ModuleType<T> {
+    /// `T`'s type: its name, encoding version and callbacks.
+    pub const fn new() -> ModuleType<T> {
+        ModuleType {
+            inner: RedisType::new(T::TYPE_NAME, T::ENCODING_VERSION, methods::<T>()),
+            handle: AtomicPtr::new(std::ptr::null_mut()),
+            keys: AtomicI64::new(0),
+            _state: PhantomData,
+        }
+    }
+
+    /// Creates the type in the server; called once, at load.
+    pub fn create(&self, ctx: LoadCtx) -> Result<(), String> {
+        self.inner
+            .create_data_type(ctx.raw())
+            .map_err(|e| format!("could not create the type {}: {e}", T::TYPE_NAME))?;
+        self.handle
+            .store(*self.inner.raw_type.borrow(), Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+impl<T> ModuleType<T> {
+    /// The server's handle, set when the module loaded (null before).
+    pub(super) fn raw(&self) -> *mut RedisModuleType {
+        self.handle.load(Ordering::Relaxed)
+    }
+
+    /// Counts keys of this type in (`delta` > 0) or out.
+    pub(super) fn count(&self, delta: i64) {
+        self.keys.fetch_add(delta, Ordering::Relaxed);
+    }
+
+    /// The keys holding a value of this type, in all databases.
+    pub fn keys(&self) -> u64 {
+        u64::try_from(self.keys.load(Ordering::Relaxed)).unwrap_or(0)
+    }
+}
+
+/// The callbacks of `T`'s type.
+const fn methods<T: Stored>() -> raw::RedisModuleTypeMethods {
     raw::RedisModuleTypeMethods {
         version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
         rdb_load: Some(rdb_load::<T>),
@@ -69,40 +119,16 @@ const fn methods<T: Kind>() -> raw::RedisModuleTypeMethods {
     }
 }
 
-/// Stores a new value as `key`'s value, counting it as a key of its type.
-/// False if the server refused.
-pub fn store<T: Kind>(key: &mut Key, value: T) -> bool {
-    let stored = key.set(T::module_type(), value);
-    if stored {
-        counted::<T>(1);
-    }
-    stored
-}
-
 /// A value handed to the server by a callback, as the pointer it keeps.
-fn handed_over<T: Kind>(value: T) -> *mut c_void {
-    counted::<T>(1);
+fn handed_over<T: Stored>(value: T) -> *mut c_void {
+    T::module_type().count(1);
     Box::into_raw(Box::new(value)).cast::<c_void>()
-}
-
-/// Counts a key of type `T` in or out.
-fn counted<T: Kind>(delta: i64) {
-    stats::count_keys(T::INDEX, delta);
-}
-
-/// The payload of `RL.STATE`: the type's tag, then its encoding.
-pub fn tagged<T: Limiter>(value: &T) -> Vec<u8> {
-    let body = value.encode();
-    let mut out = Vec::with_capacity(body.len() + 1);
-    out.push(T::TAG);
-    out.extend_from_slice(&body);
-    out
 }
 
 /// Runs a callback, turning a panic (a bug; none is reachable by design)
 /// into `fallback` instead of aborting the server.
-fn guarded<R>(fallback: R, f: impl FnOnce(&'static server::Api) -> R) -> R {
-    let Some(api) = server::api() else {
+fn guarded<R>(fallback: R, f: impl FnOnce(&'static Api) -> R) -> R {
+    let Some(api) = api() else {
         return fallback;
     };
     catch_unwind(AssertUnwindSafe(|| f(api))).unwrap_or(fallback)
@@ -112,12 +138,13 @@ fn guarded<R>(fallback: R, f: impl FnOnce(&'static server::Api) -> R) -> R {
 /// `value` is null or a pointer this module stored as a `Box<T>` of this
 /// type, which the server passes back to the type's own callbacks.
 unsafe fn value_ref<'a, T>(value: *const c_void) -> Option<&'a T> {
+    // SAFETY: per this function's contract, null or a live `Box<T>`.
     unsafe { value.cast::<T>().as_ref() }
 }
 
 /// How to read a value saved under `encver`: today's decoder, the legacy
 /// one of the format it names, or none (an unknown version is refused).
-fn decoder_of<T: Kind>(encver: c_int) -> Option<impl Fn(&[u8]) -> Result<T, DecodeError>> {
+fn decoder_of<T: Stored>(encver: c_int) -> Option<impl Fn(&[u8]) -> Result<T, DecodeError>> {
     let legacy = if encver == T::ENCODING_VERSION {
         None
     } else {
@@ -130,7 +157,7 @@ fn decoder_of<T: Kind>(encver: c_int) -> Option<impl Fn(&[u8]) -> Result<T, Deco
     })
 }
 
-extern "C" fn rdb_load<T: Kind>(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
+extern "C" fn rdb_load<T: Stored>(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
     guarded(std::ptr::null_mut(), |api| {
         let Some(decode) = decoder_of::<T>(encver) else {
             return std::ptr::null_mut();
@@ -143,6 +170,7 @@ extern "C" fn rdb_load<T: Kind>(rdb: *mut raw::RedisModuleIO, encver: c_int) -> 
         }
         // SAFETY: the server returned `len` bytes at `buf`, ours to free.
         let decoded = decode(unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) });
+        // SAFETY: `buf` came from the server's allocator, freed once.
         unsafe { (api.free)(buf.cast::<c_void>()) };
         match decoded {
             Ok(state) => handed_over(state),
@@ -151,7 +179,7 @@ extern "C" fn rdb_load<T: Kind>(rdb: *mut raw::RedisModuleIO, encver: c_int) -> 
     })
 }
 
-extern "C" fn rdb_save<T: Kind>(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
+extern "C" fn rdb_save<T: Stored>(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
     guarded((), |api| {
         // SAFETY: the server passes a value of this type.
         if let Some(state) = unsafe { value_ref::<T>(value) } {
@@ -162,7 +190,7 @@ extern "C" fn rdb_save<T: Kind>(rdb: *mut raw::RedisModuleIO, value: *mut c_void
     })
 }
 
-extern "C" fn aof_rewrite<T: Kind>(
+extern "C" fn aof_rewrite<T: Stored>(
     aof: *mut raw::RedisModuleIO,
     key: *mut raw::RedisModuleString,
     value: *mut c_void,
@@ -170,12 +198,12 @@ extern "C" fn aof_rewrite<T: Kind>(
     guarded((), |api| {
         // SAFETY: the server passes a value of this type.
         if let Some(state) = unsafe { value_ref::<T>(value) } {
-            let payload = tagged(state);
+            let payload = state.tagged();
             // SAFETY: 's' is a server string, 'b' a pointer and a length.
             unsafe {
                 (api.emit_aof)(
                     aof,
-                    c"RL.STATE".as_ptr(),
+                    crate::config::state_command().as_ptr(),
                     c"sb".as_ptr(),
                     key,
                     payload.as_ptr(),
@@ -186,18 +214,18 @@ extern "C" fn aof_rewrite<T: Kind>(
     })
 }
 
-extern "C" fn mem_usage<T: Kind>(value: *const c_void) -> usize {
+extern "C" fn mem_usage<T: Stored>(value: *const c_void) -> usize {
     guarded(0, |_| {
         // SAFETY: the server passes a value of this type.
         unsafe { value_ref::<T>(value) }.map_or(0, T::mem_usage)
     })
 }
 
-extern "C" fn digest<T: Kind>(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
+extern "C" fn digest<T: Stored>(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
     guarded((), |api| {
         // SAFETY: the server passes a value of this type.
         if let Some(state) = unsafe { value_ref::<T>(value) } {
-            let payload = tagged(state);
+            let payload = state.tagged();
             // SAFETY: `md` is the server's digest context.
             unsafe {
                 (api.digest_add_string_buffer)(md, payload.as_ptr().cast(), payload.len());
@@ -207,17 +235,17 @@ extern "C" fn digest<T: Kind>(md: *mut raw::RedisModuleDigest, value: *mut c_voi
     })
 }
 
-extern "C" fn free<T: Kind>(value: *mut c_void) {
+extern "C" fn free<T: Stored>(value: *mut c_void) {
     guarded((), |_| {
         if !value.is_null() {
             // SAFETY: stored by this module as a `Box<T>`, freed once.
             drop(unsafe { Box::from_raw(value.cast::<T>()) });
-            counted::<T>(-1);
+            T::module_type().count(-1);
         }
     })
 }
 
-extern "C" fn copy<T: Kind>(
+extern "C" fn copy<T: Stored>(
     _from: *mut raw::RedisModuleString,
     _to: *mut raw::RedisModuleString,
     value: *const c_void,
