@@ -16,7 +16,8 @@ PORT ?=
 # The servers the integration tests run against, the whole suite on each:
 # Redis 7.0.15 (Debian), Valkey 9.1.2, Redis 8.2.3 and Valkey 8.1.8 (tmp/,
 # from scripts/deps.sh --test). On 2 shared cores each takes 1 to 2.5
-# minutes, the four 5 to 7.5; all of make test 5.5 to 8.5 (under 15).
+# minutes, the four 5 to 7.5; all of make test 5.5 to 8.5 (under 15), and
+# make dist with its checks 2 to 4 more.
 # Add one per line, or choose some: make test SERVERS="redis-server ...".
 SERVERS ?= redis-server \
            $(CURDIR)/tmp/bin/valkey-server \
