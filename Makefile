@@ -1,12 +1,19 @@
-# make run    build the module and start redis-server with it (127.0.0.1:$(PORT))
+# make run    build the module and start a fresh redis-server with it, on
+#             127.0.0.1:6379, or the next free port when 6379 is taken
+#             (make run PORT=6400 for another); it saves nothing
 # make test   the set-up for the tests (scripts/deps.sh --test), then formatting,
-#             lints, unit tests, and the integration tests against every server
-# make dist   the packages into dist/ (dist-python: the Python client's
-#             wheel and sdist, built from clients/python)
+#             lints, unit tests, the integration tests and the Python client's
+#             tests against every server; then make dist and the checks of its
+#             module (glibc, a smoke run of the extracted .so on every server)
+# make dist   into dist/: the prebuilt module's tarball, the Debian package,
+#             the Python client's wheel and sdist, and SHA256SUMS (the tools
+#             from scripts/deps.sh --dist)
+# make test-package   as root: installs dist/'s Debian package, runs Debian's
+#             redis-server with it, purges it (scripts/test-package.sh)
 # make bench  the side-by-side benchmark (python3 bench; bench/README.md):
 #             throughput, instruction counts (with valgrind), the targets
 SHELL := /bin/bash
-PORT ?= 6379
+PORT ?=
 # The servers the integration tests run against, the whole suite on each:
 # Redis 7.0.15 (Debian), Valkey 9.1.2, Redis 8.2.3 and Valkey 8.1.8 (tmp/,
 # from scripts/deps.sh --test). On 2 shared cores each takes 80 to 115 s;
@@ -25,8 +32,11 @@ RL_MODULE ?= $(CURDIR)/$(MODULE)
 # The benchmark's smoke test (bench/smoke.rs) checks the benchmark, not a
 # server: it runs once, after the loop over the servers, which skips it.
 BENCH_SMOKE := quick_benchmark_reports_every_row
+# make dist's parts; a new one is a target below and its name here.
+DIST_PARTS := dist-module dist-deb dist-python
 
-.PHONY: deps build run test bench clean dist dist-python python-install python-test
+.PHONY: deps build run test bench clean dist $(DIST_PARTS) test-dist test-package \
+	python-install python-test
 
 deps:
 	@scripts/deps.sh
@@ -34,13 +44,18 @@ deps:
 build: deps
 	cargo build --release
 
+# A fresh server each time: its directory is tmp/run/, emptied first, and it
+# saves nothing (no dump.rdb, no AOF), so no key outlives it.
 run: build
-	@if (exec 3<>/dev/tcp/127.0.0.1/$(PORT)) 2>/dev/null; then \
-		echo "Port $(PORT) is taken (a redis-server service?). Stop it, or: make run PORT=6380"; exit 1; fi
-	@echo "Starting redis-server on 127.0.0.1:$(PORT) with $(MODULE). Try: redis-cli -p $(PORT) RL.THROTTLE rl:user:1 15 30 60"
-	exec redis-server redis.conf.example --port $(PORT)
-
-dist: dist-python
+	@port="$(PORT)"; taken() { (exec 3<>"/dev/tcp/127.0.0.1/$$1") 2>/dev/null; }; \
+	if [ -z "$$port" ]; then \
+		port=6379; while taken $$port; do port=$$((port + 1)); done; \
+		[ $$port = 6379 ] || echo "Port 6379 is taken (by the redis-server service?): using $$port."; \
+	elif taken $$port; then echo "Port $$port is taken: make run PORT=<another>"; exit 1; fi; \
+	rm -rf tmp/run && mkdir -p tmp/run && \
+	echo "Starting redis-server on 127.0.0.1:$$port with $(MODULE). In another terminal: redis-cli -p $$port" && \
+	exec redis-server redis.conf.example --port $$port --dir "$(CURDIR)/tmp/run" \
+		--loadmodule "$(CURDIR)/$(MODULE)" --save "" --appendonly no
 
 # The wheel and the sdist of clients/python into dist/, built offline with
 # the venv's hatchling.
@@ -83,6 +98,33 @@ test:
 	done
 	@echo "== the benchmark's smoke run (bench/smoke.rs), against $(firstword $(SERVERS))"
 	REDIS_SERVER=$(firstword $(SERVERS)) cargo test --test bench_smoke
+	$(MAKE) --no-print-directory dist test-dist
+
+# The prebuilt artifacts: each part of DIST_PARTS (at the top) adds its
+# files to dist/, then dist/SHA256SUMS lists them all.
+dist: $(DIST_PARTS)
+	@scripts/dist.sh sums
+
+dist-module:
+	@scripts/deps.sh --dist
+	@scripts/dist.sh module
+
+dist-deb: dist-module
+	@scripts/dist.sh deb
+
+# The tarball's checks (checksums, contents, glibc 2.17 at most), then a
+# smoke run of its extracted module on every server: every command of the
+# README and docs/ sessions, and every saved format of tests/fixtures.
+test-dist:
+	@scripts/test-dist.sh target/dist-check
+	@for server in $(SERVERS); do \
+		echo "== the extracted dist module against $$server"; \
+		RATELIMIT_MODULE=$$(cat target/dist-check/module-path) REDIS_SERVER=$$server \
+			cargo test --test readme --test formats || exit 1; \
+	done
+
+test-package:
+	@scripts/test-package.sh
 
 bench: build
 	cargo build --release --example floor
@@ -92,4 +134,4 @@ bench: build
 
 clean:
 	cargo clean
-	rm -rf tmp
+	rm -rf tmp dist

