@@ -52,9 +52,17 @@ build_module() {
     local registry=${CARGO_HOME:-$HOME/.cargo}/registry/src
     # RUSTFLAGS applies to the target's crates only (with --target), so the
     # host's build scripts and the normal build keep their own cache.
-    PATH="$PWD/$zig_dir/bin:$PATH" CARGO_ZIGBUILD_ZIG_PATH="$PWD/$zig_dir/ziglang/zig" \
-        RUSTFLAGS="--remap-path-prefix=$PWD=/build/redis-ratelimit --remap-path-prefix=$registry=/cargo/registry/src" \
-        cargo zigbuild --quiet --release --locked --target "$TARGET.$GLIBC"
+    # Run from target/: zig names its library directory relative to the
+    # working directory when that directory holds it (tmp/tools/ is under
+    # the checkout), and bindgen, which runs elsewhere, then misses zig's
+    # headers. From target/ zig gives absolute paths.
+    mkdir -p target
+    (
+        cd target &&
+            PATH="$OLDPWD/$zig_dir/bin:$PATH" CARGO_ZIGBUILD_ZIG_PATH="$OLDPWD/$zig_dir/ziglang/zig" \
+            RUSTFLAGS="--remap-path-prefix=$OLDPWD=/build/redis-ratelimit --remap-path-prefix=$registry=/cargo/registry/src" \
+            cargo zigbuild --quiet --release --locked --manifest-path ../Cargo.toml --target "$TARGET.$GLIBC"
+    )
 }
 
 third_party() {

@@ -1432,8 +1432,8 @@ fn dump_restore_and_copy_round_trip() {
     assert_eq!(state(&mut con, "e:a"), before);
 }
 
-/// A lease key's encoding written field by field (src/core/lease.rs,
-/// `Leases::encode`), with nothing checked: varints of the count, then per
+/// A lease key's encoding written field by field (src/core/lease/format.rs,
+/// `LeaseState::encode`), with nothing checked: varints of the count, then per
 /// lease the expiry's delta from the previous one (ns; the first since the
 /// epoch), its weight and its id's length; then the ids end to end.
 /// `leases`: (expiry delta, weight, id).
