@@ -102,9 +102,12 @@ fn a_high_limit_key_takes_few_entries_and_little_memory() {
 /// The same figure with its traffic spread over "a minute", scaled down
 /// by 100 so that the test takes well under a second: window 36,000 ms,
 /// PRECISION 360 ms (1%), 100 calls of 1,000 units, one every 6 ms (about
-/// 600 ms; the window's sixtieth). The entries start at least 360 ms apart
-/// and 100 calls span less than 1,080 ms here: 2 or 3 entries (2 when
-/// the calls keep their pace), and under 200 bytes.
+/// 600 ms; the window's sixtieth). The entries start at least 360 ms
+/// apart, so the calls' span, measured, bounds their number: at least 2
+/// (the calls take 600 ms or more), at most one per 360 ms of the span (2
+/// or 3 when the calls keep their pace; a loaded host that stretches the
+/// span gets as many more as the bound allows, never more), and under 200
+/// bytes for 3 entries, about 16 more per entry beyond.
 #[test]
 fn traffic_over_a_scaled_minute_takes_at_most_three_entries() {
     let server = Server::start();
@@ -128,16 +131,16 @@ fn traffic_over_a_scaled_minute_takes_at_most_three_entries() {
         thread::sleep(Duration::from_millis(6));
     }
     let span = start.elapsed();
-    assert!(
-        span < Duration::from_millis(1_080),
-        "{span:?}: too slow a host"
-    );
+    let most = i64::try_from(span.as_millis() / 360).unwrap_or(i64::MAX) + 1;
     let entries = inspect_int(&mut con, "m", "entries");
-    assert!((2..=3).contains(&entries), "{entries} entries in {span:?}");
+    assert!(
+        (2..=most).contains(&entries),
+        "{entries} entries in {span:?}"
+    );
     assert_eq!(inspect_int(&mut con, "m", "units"), 100_000);
     let memory = memory_usage(&mut con, "m");
     println!("MEMORY USAGE m: {memory} ({entries} entries, {span:?})");
-    assert!(memory < 200, "{memory}");
+    assert!(memory < 200 + 16 * (entries - 3).max(0), "{memory}");
 }
 
 /// PRECISION in the SLIDE spec of RL.ALLOW, RL.PEEK and RL.REFUND.
