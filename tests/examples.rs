@@ -1,5 +1,5 @@
-//! The client examples under `examples/`, run for real: the Python (redis-py)
-//! and Node.js (ioredis) scripts against a test server, and their HTTP
+//! The Python client examples under `examples/python`, run for real: the
+//! redis-py scripts against a test server, and their HTTP
 //! middlewares with real HTTP requests, against one server and, with a list
 //! of limits, against a cluster of three masters (tests/common/cluster.rs).
 //!
@@ -7,7 +7,8 @@
 //! client libraries into `tmp/examples/` (gitignored); this file installs
 //! nothing. A missing python3 or node, or libraries missing or older than
 //! the requirement files, fail the test with the command to run: it never
-//! skips.
+//! skips. (The Node example, an Express app on the redis-ratelimit
+//! package, is run by that package's tests: clients/node/test.)
 
 mod common;
 use common::cluster::{self, Cluster};
@@ -76,17 +77,6 @@ fn python_libs() -> PathBuf {
         "examples/python/requirements.txt",
         "redis/__init__.py",
     )
-}
-
-/// ioredis, from examples/node/package.json; the NODE_PATH to use.
-fn node_libs() -> PathBuf {
-    require("node");
-    installed(
-        "node",
-        "examples/node/package.json",
-        "node_modules/ioredis/package.json",
-    )
-    .join("node_modules")
 }
 
 /// Runs a command to completion within `secs`, or panics with its output.
@@ -328,25 +318,6 @@ fn python_commands() {
             "examples/python/commands.py",
         );
         check_commands(&lines, prefix, run, "commands.py");
-    }
-    check_key_types(&server, prefix);
-}
-
-#[test]
-fn node_commands() {
-    let libs = node_libs();
-    let server = Server::start();
-    let prefix = "js:";
-    for run in 1..=2 {
-        let lines = run_commands(
-            Command::new("node")
-                .arg(root().join("examples/node/commands.js"))
-                .env("NODE_PATH", &libs)
-                .env("REDIS_URL", format!("redis://127.0.0.1:{}", server.port))
-                .env("KEY_PREFIX", prefix),
-            "examples/node/commands.js",
-        );
-        check_commands(&lines, prefix, run, "commands.js");
     }
     check_key_types(&server, prefix);
 }
@@ -735,13 +706,6 @@ fn python_middleware_command(libs: &PathBuf) -> Command {
     cmd
 }
 
-fn node_middleware_command(libs: &PathBuf) -> Command {
-    let mut cmd = Command::new("node");
-    cmd.arg(root().join("examples/node/middleware.js"))
-        .env("NODE_PATH", libs);
-    cmd
-}
-
 #[test]
 fn python_middleware() {
     let libs = python_libs();
@@ -751,17 +715,6 @@ fn python_middleware() {
     limits(&mut cmd, &server, prefix);
     let mw = Middleware::start(cmd, "examples/python/middleware.py");
     check_middleware(&mw, &server, prefix, "middleware.py");
-}
-
-#[test]
-fn node_middleware() {
-    let libs = node_libs();
-    let server = Server::start();
-    let prefix = "http-js:";
-    let mut cmd = node_middleware_command(&libs);
-    limits(&mut cmd, &server, prefix);
-    let mw = Middleware::start(cmd, "examples/node/middleware.js");
-    check_middleware(&mw, &server, prefix, "middleware.js");
 }
 
 // ---------------------------------------------------------------------------
@@ -961,15 +914,6 @@ fn python_middleware_when_redis_fails() {
     check_redis_failures(
         || python_middleware_command(&libs),
         "examples/python/middleware.py",
-    );
-}
-
-#[test]
-fn node_middleware_when_redis_fails() {
-    let libs = node_libs();
-    check_redis_failures(
-        || node_middleware_command(&libs),
-        "examples/node/middleware.js",
     );
 }
 
@@ -1301,16 +1245,6 @@ fn python_middleware_several_limits() {
     );
 }
 
-#[test]
-fn node_middleware_several_limits() {
-    let libs = node_libs();
-    several_limits_on_one_server(
-        || node_middleware_command(&libs),
-        "examples/node/middleware.js",
-        ["js1:", "js2:"],
-    );
-}
-
 /// A key prefix for `several_limits` on `cluster`: the first of `base0:`,
 /// `base1:`, ... with which carol's request on /a (refused by its third
 /// limit) has its three keys on three masters, and eve's (given back) on
@@ -1344,7 +1278,7 @@ fn spread_prefix(cluster: &Cluster, base: &str) -> String {
     panic!("no prefix {base}0: to {base}99: spreads the keys over the masters");
 }
 
-/// Both middlewares with REDIS_CLUSTER=yes against a cluster of three
+/// The Python middleware with REDIS_CLUSTER=yes against a cluster of three
 /// masters, a request's three keys on three of them: the checks of the
 /// single server, where now each slot group is one RL.ALLOW on its own
 /// master, and a refusal or a 5xx gives units back on the others.
@@ -1356,11 +1290,6 @@ fn middlewares_several_limits_on_a_cluster() {
             "cpy",
             python_middleware_command(&python_libs()),
             "middleware.py",
-        ),
-        (
-            "cjs",
-            node_middleware_command(&node_libs()),
-            "middleware.js",
         ),
     ];
     let cluster = Cluster::start();
@@ -1588,16 +1517,6 @@ fn python_middleware_concurrency() {
     );
 }
 
-#[test]
-fn node_middleware_concurrency() {
-    let libs = node_libs();
-    concurrency_on_one_server(
-        || node_middleware_command(&libs),
-        "examples/node/middleware.js",
-        "cjs:",
-    );
-}
-
 /// The leases' ttl in `check_lease_failures`, in seconds: what a lease
 /// that nobody released lasts.
 const LEASE_TTL: u64 = 2;
@@ -1712,15 +1631,6 @@ fn python_middleware_leases_when_things_fail() {
     );
 }
 
-#[test]
-fn node_middleware_leases_when_things_fail() {
-    let libs = node_libs();
-    check_lease_failures(
-        || node_middleware_command(&libs),
-        "examples/node/middleware.js",
-    );
-}
-
 // ---------------------------------------------------------------------------
 // Hash slots: the grouping helper of limits.py and limits.js
 
@@ -1809,26 +1719,4 @@ fn python_keyslot_and_groups() {
         30,
     );
     check_slots(&out, "limits.py");
-}
-
-#[test]
-fn node_keyslot_and_groups() {
-    let libs = node_libs();
-    let script = "const limits = require(process.argv[1]);\n\
-                  const args = process.argv.slice(2);\n\
-                  const keys = args.slice(0, -5), grouped = args.slice(-5);\n\
-                  for (const key of keys) console.log(limits.keyslot(key));\n\
-                  console.log(limits.slotGroups(grouped).map((g) => g.join(',')).join('|'));\n";
-    let out = run(
-        Command::new("node")
-            .arg("-e")
-            .arg(script)
-            .arg(root().join("examples/node/limits.js"))
-            .args(SLOT_VECTORS.iter().map(|v| v.0))
-            .args(GROUPED)
-            .env("NODE_PATH", &libs),
-        "limits.js keyslot",
-        30,
-    );
-    check_slots(&out, "limits.js");
 }
