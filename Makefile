@@ -36,6 +36,7 @@ test:
 	cargo clippy --all-targets -- -D warnings
 	cargo test --lib
 	cargo build --example floor
+	cargo build --lib
 	tmp/node/node_modules/.bin/tsc -p clients/node/tsconfig.json --noEmit
 	tmp/node/node_modules/.bin/tsc -p clients/node/test/types/tsconfig.json
 	@for server in $(SERVERS); do \
@@ -56,9 +57,13 @@ dist-node:
 
 # The Node package's tests, on the package installed from dist/ into
 # tmp/node (make test runs them on every server of SERVERS).
-NODE_TESTS = NODE_PATH=$(CURDIR)/tmp/node/node_modules node --test --test-concurrency=1 clients/node/test/*.test.js
+# The module they load: RL_MODULE, by default the debug build that make test
+# makes anyway (cargo build --lib; the tests alone default to target/release).
+RL_MODULE ?= $(CURDIR)/target/debug/libredis_ratelimit.so
+NODE_TESTS = RL_MODULE=$(RL_MODULE) NODE_PATH=$(CURDIR)/tmp/node/node_modules node --test --test-concurrency=1 clients/node/test/*.test.js
 test-node:
 	@scripts/deps.sh --test
+	cargo build --lib
 	tmp/node/node_modules/.bin/tsc -p clients/node/tsconfig.json --noEmit
 	tmp/node/node_modules/.bin/tsc -p clients/node/test/types/tsconfig.json
 	@for server in $(SERVERS); do \

@@ -144,6 +144,20 @@ for (const kind of ['express', 'fastify']) {
   });
 }
 
+test('express with a node-redis client: the same headers', async (t) => {
+  const { createClient } = require('redis');
+  const client = createClient({ url: server.url, disableOfflineQueue: true });
+  await client.connect();
+  t.after(() => client.destroy ? client.destroy() : client.disconnect());
+  const a = await app('express', { client, limits: [{ name: 'default', key: 'rl:node-redis:$client', limit: throttle(2, 1, 60) }] });
+  t.after(() => a.close());
+  for (const r of [2, 1, 0]) assert.equal((await get(a.port, '/')).fields.ratelimit, `"default";r=${r};t=${(3 - r) * 60}`);
+  const res = await get(a.port, '/');
+  assert.equal(res.status, 429);
+  assert.equal(res.fields['retry-after'], '60');
+  assert.deepEqual(a.lines, []);
+});
+
 test('a WRONGTYPE reply is logged as a configuration error, not an outage', async (t) => {
   const client = new Redis(server.port, '127.0.0.1', ioredisOptions(250));
   t.after(() => client.disconnect());
