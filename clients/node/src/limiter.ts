@@ -116,6 +116,9 @@ export interface WithLeaseOptions {
 /** The error a lost lease aborts the function's signal with. */
 export class LeaseLostError extends RateLimitError {}
 
+// The backends chosen per client (its Connection), by choice and prefix.
+const detections = new WeakMap<Connection, Map<string, Promise<Backend>>>();
+
 export class RateLimiter {
   readonly connection: Connection;
   private readonly choice: BackendChoice;
@@ -128,13 +131,25 @@ export class RateLimiter {
     this.prefix = options.prefix;
   }
 
-  /** The backend, chosen on the first call (one detection per limiter; retried after a failed one). */
+  /**
+   * The backend, chosen on the first call: one detection per client (shared
+   * by every limiter on it with the same choice), retried after a failed one.
+   */
   backend(): Promise<Backend> {
-    if (!this.chosen) {
-      this.chosen = chooseBackend(this.connection, this.choice, this.prefix);
-      this.chosen.catch(() => (this.chosen = undefined));
+    if (this.chosen) return this.chosen;
+    let byChoice = detections.get(this.connection);
+    if (!byChoice) detections.set(this.connection, (byChoice = new Map()));
+    const how = `${this.choice} ${this.prefix ?? ''}`;
+    let chosen = byChoice.get(how);
+    if (!chosen) {
+      chosen = chooseBackend(this.connection, this.choice, this.prefix);
+      byChoice.set(how, chosen);
+      chosen.then(
+        (backend) => (this.chosen = Promise.resolve(backend)),
+        () => byChoice.delete(how),
+      );
     }
-    return this.chosen;
+    return chosen;
   }
 
   /** A module command line through the backend; errors as this package's. */

@@ -201,6 +201,7 @@ test('the backend: detected once; forced; the module missing', async (t) => {
   assert.equal(backend.kind, 'module');
   assert.equal(backend.prefix.toUpperCase(), 'RL');
   assert.equal(await limiter.backend(), backend);
+  assert.equal(await new RateLimiter(client).backend(), backend); // detected once per client
   assert.equal((await rl.detectPrefix(limiter.connection)).toUpperCase(), 'RL');
   await assert.rejects(new RateLimiter(client, { backend: 'lua' }).throttle('k', 1, 1, 1), BackendUnavailableError);
   // A forced prefix is used as given: a wrong one gets the server's unknown command.
