@@ -42,6 +42,12 @@ test:
 		REDIS_SERVER=$$server cargo test --test '*' || exit 1; \
 		echo "== $$server: $$((SECONDS - start)) s"; \
 	done
+	cargo build --release
+	tmp/venv-lua/bin/ruff check --config clients/conformance/pyproject.toml clients/conformance clients/python/src/redis_ratelimit_client/lua_backend.py
+	tmp/venv-lua/bin/ruff format --check --config clients/conformance/pyproject.toml clients/conformance clients/python/src/redis_ratelimit_client/lua_backend.py
+	cd clients/conformance && MYPYPATH=../python/src ../../tmp/venv-lua/bin/mypy --config-file pyproject.toml *.py
+	RL_MODULE=target/release/libredis_ratelimit.so PYTHONPATH=clients/python/src \
+		tmp/venv-lua/bin/pytest -q -p no:cacheprovider clients/conformance
 
 bench: build
 	cargo build --release --example floor

@@ -48,6 +48,7 @@ if [ $want_test = yes ]; then
     command -v node >/dev/null 2>&1 || missing+=(nodejs)
     command -v npm >/dev/null 2>&1 || missing+=(npm)
     ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || missing+=(faketime)
+    python3 -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
 fi
 
 if [ ${#missing[@]} -gt 0 ]; then
@@ -177,3 +178,16 @@ node_libs() {
 }
 install_examples_lib python examples/python/requirements.txt redis/__init__.py python_libs
 install_examples_lib node examples/node/package.json node_modules/ioredis/package.json node_libs
+
+# The Lua backend's conformance suite runs from a virtual environment of its
+# own, tmp/venv-lua, made from clients/conformance/requirements.txt and
+# kept while that file is unchanged (the copy of it is written last, so an
+# interrupted install is made again).
+if ! cmp -s clients/conformance/requirements.txt tmp/venv-lua/.installed-from; then
+    echo "Installing the Lua backend's test environment into tmp/venv-lua ..."
+    rm -rf tmp/venv-lua
+    python3 -m venv tmp/venv-lua
+    tmp/venv-lua/bin/pip install --quiet --disable-pip-version-check \
+        -r clients/conformance/requirements.txt
+    cp clients/conformance/requirements.txt tmp/venv-lua/.installed-from
+fi

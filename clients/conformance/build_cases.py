@@ -10,7 +10,7 @@ the server as a plain command (PTTL, EXISTS, SET).
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 Step = dict[str, Any]
@@ -18,7 +18,7 @@ Seq = dict[str, Any]
 
 
 def instant(base: str, seconds: float = 0.0) -> str:
-    t = datetime.strptime(base, "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=timezone.utc)
+    t = datetime.strptime(base, "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=UTC)
     t += timedelta(microseconds=round(seconds * 1_000_000))
     return t.strftime("%Y-%m-%d %H:%M:%S.%f")
 
@@ -27,7 +27,7 @@ class Builder:
     def __init__(self) -> None:
         self.seqs: list[Seq] = []
 
-    def seq(self, name: str, faked: bool = True, base: str = "2026-03-29 00:30:00.000000") -> "SeqBuilder":
+    def seq(self, name: str, faked: bool = True, base: str = "2026-03-29 00:30:00.000000") -> SeqBuilder:
         s = SeqBuilder(name, faked, base)
         self.seqs.append(s.data)
         return s
@@ -39,7 +39,9 @@ class SeqBuilder:
         self.faked = faked
         self.data: Seq = {"name": name, "clock": "faked" if faked else "real", "steps": []}
 
-    def __call__(self, at: float, *cmd: Any, via: str | None = None, raw: bool = False, timed: bool = False) -> "SeqBuilder":
+    def __call__(
+        self, at: float, *cmd: Any, via: str | None = None, raw: bool = False, timed: bool = False
+    ) -> SeqBuilder:
         step: Step = {"cmd": [str(c) for c in cmd]}
         if self.faked:
             step["at"] = instant(self.base, at)
@@ -52,7 +54,7 @@ class SeqBuilder:
         self.data["steps"].append(step)
         return self
 
-    def real(self, *cmd: Any, via: str | None = None, raw: bool = False, timed: bool = False) -> "SeqBuilder":
+    def real(self, *cmd: Any, via: str | None = None, raw: bool = False, timed: bool = False) -> SeqBuilder:
         return self(0, *cmd, via=via, raw=raw, timed=timed)
 
 
@@ -278,7 +280,27 @@ def build() -> list[Seq]:
     # RL.ALLOW / RL.PEEK ----------------------------------------------------
     s = b.seq("allow and peek: all or nothing, the binding limit")
     k = ("{u}:t", "{u}:s", "{u}:c", "{u}:l", "{u}:q")
-    specs = ("THROTTLE", 4, 5, 1, "SLIDE", 3, 10, "SLICE", 10, 60, 6, "LEASE", 4, 30, "QUOTA", 6, "DAY", "TZ", "Asia/Shanghai")
+    specs = (
+        "THROTTLE",
+        4,
+        5,
+        1,
+        "SLIDE",
+        3,
+        10,
+        "SLICE",
+        10,
+        60,
+        6,
+        "LEASE",
+        4,
+        30,
+        "QUOTA",
+        6,
+        "DAY",
+        "TZ",
+        "Asia/Shanghai",
+    )
     s(0, "RL.ALLOW", 5, *k, *specs, "ID", "job")
     s(0.1, "RL.ALLOW", 5, *k, *specs, "ID", "job2", "QUANTITY", 2)
     s(0.2, "RL.PEEK", 5, *k, *specs)
@@ -439,20 +461,23 @@ def build() -> list[Seq]:
     s.real("RL.PEEK", 1, "str", "SLIDE", 10, 60)
     # `via: other` writes the key with the other backend than the run's.
     for via in ("other",):
-        for kind, cmd in (
+        writes: tuple[tuple[str, tuple[Any, ...]], ...] = (
             ("t", ("RL.THROTTLE", 5, 1, 3600)),
             ("s", ("RL.SLIDE", 10, 3600)),
             ("c", ("RL.SLICE", 10, 3600, 1)),
             ("l", ("RL.LEASE", 10, 3600, "a")),
             ("q", ("RL.QUOTA", 10, "YEAR")),
-        ):
+        )
+        for kind, write in writes:
             key = f"{via}:{kind}"
-            s.real(cmd[0], key, *cmd[1:], via=via, timed=kind in "cq")
-            s.real(cmd[0], key, *cmd[1:], 0)
+            s.real(write[0], key, *write[1:], via=via, timed=kind in "cq")
+            s.real(write[0], key, *write[1:], 0)
             s.real("RL.INSPECT", key)
             s.real("RL.REFUND", key, "SLIDE", 10, 60, 1)
             s.real("RL.RELEASE", key, "a")
-            s.real("RL.ALLOW", 1, key, "THROTTLE" if kind != "t" else "SLIDE", 1, 1, 1) if kind != "t" else s.real("RL.ALLOW", 1, key, "SLIDE", 1, 1)
+            s.real("RL.ALLOW", 1, key, "THROTTLE" if kind != "t" else "SLIDE", 1, 1, 1) if kind != "t" else s.real(
+                "RL.ALLOW", 1, key, "SLIDE", 1, 1
+            )
             s.real("RL.PEEK", 1, key, "LEASE" if kind != "l" else "SLIDE", 1, 1)
 
     # Replies that do not depend on the exact instant: on every server.

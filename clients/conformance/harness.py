@@ -17,9 +17,9 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -76,8 +76,19 @@ class Server:
                 TZ="UTC",
             )
         args = [
-            self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-            "--appendonly", "no", "--dir", self.dir, "--loadmodule", module_path(),
+            self.binary,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            self.dir,
+            "--loadmodule",
+            module_path(),
         ]
         self.proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.client = redis.Redis(port=self.port, protocol=2)
@@ -116,7 +127,7 @@ def server(binary: str, faked: bool) -> Iterator[Server]:
 
 
 def unix_seconds(at: str) -> float:
-    t = datetime.strptime(at, "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=timezone.utc)
+    t = datetime.strptime(at, "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=UTC)
     return t.timestamp()
 
 
@@ -143,7 +154,8 @@ def run_step(srv: Server, backend: str, step: dict[str, Any]) -> Any:
         via = "lua" if backend == "module" else "module"
     try:
         if step.get("raw") or via == "module":
-            reply = srv.client.execute_command(*cmd)
+            run: Callable[..., Any] = srv.client.execute_command
+            reply = run(*cmd)
         else:
             now = unix_seconds(step["at"]) if "at" in step else None
             reply = execute(srv.client, *cmd, lua_dir=LUA_DIR, now=now)

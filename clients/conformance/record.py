@@ -12,8 +12,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from build_cases import build  # noqa: E402
-from harness import CASES, FAKED_SERVER, run_sequence, server  # noqa: E402
+from build_cases import build
+from harness import CASES, FAKED_SERVER, run_sequence, server
 
 
 def main() -> None:
@@ -27,7 +27,7 @@ def main() -> None:
         "about": "redis-ratelimit conformance cases: each sequence starts on an empty database; "
         "`at` is the server's instant (UTC) for the step, `via: other` runs the step on the other backend than the run's, `raw` is a plain "
         "command; `expect` is the module's reply (an error as {\"error\": text}; RL.INSPECT's memory "
-        "masked as \"*\"). Recorded by record.py from the module.",
+        'masked as "*"). Recorded by record.py from the module.',
         "sequences": seqs,
     }
     CASES.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")

@@ -9,14 +9,24 @@ from __future__ import annotations
 
 import os
 import random
-from datetime import datetime, timedelta, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import redis
 from harness import FAKED_SERVER, LUA_DIR, normalize, server
 from redis_ratelimit_client.lua_backend import execute
 
-ZONES = ["UTC", "Europe/Berlin", "America/Sao_Paulo", "Asia/Kolkata", "+05:45", "-03:30", "Australia/Lord_Howe", "America/New_York"]
+ZONES = [
+    "UTC",
+    "Europe/Berlin",
+    "America/Sao_Paulo",
+    "Asia/Kolkata",
+    "+05:45",
+    "-03:30",
+    "Australia/Lord_Howe",
+    "America/New_York",
+]
 UNITS = ["MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "YEAR"]
 
 
@@ -49,7 +59,7 @@ def call(rng: random.Random) -> tuple[list[Any], list[str]]:
         s = spec(rng, kind)
         if kind == "LEASE":
             return ["RL.LEASE", "{k}0", *s[1:], rng.choice("abc"), q, *ms], [key]
-        opts = s[s.index("PRECISION"):] if "PRECISION" in s else s[s.index("TZ"):] if "TZ" in s else []
+        opts = s[s.index("PRECISION") :] if "PRECISION" in s else s[s.index("TZ") :] if "TZ" in s else []
         base = s[: len(s) - len(opts)]
         if ms and "PRECISION" in opts:
             opts = ["PRECISION", int(opts[1]) * 1000]
@@ -90,7 +100,7 @@ def test_random_calls_answer_alike() -> None:
     calls = int(os.environ.get("RL_DIFF_CALLS", "3000"))
     seed = int(os.environ.get("RL_DIFF_SEED", str(random.randrange(1 << 30))))
     rng = random.Random(seed)
-    t = datetime(2026, 3, 28, 23, 0, tzinfo=timezone.utc)
+    t = datetime(2026, 3, 28, 23, 0, tzinfo=UTC)
     diffs: list[str] = []
     compared = 0
     outcomes = {"allowed": 0, "limited": 0, "error": 0, "other": 0}
@@ -114,7 +124,8 @@ def test_random_calls_answer_alike() -> None:
                 line = [str(a) for a in with_keys(cmd, keys, prefix)]
                 try:
                     if backend == "module":
-                        reply = srv.client.execute_command(*line)
+                        run: Callable[..., Any] = srv.client.execute_command
+                        reply = run(*line)
                     else:
                         reply = execute(srv.client, *line, lua_dir=LUA_DIR, now=t.timestamp())
                     got.append(normalize(reply))
@@ -130,7 +141,9 @@ def test_random_calls_answer_alike() -> None:
             else:
                 outcomes["other"] += 1
             if got[0] != got[2] or got[1] != got[3]:
-                diffs.append(f"call {i} at {t}: {cmd} keys {keys}: module {got[0]} pttl {got[1]}, lua {got[2]} pttl {got[3]}")
+                diffs.append(
+                    f"call {i} at {t}: {cmd} keys {keys}: module {got[0]} pttl {got[1]}, lua {got[2]} pttl {got[3]}"
+                )
     print(f"differential run: seed {seed}, {compared} calls ({outcomes}), {len(diffs)} differences")
     assert outcomes["allowed"] > calls // 10 and outcomes["limited"] > calls // 20
     assert not diffs, f"seed {seed}: {len(diffs)} of {compared} calls differ:\n" + "\n".join(diffs[:20])

@@ -614,12 +614,7 @@ local function first_of_newest(st)
 end
 local function push_entry(st, t, count)
   st.entries[#st.entries + 1] = {t, count}
-  if count > 1 then
-    if not st.had_counts_now then
-      -- a new Counts starts unjoined when none was there
-    end
-    st.first = t
-  end
+  if count > 1 then st.first = t end
 end
 local function push_counted(st, t, count)
   if not has_counted(st) then st.joined = false end
@@ -1253,7 +1248,8 @@ local function inspect()
     local at = expire_ms(key)
     local ttl = -1
     if at >= 0 then ttl = math.max(at - bnum(bdiv_ceil(big(NOW), 1000)), 0) end
-    local memory = redis.call('MEMORY', 'USAGE', key) or -1
+    local memory = redis.pcall('MEMORY', 'USAGE', key)
+    if type(memory) ~= 'number' then memory = -1 end
     local out = {{ok = 'type'}, string.lower(name), {ok = 'ttl'}, ttl, {ok = 'memory'}, memory}
     local fields = ALGO[name].inspect(st)
     for i = 1, #fields, 2 do

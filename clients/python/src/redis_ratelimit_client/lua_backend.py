@@ -24,22 +24,23 @@ describes the encoding.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import time
-from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime, timedelta, timezone
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, cast
 from zoneinfo import ZoneInfo, available_timezones
 
 import redis
 import redis.asyncio
 
-__all__ = ["execute", "execute_async", "calendar_argument", "script_source", "MARGIN_SECONDS"]
+__all__ = ["MARGIN_SECONDS", "calendar_argument", "execute", "execute_async", "script_source"]
 
-Arg = Union[str, bytes, int]
+Arg = str | bytes | int
 
 #: How far the server's clock may be from the client's for RL.QUOTA: the
 #: boundaries passed cover the client's now plus and minus this.
@@ -271,7 +272,7 @@ def _zone(value: bytes | None) -> tuple[str, _Rules] | None:
     """A zone's canonical name and rules, as the module reads the TZ value;
     None when the client's database does not know it."""
     if value is None or value.upper() == b"UTC":
-        return "UTC", _Rules(timezone.utc)
+        return "UTC", _Rules(UTC)
     if value[:1] in (b"+", b"-"):
         text = value.decode("ascii", "replace")
         if len(text) != 6 or text[3] != ":" or not (text[1:3] + text[4:]).isdigit():
@@ -280,7 +281,7 @@ def _zone(value: bytes | None) -> tuple[str, _Rules] | None:
         if int(text[4:]) >= 60 or seconds > 18 * 3600:
             return None
         if seconds == 0:
-            return "UTC", _Rules(timezone.utc)
+            return "UTC", _Rules(UTC)
         sign = -1 if text[0] == "-" else 1
         return text, _Rules(timezone(timedelta(seconds=sign * seconds)))
     try:
@@ -294,7 +295,8 @@ def _zone(value: bytes | None) -> tuple[str, _Rules] | None:
 
 def _segment(unit_word: bytes | None, zone_value: bytes | None, now: float) -> str:
     zone = _zone(zone_value)
-    unit = _UNITS.index(unit_word.upper().decode("ascii", "replace")) if unit_word and unit_word.upper().decode("ascii", "replace") in _UNITS else None
+    word = unit_word.upper().decode("ascii", "replace") if unit_word else ""
+    unit = _UNITS.index(word) if word in _UNITS else None
     if zone is None or unit is None:
         return "!"
     name, rules = zone
@@ -302,7 +304,7 @@ def _segment(unit_word: bytes | None, zone_value: bytes | None, now: float) -> s
     bounds = [_start(lo, unit, rules)]
     while bounds[-1] <= hi:
         bounds.append(_end(bounds[-1], unit, rules))
-    steps = [bounds[0]] + [b - a for a, b in zip(bounds, bounds[1:])]
+    steps = [bounds[0]] + [b - a for a, b in itertools.pairwise(bounds)]
     return name + "|" + ",".join(str(s) for s in steps)
 
 
@@ -364,7 +366,9 @@ def calendar_argument(command: Sequence[Arg], now: float | None = None) -> str:
     return ";".join(_segment(unit, tz, at) for unit, tz in specs)
 
 
-def _prepare(command: Sequence[Arg], lua_dir: str | Path | None, now: float | None) -> tuple[bytes, str, list[bytes], list[bytes]]:
+def _prepare(
+    command: Sequence[Arg], lua_dir: str | Path | None, now: float | None
+) -> tuple[bytes, str, list[bytes], list[bytes]]:
     if not command:
         raise ValueError("a command line needs at least the command's name")
     name = (command[0].decode() if isinstance(command[0], bytes) else str(command[0])).upper()
@@ -390,7 +394,8 @@ def _as_map(command: Sequence[Arg], reply: Any, protocol: Any) -> Any:
 
 
 def _protocol(client: redis.Redis) -> Any:
-    conn = client.connection_pool.get_connection()
+    get = cast(Callable[[], Any], client.connection_pool.get_connection)
+    conn = get()
     try:
         return getattr(conn, "protocol", 2)
     finally:
@@ -398,7 +403,8 @@ def _protocol(client: redis.Redis) -> Any:
 
 
 async def _protocol_async(client: redis.asyncio.Redis) -> Any:
-    conn = await client.connection_pool.get_connection()
+    get = cast(Callable[[], Awaitable[Any]], client.connection_pool.get_connection)
+    conn = await get()
     try:
         return getattr(conn, "protocol", 2)
     finally:
@@ -410,12 +416,13 @@ def execute(client: redis.Redis, *command: Arg, lua_dir: str | Path | None = Non
     module would: ``execute(r, "RL.SLIDE", "k", 10, 60)``. ``now`` (Unix
     seconds) replaces the client's clock for RL.QUOTA's calendar."""
     source, sha, keys, argv = _prepare(command, lua_dir, now)
+    run: Callable[..., Any] = client.execute_command
     try:
-        reply = client.execute_command("EVALSHA", sha, len(keys), *keys, *argv)
+        reply = run("EVALSHA", sha, len(keys), *keys, *argv)
     except redis.ResponseError as e:
         if not _is_noscript(e):
             raise
-        reply = client.execute_command("EVAL", source, len(keys), *keys, *argv)
+        reply = run("EVAL", source, len(keys), *keys, *argv)
     if isinstance(reply, list) and str(command[0]).upper().endswith("INSPECT"):
         return _as_map(command, reply, _protocol(client))
     return reply
@@ -426,12 +433,13 @@ async def execute_async(
 ) -> Any:
     """`execute` for a ``redis.asyncio`` client."""
     source, sha, keys, argv = _prepare(command, lua_dir, now)
+    run: Callable[..., Awaitable[Any]] = client.execute_command
     try:
-        reply = await client.execute_command("EVALSHA", sha, len(keys), *keys, *argv)
+        reply = await run("EVALSHA", sha, len(keys), *keys, *argv)
     except redis.ResponseError as e:
         if not _is_noscript(e):
             raise
-        reply = await client.execute_command("EVAL", source, len(keys), *keys, *argv)
+        reply = await run("EVAL", source, len(keys), *keys, *argv)
     if isinstance(reply, list) and str(command[0]).upper().endswith("INSPECT"):
         return _as_map(command, reply, await _protocol_async(client))
     return reply
