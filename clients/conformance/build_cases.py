@@ -186,6 +186,22 @@ def build() -> list[Seq]:
     s(71.3, "RL.SLICE", "w", 5, 1, 1, 5)
     s(72, "RL.SLICE", "w", 5, 1, 1, 5)
 
+    s = b.seq("slice: uneven, fine and long geometries", base="2026-03-29 00:30:00.000123")
+    for i in range(6):
+        s(i * 0.0021, "RL.SLICE", "g", 5, 7, 3, 1, "MS")
+    s(0.0125, "RL.INSPECT", "g")
+    for i in range(5):
+        s(0.1 + i * 0.0000004, "RL.SLICE", "h", 3, 1000, 3000, 1, "MS")
+    s(0.1000021, "RL.SLICE", "h", 3, 1000, 3000, 0, "MS")
+    s(0.2, "RL.SLICE", "h", 3, 1000, 7, 0, "MS")
+    s(0.2, "RL.SLICE", "h", 3, 1000, 7, 1, "MS")
+    s(0.2, "RL.INSPECT", "h")
+    s(1, "RL.SLICE", "y", 100, 315360000, 86400, 40)
+    s(5000, "RL.SLICE", "y", 100, 315360000, 86400, 70)
+    s(5000, "RL.SLICE", "y", 100, 315360000, 86399, 0)
+    s(5000, "RL.REFUND", "y", "SLICE", 100, 315360000, 997, 50)
+    s(5000, "RL.INSPECT", "y")
+
     # RL.LEASE / RL.RELEASE -----------------------------------------------
     s = b.seq("lease: weights, renewals, expiry, release")
     s(0, "RL.LEASE", "pool", 3, 60, "a", 2)

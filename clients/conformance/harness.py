@@ -61,7 +61,7 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, binary: str, faked: bool) -> None:
+    def __init__(self, binary: str, faked: bool, module: bool = True) -> None:
         self.binary = server_path(binary)
         self.dir = tempfile.mkdtemp(prefix="rl-conformance-")
         self.clock_file = os.path.join(self.dir, "clock")
@@ -118,8 +118,8 @@ class Server:
 
 
 @contextmanager
-def server(binary: str, faked: bool) -> Iterator[Server]:
-    s = Server(binary, faked)
+def server(binary: str, faked: bool, module: bool = True) -> Iterator[Server]:
+    s = Server(binary, faked, module)
     try:
         yield s
     finally:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import redis
 import redis.asyncio
-from harness import LUA_DIR, server
+from harness import FAKED_SERVER, LUA_DIR, server
 from redis_ratelimit_client.lua_backend import calendar_argument, execute, execute_async, script_source
 
 
@@ -21,7 +21,9 @@ def test_the_calendar_argument() -> None:
         "Europe/Berlin|1774738800,82800"
     )
     assert calendar_argument(["RL.QUOTA", "k", 100, "DAY", "TZ", "europe/berlin"], now=at).startswith("Europe/Berlin|")
-    assert calendar_argument(["RL.QUOTA", "k", 100, "HOUR", "TZ", "+05:30"], now=at) == "+05:30|1774740600,3600,3600,3600"
+    assert (
+        calendar_argument(["RL.QUOTA", "k", 100, "HOUR", "TZ", "+05:30"], now=at) == "+05:30|1774740600,3600,3600,3600"
+    )
     assert calendar_argument(["RL.QUOTA", "k", 100, "YEAR", "TZ", "-00:00"], now=at) == "UTC|1767225600,31536000"
     assert calendar_argument(["RL.QUOTA", "k", 100, "DAY", "TZ", "Moon/Base"], now=at) == "!"
     assert calendar_argument(["RL.SLIDE", "k", 10, 60], now=at) == ""
@@ -56,7 +58,8 @@ def test_noscript_falls_back_to_eval_once_and_errors_carry_the_modules_text() ->
 
 
 def test_the_asyncio_twin_and_resp3_maps() -> None:
-    with server("redis-server", faked=False) as srv:
+    with server(FAKED_SERVER, faked=True) as srv:
+        srv.set_clock("2026-05-01 12:00:00.000000")
         r3 = redis.Redis(port=srv.port, protocol=3)
         run: Callable[..., Any] = r3.execute_command
         run("RL.LEASE", "m", 5, 3600, "a", 2)

@@ -43,3 +43,11 @@ def test_instant_free_cases_on_every_server(binary: str, backend: str) -> None:
     seqs = [s for s in SEQS if s["clock"] == "real"]
     with server(binary, faked=False) as srv:
         assert check(srv, backend, seqs, faked=False) > 100
+
+
+@pytest.mark.parametrize(("binary", "faked"), [(FAKED_SERVER, True), ("redis-server", False)])
+def test_the_lua_backend_on_servers_without_the_module(binary: str, faked: bool) -> None:
+    # Sequences without keys of the other backend, where the module is absent.
+    seqs = [s for s in SEQS if not any("via" in step for step in s["steps"]) and (faked or s["clock"] == "real")]
+    with server(binary, faked=faked, module=False) as srv:
+        assert check(srv, "lua", seqs, faked=faked) > 100
