@@ -86,3 +86,43 @@ def test_the_asyncio_twin_and_resp3_maps() -> None:
         assert granted == [0, 5, 1, -1, 3600]
         assert isinstance(inspected, dict) and inspected[b"held"] == 4
         r3.close()
+
+
+def test_large_states_answer_alike() -> None:
+    # Keys with thousands of units, slices and leases, rebucketed, expired
+    # at once and refunded: both backends, the same replies throughout.
+    from datetime import datetime, timedelta
+
+    t0 = datetime(2026, 5, 1, 12, 0, 0)
+    with server(FAKED_SERVER, faked=True) as srv:
+        run: Callable[..., Any] = srv.client.execute_command
+        seen = 0
+
+        def both(at: float, *cmd: Any) -> Any:
+            nonlocal seen
+            when = t0 + timedelta(seconds=at)
+            srv.set_clock(when.strftime("%Y-%m-%d %H:%M:%S.%f"))
+            module = run(cmd[0], "m" + str(cmd[1]), *cmd[2:])
+            lua = execute(srv.client, cmd[0], "l" + str(cmd[1]), *cmd[2:], lua_dir=LUA_DIR, now=when.timestamp())
+            if cmd[0] == "RL.INSPECT":
+                module[5] = lua[5] = "*"
+            assert lua == module, (at, cmd)
+            seen += 1
+            return module
+
+        for i in range(1500):
+            both(i * 0.01, "RL.SLICE", "c", 100000, 1500, 1500)
+        both(60.5, "RL.INSPECT", "c")
+        both(61, "RL.SLICE", "c", 100000, 6000, 7, 1)
+        both(61, "RL.INSPECT", "c")
+        for i in range(1500):
+            both(100 + i * 0.0001, "RL.LEASE", "l", 100000, 1, f"lease-{i}")
+        both(102, "RL.LEASE", "l", 100000, 1, "late")
+        both(102, "RL.INSPECT", "l")
+        for i in range(1500):
+            both(200 + i * 0.0001, "RL.SLIDE", "s", 100000, 1, 1 + i % 4)
+        both(200.95, "RL.REFUND", "s", "SLIDE", 100000, 1, 2000)
+        both(200.95, "RL.INSPECT", "s")
+        both(202, "RL.SLIDE", "s", 100000, 1)
+        both(202, "RL.INSPECT", "s")
+        assert seen > 4500

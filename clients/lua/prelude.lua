@@ -127,6 +127,23 @@ local function bmin(a, b) if bcmp(a, b) <= 0 then return a end return b end
 local BZERO = {0}
 local function biszero(a) return #a == 1 and a[1] == 0 end
 
+-- A command with many arguments, sent in chunks that unpack can take
+-- (`per` arguments at a time, a multiple of the arguments' group size).
+local function call_chunked(cmd, key, args, per, head)
+  local i = 1
+  if head then
+    local first = {}
+    for j = 1, #head do first[#first + 1] = head[j] end
+    for j = 1, math.min(per, #args) do first[#first + 1] = args[j] end
+    redis.call(cmd, key, unpack(first))
+    i = per + 1
+  end
+  while i <= #args do
+    redis.call(cmd, key, unpack(args, i, math.min(i + per - 1, #args)))
+    i = i + per
+  end
+end
+
 -- Errors -------------------------------------------------------------------
 
 local function fail(text) return {err = text} end
@@ -728,11 +745,7 @@ function slide.store(key, st)
   if p < #old then redis.call('LTRIM', key, 0, p) end
   local rest = {}
   for i = p + 1, #enc do rest[#rest + 1] = enc[i] end
-  local i = 1
-  while i <= #rest do
-    redis.call('RPUSH', key, unpack(rest, i, math.min(i + 4999, #rest)))
-    i = i + 5000
-  end
+  call_chunked('RPUSH', key, rest, 1000)
 end
 
 -- RL.SLICE: counters per slice of the window, aligned to the epoch --------
@@ -891,12 +904,12 @@ function slice.store(key, st)
   for j in pairs(stored) do
     if st.counts[j] == nil then dels[#dels + 1] = numstr(j) end
   end
-  if #dels > 0 then redis.call('HDEL', key, unpack(dels)) end
-  local sets = {'S', header}
+  call_chunked('HDEL', key, dels, 1000)
+  local sets = {}
   for j, n in pairs(st.counts) do
     if stored[j] ~= n then sets[#sets + 1] = numstr(j); sets[#sets + 1] = numstr(n) end
   end
-  redis.call('HSET', key, unpack(sets))
+  call_chunked('HSET', key, sets, 1000, {'S', header})
 end
 
 -- RL.LEASE: named leases, expiries in µs ----------------------------------
@@ -1008,8 +1021,8 @@ function lease.store(key, st, old)
   old = old or {}
   local dels = {}
   for id in pairs(old) do if st[id] == nil then dels[#dels + 1] = '#' .. id end end
-  if #dels > 0 then redis.call('HDEL', key, unpack(dels)) end
-  local sets = {'L', '1'}
+  call_chunked('HDEL', key, dels, 1000)
+  local sets = {}
   for id, l in pairs(st) do
     local o = old[id]
     if o == nil or o[1] ~= l[1] or o[2] ~= l[2] then
@@ -1017,7 +1030,7 @@ function lease.store(key, st, old)
       sets[#sets + 1] = numstr(l[1]) .. '|' .. numstr(l[2])
     end
   end
-  redis.call('HSET', key, unpack(sets))
+  call_chunked('HSET', key, sets, 1000, {'L', '1'})
 end
 
 -- RL.QUOTA: calendar periods from the client's boundaries -----------------
@@ -1212,7 +1225,7 @@ local function release()
     else
       local dels = {}
       for lid in pairs(old) do if new[lid] == nil then dels[#dels + 1] = '#' .. lid end end
-      redis.call('HDEL', key, unpack(dels))
+      call_chunked('HDEL', key, dels, 1000)
     end
     return 1
   end)
