@@ -36,7 +36,7 @@ BENCH_SMOKE := quick_benchmark_reports_every_row
 DIST_PARTS := dist-module dist-deb dist-python dist-node
 
 .PHONY: deps build run test bench clean dist $(DIST_PARTS) test-dist test-package \
-	python-install python-test test-node
+	python-install python-test test-node lua-test
 
 deps:
 	@scripts/deps.sh
@@ -100,6 +100,7 @@ test:
 		REDIS_SERVER=$$server $(NODE_TESTS) || exit 1; \
 		echo "== $$server: $$((SECONDS - start)) s (the Python client's: $$((nodestart - pystart)) s, the Node package's: $$((SECONDS - nodestart)) s)"; \
 	done
+	$(MAKE) --no-print-directory lua-test
 	@echo "== the benchmark's smoke run (bench/smoke.rs), against $(firstword $(SERVERS))"
 	REDIS_SERVER=$(firstword $(SERVERS)) cargo test --test bench_smoke
 	$(MAKE) --no-print-directory dist test-dist
@@ -153,6 +154,17 @@ test-node:
 		REDIS_SERVER=$$server $(NODE_TESTS) || exit 1; \
 		echo "== Node package, $$server: $$((SECONDS - start)) s"; \
 	done
+# The Lua backend's conformance suite (clients/conformance): lints and types,
+# then its tests with the Python package installed from dist/ into the venv:
+# the recorded cases on Valkey 8.1.8 under a faked clock (module and scripts),
+# what holds without a faked clock on every server of SERVERS, the
+# randomized differential run, 50 clients on one key, a replica.
+lua-test:
+	$(PYVENV)/bin/ruff check --config clients/conformance/pyproject.toml clients/conformance
+	$(PYVENV)/bin/ruff format --check --config clients/conformance/pyproject.toml clients/conformance
+	cd clients/conformance && ../../$(PYVENV)/bin/mypy --config-file pyproject.toml *.py
+	cd tmp && RL_MODULE=$(RL_MODULE) $(CURDIR)/$(PYVENV)/bin/pytest -q \
+		-p no:cacheprovider --rootdir $(CURDIR)/clients/conformance $(CURDIR)/clients/conformance
 
 bench: build
 	cargo build --release --example floor

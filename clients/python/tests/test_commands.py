@@ -248,11 +248,22 @@ def test_detection_and_missing_module(server: Server) -> None:
     plain = Server(module=False)
     try:
         with pytest.raises(ModuleNotLoadedError, match="not loaded"):
-            RateLimiter(plain.client()).throttle("k", 1, 1, 1)
-        with pytest.raises(ModuleNotLoadedError, match="not loaded"):
             RateLimiter(plain.client(), backend="module").throttle("k", 1, 1, 1)
-        with pytest.raises(ValueError, match="Lua backend"):
-            RateLimiter(plain.client(), backend="lua").throttle("k", 1, 1, 1)
+        with pytest.raises(ValueError, match="unknown backend"):
+            RateLimiter(plain.client(), backend="lau").throttle("k", 1, 1, 1)
+        # Without the module, "auto" runs the commands as Lua scripts, with
+        # the module's replies; "lua" does so on any server.
+        auto = RateLimiter(plain.client())
+        assert auto.backend.kind == "lua"
+        assert auto.throttle("k", 2, 1, 60) == Result(False, 3, 2, -1, 60)
+        with pytest.raises(ArgumentError) as info:
+            auto.slice("c", 10, 60, 0)
+        assert info.value.argument == "slices"
+        lua = RateLimiter(server.client(), backend="lua")
+        assert lua.backend.kind == "lua"
+        assert lua.slide("rl:lua", 10, 60) == Result(False, 10, 9, -1, 60)
+        with pytest.raises(WrongTypeError):
+            RateLimiter(server.client()).slide("rl:lua", 10, 60)
     finally:
         plain.close()
 
@@ -300,7 +311,7 @@ def test_the_prefix_is_taken_from_the_detected_names() -> None:
     assert _prefix_from([]) is None
 
 
-def test_auto_falls_back_to_a_registered_lua_backend(server: Server) -> None:
+def test_a_registered_backend_replaces_the_lua_backend(server: Server) -> None:
     from redis_ratelimit_client import _backend
 
     made: List[Any] = []

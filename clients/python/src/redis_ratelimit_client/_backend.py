@@ -13,6 +13,7 @@ import redis.asyncio
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
 
+from . import lua_backend
 from ._errors import ModuleNotLoadedError
 from ._limits import Arg
 
@@ -155,25 +156,47 @@ def register_backend(kind: str, sync: SyncFactory, asyncio_: AsyncFactory) -> No
 
 
 def _not_loaded(kind: str) -> ModuleNotLoadedError:
-    if kind == "module":
-        return ModuleNotLoadedError(
-            "the ratelimit module is not loaded on this server "
-            "(COMMAND LIST FILTERBY MODULE ratelimit lists no .THROTTLE command): "
-            "load it (loadmodule /path/to/libredis_ratelimit.so) or pass prefix="
-        )
     return ModuleNotLoadedError(
         "the ratelimit module is not loaded on this server "
-        "(COMMAND LIST FILTERBY MODULE ratelimit lists no .THROTTLE command), "
-        "and no Lua backend is available in this version of the package: "
-        "load the module (loadmodule /path/to/libredis_ratelimit.so)"
+        "(COMMAND LIST FILTERBY MODULE ratelimit lists no .THROTTLE command): "
+        "load it (loadmodule /path/to/libredis_ratelimit.so), pass prefix=, "
+        "or use backend='lua' (or 'auto')"
     )
 
 
 def _known(choice: str) -> None:
-    if choice == "lua" and choice not in _factories:
-        raise ValueError("backend='lua': the Lua backend is not available in this version")
     if choice not in _factories:
         raise ValueError(f"unknown backend {choice!r} (expected auto, module or lua)")
+
+
+class LuaBackend:
+    """Runs each command as its Lua script (``lua_backend.execute``), with the
+    module's replies, on a server that cannot load the module."""
+
+    kind = "lua"
+
+    def __init__(self, client: SyncClient) -> None:
+        self.client = client
+
+    def call(self, name: str, args: Sequence[Arg]) -> Any:
+        run: Any = lua_backend.execute
+        return run(self.client, f"RL.{name}", *args)
+
+
+class AsyncLuaBackend:
+    """The same on a ``redis.asyncio`` client."""
+
+    kind = "lua"
+
+    def __init__(self, client: AsyncClient) -> None:
+        self.client = client
+
+    async def call(self, name: str, args: Sequence[Arg]) -> Any:
+        run: Any = lua_backend.execute_async
+        return await run(self.client, f"RL.{name}", *args)
+
+
+register_backend("lua", LuaBackend, AsyncLuaBackend)
 
 
 BackendChoice = Union[str, Backend]
@@ -183,7 +206,7 @@ AsyncBackendChoice = Union[str, AsyncBackend]
 
 def choose_backend(client: SyncClient, choice: BackendChoice, prefix: Optional[str]) -> Backend:
     """The backend for ``choice``: ``"auto"`` (the module when it is loaded,
-    else the Lua backend when one is registered), ``"module"``, ``"lua"``, or
+    else the Lua backend), ``"module"``, ``"lua"``, or
     a Backend object, returned as it is."""
     if not isinstance(choice, str):
         return choice
@@ -194,8 +217,6 @@ def choose_backend(client: SyncClient, choice: BackendChoice, prefix: Optional[s
         if choice == "module":
             raise _not_loaded("module")
         choice = "lua"
-        if choice not in _factories:
-            raise _not_loaded("auto")
     _known(choice)
     return _factories[choice][0](client)
 
@@ -213,7 +234,5 @@ async def choose_backend_async(
         if choice == "module":
             raise _not_loaded("module")
         choice = "lua"
-        if choice not in _factories:
-            raise _not_loaded("auto")
     _known(choice)
     return _factories[choice][1](client)

@@ -1,0 +1,128 @@
+"""lua_backend's own promises: EVALSHA with EVAL once on NOSCRIPT, the
+asyncio twin, errors as ResponseError with the module's text, RL.INSPECT
+as a map under RESP3, and the calendar argument's encoding."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import redis
+import redis.asyncio
+from harness import FAKED_SERVER, LUA_DIR, server
+from redis_ratelimit_client.lua_backend import calendar_argument, execute, execute_async, script_source
+
+
+def test_the_calendar_argument() -> None:
+    at = 1774744200.0  # 2026-03-29 00:30 UTC, Berlin's 23-hour day
+    assert calendar_argument(["RL.QUOTA", "k", 100, "DAY", "TZ", "Europe/Berlin"], now=at) == (
+        "Europe/Berlin|1774738800,82800"
+    )
+    assert calendar_argument(["RL.QUOTA", "k", 100, "DAY", "TZ", "europe/berlin"], now=at).startswith("Europe/Berlin|")
+    assert (
+        calendar_argument(["RL.QUOTA", "k", 100, "HOUR", "TZ", "+05:30"], now=at) == "+05:30|1774740600,3600,3600,3600"
+    )
+    assert calendar_argument(["RL.QUOTA", "k", 100, "YEAR", "TZ", "-00:00"], now=at) == "UTC|1767225600,31536000"
+    assert calendar_argument(["RL.QUOTA", "k", 100, "DAY", "TZ", "Moon/Base"], now=at) == "!"
+    assert calendar_argument(["RL.SLIDE", "k", 10, 60], now=at) == ""
+    two = calendar_argument(
+        ["RL.ALLOW", 3, "a", "b", "c", "QUOTA", 5, "WEEK", "SLIDE", 1, 1, "QUOTA", 1, "MONTH", "TZ", "UTC"], now=at
+    )
+    assert two == "UTC|1774224000,604800;UTC|1772323200,2678400"
+    assert calendar_argument(["RL.REFUND", "k", "QUOTA", 5, "DAY", "TZ", "Asia/Kolkata", 1], now=at) == (
+        "Asia/Kolkata|1774722600,86400"
+    )
+
+
+def test_noscript_falls_back_to_eval_once_and_errors_carry_the_modules_text() -> None:
+    with server("redis-server", faked=False) as srv:
+        r = srv.client
+        r.script_flush()
+        assert execute(r, "RL.SLIDE", "k", 10, 3600, lua_dir=LUA_DIR) == [0, 10, 9, -1, 3600]
+        import hashlib
+
+        sha = hashlib.sha1(script_source("RL.SLIDE", lua_dir=LUA_DIR)).hexdigest()
+        assert r.script_exists(sha) == [True]
+        with pytest.raises(redis.ResponseError) as e:
+            execute(r, "RL.SLIDE", "k", 10, -1, lua_dir=LUA_DIR)
+        assert str(e.value) == "window must be an integer from 1 to 315360000 (seconds)"
+        run: Callable[..., Any] = r.execute_command
+        r.set("s", "x")
+        with pytest.raises(redis.ResponseError) as e:
+            execute(r, "RL.SLIDE", "s", 10, 60, lua_dir=LUA_DIR)
+        with pytest.raises(redis.ResponseError) as m:
+            run("RL.SLIDE", "s", 10, 60)
+        assert str(e.value) == str(m.value)
+
+
+def test_the_asyncio_twin_and_resp3_maps() -> None:
+    with server(FAKED_SERVER, faked=True) as srv:
+        srv.set_clock("2026-05-01 12:00:00.000000")
+        r3 = redis.Redis(port=srv.port, protocol=3)
+        run: Callable[..., Any] = r3.execute_command
+        run("RL.LEASE", "m", 5, 3600, "a", 2)
+        execute(r3, "RL.LEASE", "l", 5, 3600, "a", 2, lua_dir=LUA_DIR)
+        module = run("RL.INSPECT", "m")
+        lua = execute(r3, "RL.INSPECT", "l", lua_dir=LUA_DIR)
+        assert isinstance(module, dict) and isinstance(lua, dict)
+        module.pop(b"memory")
+        lua.pop(b"memory")
+        assert lua == module
+
+        async def main() -> list[Any]:
+            client = redis.asyncio.Redis(port=srv.port, protocol=3)
+            try:
+                out = [await execute_async(client, "RL.LEASE", "l", 5, 3600, "b", 2, lua_dir=LUA_DIR)]
+                out.append(await execute_async(client, "RL.INSPECT", "l", lua_dir=LUA_DIR))
+                with pytest.raises(redis.ResponseError):
+                    await execute_async(client, "RL.LEASE", "l", 5, 3600, "", lua_dir=LUA_DIR)
+                return out
+            finally:
+                await client.aclose()
+
+        granted, inspected = asyncio.run(main())
+        assert granted == [0, 5, 1, -1, 3600]
+        assert isinstance(inspected, dict) and inspected[b"held"] == 4
+        r3.close()
+
+
+def test_large_states_answer_alike() -> None:
+    # Keys with thousands of units, slices and leases, rebucketed, expired
+    # at once and refunded: both backends, the same replies throughout.
+    from datetime import datetime, timedelta
+
+    t0 = datetime(2026, 5, 1, 12, 0, 0)
+    with server(FAKED_SERVER, faked=True) as srv:
+        run: Callable[..., Any] = srv.client.execute_command
+        seen = 0
+
+        def both(at: float, *cmd: Any) -> Any:
+            nonlocal seen
+            when = t0 + timedelta(seconds=at)
+            srv.set_clock(when.strftime("%Y-%m-%d %H:%M:%S.%f"))
+            module = run(cmd[0], "m" + str(cmd[1]), *cmd[2:])
+            lua = execute(srv.client, cmd[0], "l" + str(cmd[1]), *cmd[2:], lua_dir=LUA_DIR, now=when.timestamp())
+            if cmd[0] == "RL.INSPECT":
+                module[5] = lua[5] = "*"
+            assert lua == module, (at, cmd)
+            seen += 1
+            return module
+
+        for i in range(1500):
+            both(i * 0.01, "RL.SLICE", "c", 100000, 1500, 1500)
+        both(60.5, "RL.INSPECT", "c")
+        both(61, "RL.SLICE", "c", 100000, 6000, 7, 1)
+        both(61, "RL.INSPECT", "c")
+        for i in range(1500):
+            both(100 + i * 0.0001, "RL.LEASE", "l", 100000, 1, f"lease-{i}")
+        both(102, "RL.LEASE", "l", 100000, 1, "late")
+        both(102, "RL.INSPECT", "l")
+        for i in range(1500):
+            both(200 + i * 0.0001, "RL.SLIDE", "s", 100000, 1, 1 + i % 4)
+        both(200.95, "RL.REFUND", "s", "SLIDE", 100000, 1, 2000)
+        both(200.95, "RL.INSPECT", "s")
+        both(202, "RL.SLIDE", "s", 100000, 1)
+        both(202, "RL.INSPECT", "s")
+        assert seen > 4500

@@ -1,0 +1,120 @@
+"""The Lua backend under concurrency, and its replication.
+
+50 clients on one key never admit more than the limit, for every kind and
+for RL.ALLOW (each script runs atomically). A replica fed by the scripts
+(effects replication) holds the master's data, expiries included."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, cast
+
+import pytest
+import redis
+from harness import LUA_DIR, server
+from redis_ratelimit_client.lua_backend import execute
+
+CLIENTS = 50
+CALLS = 4
+
+CASES: dict[str, Callable[[int, int], list[Any]]] = {
+    "throttle": lambda i, j: ["RL.THROTTLE", "k", 9, 1, 3600],
+    "slide": lambda i, j: ["RL.SLIDE", "k", 10, 3600],
+    "slide-precision": lambda i, j: ["RL.SLIDE", "k", 10, 3600, 1, "PRECISION", 60],
+    "slice": lambda i, j: ["RL.SLICE", "k", 10, 3600, 4],
+    "lease": lambda i, j: ["RL.LEASE", "k", 10, 3600, f"c{i}-{j}"],
+    "quota": lambda i, j: ["RL.QUOTA", "k", 10, "YEAR", 1, "TZ", "Europe/Berlin"],
+    "allow": lambda i, j: [
+        "RL.ALLOW",
+        3,
+        "{k}1",
+        "{k}2",
+        "{k}3",
+        "SLIDE",
+        10,
+        3600,
+        "THROTTLE",
+        29,
+        1,
+        3600,
+        "LEASE",
+        40,
+        3600,
+        "ID",
+        f"c{i}-{j}",
+    ],
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_fifty_clients_never_admit_more_than_the_limit(case: str) -> None:
+    make = CASES[case]
+    with server("redis-server", faked=False) as srv:
+        allowed = []
+        errors: list[Exception] = []
+        start = threading.Barrier(CLIENTS)
+
+        def client(i: int) -> None:
+            r = redis.Redis(port=srv.port, protocol=2)
+            try:
+                start.wait()
+                for j in range(CALLS):
+                    reply = execute(r, *make(i, j), lua_dir=LUA_DIR)
+                    if reply[0] == 0:
+                        allowed.append(1)
+            except Exception as e:  # noqa: BLE001 (reported by the test)
+                errors.append(e)
+            finally:
+                r.close()
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(CLIENTS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors[:3]
+        assert len(allowed) == 10, f"{case}: {len(allowed)} of {CLIENTS * CALLS} calls allowed, limit 10"
+
+
+def snapshot(r: redis.Redis) -> dict[bytes, Any]:
+    out: dict[bytes, Any] = {}
+    run: Callable[..., Any] = r.execute_command
+    for key in sorted(cast(list[bytes], r.keys("*"))):
+        kind = r.type(key)
+        if kind == b"string":
+            value: Any = r.get(key)
+        elif kind == b"list":
+            value = r.lrange(key, 0, -1)
+        elif kind == b"hash":
+            value = sorted(r.hgetall(key).items())
+        else:
+            value = kind
+        out[key] = (kind, value, run("PEXPIRETIME", key))
+    return out
+
+
+def test_a_replica_fed_by_the_scripts_holds_the_masters_data() -> None:
+    with server("redis-server", faked=False) as master, server("redis-server", faked=False) as replica:
+        replica.client.replicaof("127.0.0.1", master.port)
+        deadline = time.monotonic() + 10
+        while replica.client.info("replication")["master_link_status"] != "up":
+            assert time.monotonic() < deadline, "the replica did not connect"
+            time.sleep(0.05)
+        r = master.client
+        for i in range(30):
+            execute(r, "RL.THROTTLE", "t", 4, 3, 1, lua_dir=LUA_DIR)
+            execute(r, "RL.SLIDE", "s", 20, 60, 1 + i % 3, lua_dir=LUA_DIR)
+            execute(r, "RL.SLIDE", "p", 20, 60, 1, "PRECISION", 1, lua_dir=LUA_DIR)
+            execute(r, "RL.SLICE", "c", 20, 60, 6, lua_dir=LUA_DIR)
+            execute(r, "RL.LEASE", "l", 5, 60, f"id{i % 7}", lua_dir=LUA_DIR)
+            execute(r, "RL.QUOTA", "q", 20, "DAY", "TZ", "Asia/Kolkata", lua_dir=LUA_DIR)
+            if i % 5 == 0:
+                execute(r, "RL.REFUND", "s", "SLIDE", 20, 60, 2, lua_dir=LUA_DIR)
+                execute(r, "RL.RELEASE", "l", f"id{i % 7}", lua_dir=LUA_DIR)
+            execute(r, "RL.ALLOW", 2, "{a}1", "{a}2", "SLIDE", 10, 60, "QUOTA", 15, "HOUR", lua_dir=LUA_DIR)
+        assert r.wait(1, 5000) == 1
+        want = snapshot(r)
+        assert len(want) == 8
+        assert snapshot(replica.client) == want

@@ -1,0 +1,149 @@
+"""The randomized differential run: one random sequence of calls of every
+kind, at random instants of a faked clock (forward jumps from 0 to days,
+and now and then a step back), sent to the module (keys `m:...`) and to
+the Lua backend (keys `l:...`) on the same server; every reply and every
+key's expiry must be equal. RL_DIFF_CALLS sets the number of calls
+(default 3000), RL_DIFF_SEED the seed (default: random, printed)."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import redis
+from harness import FAKED_SERVER, LUA_DIR, normalize, server
+from redis_ratelimit_client.lua_backend import execute
+
+ZONES = [
+    "UTC",
+    "Europe/Berlin",
+    "America/Sao_Paulo",
+    "Asia/Kolkata",
+    "+05:45",
+    "-03:30",
+    "Australia/Lord_Howe",
+    "America/New_York",
+]
+UNITS = ["MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "YEAR"]
+
+
+def spec(rng: random.Random, kind: str) -> list[Any]:
+    if kind == "THROTTLE":
+        return ["THROTTLE", rng.choice([0, 1, 4, 9]), rng.choice([1, 3, 7, 10, 1000]), rng.choice([1, 2, 60, 3600])]
+    if kind == "SLIDE":
+        out: list[Any] = ["SLIDE", rng.choice([1, 3, 5, 10]), rng.choice([1, 2, 10, 60])]
+        if rng.random() < 0.4:
+            out += ["PRECISION", rng.choice([0, 1, 2])]
+        return out
+    if kind == "SLICE":
+        return ["SLICE", rng.choice([1, 3, 5, 10]), rng.choice([1, 7, 10, 60]), rng.choice([1, 2, 3, 6])]
+    if kind == "LEASE":
+        return ["LEASE", rng.choice([1, 2, 3, 5]), rng.choice([1, 5, 30])]
+    out = ["QUOTA", rng.choice([1, 3, 10]), rng.choice(UNITS)]
+    if rng.random() < 0.8:
+        out += ["TZ", rng.choice(ZONES)]
+    return out
+
+
+def call(rng: random.Random) -> tuple[list[Any], list[str]]:
+    """A command line with keys as `{k}` placeholders, and its keys."""
+    kind = rng.choice(["THROTTLE", "SLIDE", "SLICE", "LEASE", "QUOTA"])
+    key = f"{kind.lower()}{rng.randrange(2)}"
+    q = rng.choice([0, 1, 1, 1, 2, 3, 5, 11])
+    ms = ["MS"] if rng.random() < 0.2 else []
+    r = rng.random()
+    if r < 0.5:
+        s = spec(rng, kind)
+        if kind == "LEASE":
+            return ["RL.LEASE", "{k}0", *s[1:], rng.choice("abc"), q, *ms], [key]
+        opts = s[s.index("PRECISION") :] if "PRECISION" in s else s[s.index("TZ") :] if "TZ" in s else []
+        base = s[: len(s) - len(opts)]
+        if ms and "PRECISION" in opts:
+            opts = ["PRECISION", int(opts[1]) * 1000]
+            base = base[:2] + [int(base[2]) * 1000] + base[3:] if kind == "SLIDE" else base
+        return ["RL." + kind, "{k}0", *base[1:], q, *ms, *opts], [key]
+    if r < 0.62:
+        n = rng.randrange(1, 4)
+        kinds = [rng.choice(["THROTTLE", "SLIDE", "SLICE", "LEASE", "QUOTA"]) for _ in range(n)]
+        keys = [f"{k.lower()}{i % 2}" for i, k in enumerate(kinds)]
+        if len(set(keys)) < n:
+            keys = [f"{k.lower()}{i}" for i, k in enumerate(kinds)]
+        cmd: list[Any] = [rng.choice(["RL.ALLOW", "RL.PEEK"]), n, *[f"{{k}}{i}" for i in range(n)]]
+        for k in kinds:
+            cmd += spec(rng, k)
+        if rng.random() < 0.7:
+            cmd += ["QUANTITY", q]
+        if "LEASE" in kinds:
+            cmd += ["ID", rng.choice("abc")]
+        return cmd, keys
+    if r < 0.75:
+        if kind == "LEASE":
+            return ["RL.RELEASE", "{k}0", rng.choice("abc")], [key]
+        return ["RL.REFUND", "{k}0", *spec(rng, kind), q, *ms], [key]
+    return ["RL.INSPECT", "{k}0"], [key]
+
+
+def with_keys(cmd: list[Any], keys: list[str], prefix: str) -> list[Any]:
+    out = []
+    for a in cmd:
+        if isinstance(a, str) and a.startswith("{k}"):
+            out.append(prefix + keys[int(a[3:])])
+        else:
+            out.append(a)
+    return out
+
+
+def test_random_calls_answer_alike() -> None:
+    calls = int(os.environ.get("RL_DIFF_CALLS", "3000"))
+    seed = int(os.environ.get("RL_DIFF_SEED", str(random.randrange(1 << 30))))
+    rng = random.Random(seed)
+    t = datetime(2026, 3, 28, 23, 0, tzinfo=UTC)
+    diffs: list[str] = []
+    compared = 0
+    outcomes = {"allowed": 0, "limited": 0, "error": 0, "other": 0}
+    with server(FAKED_SERVER, faked=True) as srv:
+        for i in range(calls):
+            r = rng.random()
+            if r < 0.3:
+                pass
+            elif r < 0.6:
+                t += timedelta(microseconds=rng.randrange(1, 2_000_000))
+            elif r < 0.85:
+                t += timedelta(seconds=rng.randrange(1, 120))
+            elif r < 0.97:
+                t += timedelta(seconds=rng.randrange(120, 3 * 86400))
+            else:
+                t -= timedelta(microseconds=rng.randrange(1, 3_000_000))
+            srv.set_clock(t.strftime("%Y-%m-%d %H:%M:%S.%f"))
+            cmd, keys = call(rng)
+            got = []
+            for backend, prefix in (("module", "m:"), ("lua", "l:")):
+                line = [str(a) for a in with_keys(cmd, keys, prefix)]
+                try:
+                    if backend == "module":
+                        run: Callable[..., Any] = srv.client.execute_command
+                        reply = run(*line)
+                    else:
+                        reply = execute(srv.client, *line, lua_dir=LUA_DIR, now=t.timestamp())
+                    got.append(normalize(reply))
+                except redis.ResponseError as e:
+                    got.append({"error": str(e)})
+                got.append([srv.client.pttl(prefix + k) for k in keys])
+            compared += 1
+            first = got[0]
+            if isinstance(first, dict):
+                outcomes["error"] += 1
+            elif isinstance(first, list) and len(first) in (5, 7) and first[0] in (0, 1):
+                outcomes["limited" if first[0] else "allowed"] += 1
+            else:
+                outcomes["other"] += 1
+            if got[0] != got[2] or got[1] != got[3]:
+                diffs.append(
+                    f"call {i} at {t}: {cmd} keys {keys}: module {got[0]} pttl {got[1]}, lua {got[2]} pttl {got[3]}"
+                )
+    print(f"differential run: seed {seed}, {compared} calls ({outcomes}), {len(diffs)} differences")
+    assert outcomes["allowed"] > calls // 10 and outcomes["limited"] > calls // 20
+    assert not diffs, f"seed {seed}: {len(diffs)} of {compared} calls differ:\n" + "\n".join(diffs[:20])
