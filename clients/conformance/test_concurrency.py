@@ -118,3 +118,18 @@ def test_a_replica_fed_by_the_scripts_holds_the_masters_data() -> None:
         want = snapshot(r)
         assert len(want) == 8
         assert snapshot(replica.client) == want
+        # RL.PEEK and RL.INSPECT are read-only scripts: they answer on the
+        # replica what they answer on the master.
+        # (Replies whose figures do not move within the second the calls
+        # take; the ttl of RL.INSPECT is masked.)
+        for line in (
+            ["RL.PEEK", 1, "{a}1", "SLIDE", 10, 3600],
+            ["RL.INSPECT", "q"],
+        ):
+            on_master = execute(r, *line, lua_dir=LUA_DIR)
+            on_replica = execute(replica.client, *line, lua_dir=LUA_DIR)
+            if line[0] == "RL.INSPECT":
+                on_master[3] = on_replica[3] = on_master[5] = on_replica[5] = "*"
+            assert on_replica == on_master
+        with pytest.raises(redis.ResponseError):
+            execute(replica.client, "RL.SLIDE", "s", 20, 60, lua_dir=LUA_DIR)

@@ -1,1 +1,2 @@
+#!lua flags=no-writes
 return several(false)

@@ -9,7 +9,8 @@ every key declared. Error replies are raised as redis-py's
 for ``redis.asyncio`` clients.
 
 The scripts are ``lua/prelude.lua`` followed by the command's own file
-(``lua/throttle.lua``, ...), read from this package's resources, or from
+(``lua/throttle.lua``, ...; a first line ``#!lua flags=...`` of that file
+goes before the prelude), read from this package's resources, or from
 the directory given as ``lua_dir`` or in ``REDIS_RATELIMIT_LUA_DIR``.
 
 RL.QUOTA's calendar: the scripts have no time-zone database, so this
@@ -85,7 +86,13 @@ def _source(name: str, lua_dir: Path | None) -> tuple[bytes, str]:
             .read_bytes()
         )
 
-    text = read("prelude.lua") + b"\n" + read(name + ".lua")
+    body = read(name + ".lua")
+    # A first line `#!lua flags=...` of the command's file goes first.
+    shebang = b""
+    if body.startswith(b"#!"):
+        shebang, _, body = body.partition(b"\n")
+        shebang += b"\n"
+    text = shebang + read("prelude.lua") + b"\n" + body
     return text, hashlib.sha1(text).hexdigest()
 
 
