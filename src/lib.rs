@@ -15,6 +15,8 @@ mod clock;
 mod commands;
 mod config;
 mod core;
+#[doc(hidden)]
+pub mod fuzzing;
 mod kinds;
 mod registration;
 mod replication;
@@ -26,15 +28,15 @@ use redis_module::configuration::ConfigurationFlags;
 use redis_module::{redis_module, Context, RedisString, Status};
 
 // Redis's allocator inside the server, so that INFO memory and MEMORY
-// USAGE see what the module allocates; the system allocator in unit tests,
-// which run without a server.
-#[cfg(not(test))]
+// USAGE see what the module allocates; the system allocator in unit tests
+// and in the fuzz targets (`--cfg fuzzing`), which run without a server.
+#[cfg(not(any(test, fuzzing)))]
 type Allocator = redis_module::alloc::RedisAlloc;
-#[cfg(not(test))]
+#[cfg(not(any(test, fuzzing)))]
 const ALLOCATOR: Allocator = redis_module::alloc::RedisAlloc;
-#[cfg(test)]
+#[cfg(any(test, fuzzing))]
 type Allocator = std::alloc::System;
-#[cfg(test)]
+#[cfg(any(test, fuzzing))]
 const ALLOCATOR: Allocator = std::alloc::System;
 
 /// The module's version as `MODULE LIST` shows it, from Cargo.toml's:
