@@ -28,7 +28,8 @@ use crate::core::slice::SliceWindow;
 use crate::core::slide::SlideLog;
 use crate::core::throttle::Tat;
 use crate::core::{
-    Decision, Detail, Limiter, Nanos, Param, ParamKind, Retry, Unit, Value, MAX_DURATION_SECONDS,
+    Ceiling, Decision, Detail, Limiter, Nanos, Param, ParamKind, Retry, Unit, Value,
+    MAX_DURATION_SECONDS,
 };
 use crate::kinds::{Kind, Visit, KINDS};
 
@@ -148,7 +149,16 @@ const ZONES: &[&[u8]] = &[
 /// A value of parameter `p`, of the kind a command reads.
 fn param_value(p: &Param, s: &mut Script) -> Value<'static> {
     match p.kind {
-        ParamKind::Integer { min, max, .. } => Value::Number(s.pick(min, max)),
+        // Mostly under the default configuration's ceiling (86,400 slices,
+        // a slide limit of a million), now and then up to the hard one.
+        ParamKind::Integer { min, max, ceiling } => {
+            let max = match (ceiling, s.u8() % 8) {
+                (Some(Ceiling::SlideLimit), 1..) => max.min(Bounds::DEFAULT.max_slide_limit),
+                (Some(Ceiling::Slices), 1..) => max.min(Bounds::DEFAULT.max_slices),
+                _ => max,
+            };
+            Value::Number(s.pick(min, max))
+        }
         ParamKind::Duration => Value::Number(duration(s, 1)),
         ParamKind::DurationOrZero => Value::Number(duration(s, 0)),
         ParamKind::Word(words) => Value::Number(u64::from(s.u8()) % words.len() as u64),
@@ -230,9 +240,12 @@ fn check_round_trip<L: Limiter + PartialEq>(state: &L) {
 }
 
 /// At the instant a decision says the limiter is back to full capacity,
-/// when the key expires, the state decides as a missing key does: the
-/// expiry forgets nothing that still counts. (Not at `Nanos::MAX`, in
-/// 2554, where instants saturate: a reset beyond it reads as it.)
+/// when the key expires, the state allows and limits as a missing key
+/// does, with as many units remaining: the expiry forgets nothing that
+/// still counts. (Its instants may differ: an RL.SLIDE log whose clock is
+/// ahead of `now`, after the clock stepped back, records at its own
+/// clock. Not at `Nanos::MAX`, in 2554, where instants saturate: a reset
+/// beyond it reads as it.)
 fn check_reset<L: Limiter>(state: &L, params: &L::Params, d: &Decision, now: Nanos, id: &[u8]) {
     let at = d.reset_at.max(now);
     if at == Nanos::MAX {
@@ -242,7 +255,8 @@ fn check_reset<L: Limiter>(state: &L, params: &L::Params, d: &Decision, now: Nan
         let kept = state.decide_as(at, params, quantity, id).0;
         let empty = L::default().decide_as(at, params, quantity, id).0;
         assert_eq!(
-            kept, empty,
+            (kept.limited, kept.remaining),
+            (empty.limited, empty.remaining),
             "at the reset instant {at:?} (now {now:?}) the state still counts, quantity {quantity}"
         );
     }
@@ -402,11 +416,22 @@ fn state<L: Limiter + PartialEq>(data: &[u8], release: impl Fn(&mut L, Nanos, &[
     };
     let Ok(state) = decoded else { return };
     check_round_trip(&state);
-    if format == 0 {
+    if format == 0 && !renamed(&state) {
         // One encoding per state: what was accepted is what it encodes to.
         assert_eq!(state.encode(), payload, "accepted a non-canonical encoding");
     }
     exercise(state, &mut s, release);
+}
+
+/// Whether a state keeps a name other than the one it was read with: an
+/// RL.QUOTA key naming a zone this build's database does not know, which
+/// re-encodes as `Etc/Unknown` (`Zone::UNKNOWN`).
+fn renamed<L: Limiter>(state: &L) -> bool {
+    let unknown = Detail::Bytes(b"Etc/Unknown".to_vec());
+    state
+        .inspect(Nanos::ZERO)
+        .iter()
+        .any(|(field, value)| *field == "zone" && *value == unknown)
 }
 
 fn no_release<L>(_: &mut L, _: Nanos, _: &[u8]) -> bool {
@@ -736,14 +761,18 @@ pub fn lease_ids(data: &[u8]) {
             leases.apply(update);
             model.insert(id.to_vec(), weight);
         }
-        check_model(&leases, &model, now);
+        // RL.INSPECT lists up to 100 holders: every eighth grant.
+        if ids.len() % 8 == 0 {
+            check_model(&leases, &model, now);
+        }
     }
+    check_model(&leases, &model, now);
     check_round_trip(&leases);
     for id in ids {
         let held = model.remove(id).is_some();
         assert_eq!(leases.release(now, id), held, "id of {} bytes", id.len());
-        check_model(&leases, &model, now);
     }
+    check_model(&leases, &model, now);
     assert!(leases.is_empty_at(now));
 }
 
