@@ -230,9 +230,16 @@ fn check_round_trip<L: Limiter + PartialEq>(state: &L) {
     let bytes = state.encode();
     let back = match L::decode(&bytes) {
         Ok(back) => back,
-        Err(e) => panic!("a state's own encoding is refused: {e:?}, {bytes:?}"),
+        Err(e) => panic!(
+            "a state's own encoding ({} bytes) is refused: {e:?}",
+            bytes.len()
+        ),
     };
-    assert!(back == *state, "decodes to another state ({} bytes)", bytes.len());
+    assert!(
+        back == *state,
+        "decodes to another state ({} bytes)",
+        bytes.len()
+    );
     assert_eq!(
         back.encode(),
         bytes,
