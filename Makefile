@@ -2,14 +2,17 @@
 #             127.0.0.1:6379, or the next free port when 6379 is taken
 #             (make run PORT=6400 for another); it saves nothing
 # make test   the set-up for the tests (scripts/deps.sh --test), then formatting,
-#             lints, unit tests, the integration tests and the Python client's
-#             tests against every server; then make dist and the checks of its
+#             lints, unit tests (with the replay of the fuzz corpora), the
+#             integration tests and the client packages' tests against every
+#             server, the Lua backend's conformance suite; then make dist and the checks of its
 #             module (glibc, a smoke run of the extracted .so on every server)
 # make dist   into dist/: the prebuilt module's tarball, the Debian package,
 #             the Python client's wheel and sdist, and SHA256SUMS (the tools
 #             from scripts/deps.sh --dist)
 # make test-package   as root: installs dist/'s Debian package, runs Debian's
 #             redis-server with it, purges it (scripts/test-package.sh)
+# make fuzz   every fuzz target (fuzz/, nightly) for FUZZ_SECONDS each;
+#             make test replays their corpora and saved crashes instead
 # make bench  the side-by-side benchmark (python3 bench; bench/README.md):
 #             throughput, instruction counts (with valgrind), the targets
 SHELL := /bin/bash
@@ -35,8 +38,10 @@ BENCH_SMOKE := quick_benchmark_reports_every_row
 # make dist's parts; a new one is a target below and its name here.
 DIST_PARTS := dist-module dist-deb dist-python dist-node
 
+FUZZ_SECONDS ?= 60
+
 .PHONY: deps build run test bench clean dist $(DIST_PARTS) test-dist test-package \
-	python-install python-test test-node lua-test
+	python-install python-test test-node lua-test fuzz fuzz-seeds
 
 deps:
 	@scripts/deps.sh
@@ -165,6 +170,17 @@ lua-test:
 	cd clients/conformance && ../../$(PYVENV)/bin/mypy --config-file pyproject.toml *.py
 	cd tmp && RL_MODULE=$(RL_MODULE) $(CURDIR)/$(PYVENV)/bin/pytest -q \
 		-p no:cacheprovider --rootdir $(CURDIR)/clients/conformance $(CURDIR)/clients/conformance
+
+# On demand, outside make test: cargo-fuzz on the nightly toolchain, each
+# target for FUZZ_SECONDS (scripts/fuzz.sh: logs in tmp/fuzz/, a summary of
+# executions, coverage and findings per target).
+fuzz:
+	@scripts/deps.sh --fuzz
+	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
+
+# Rewrites the seed inputs of fuzz/corpus/<target>/seed-* (src/fuzzing.rs).
+fuzz-seeds:
+	cargo test --lib fuzzing::tests::write_seeds -- --ignored
 
 bench: build
 	cargo build --release --example floor

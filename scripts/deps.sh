@@ -23,6 +23,8 @@
 #                            from npm (clients/node/test/deps.txt) and the
 #                            package from dist/
 #   scripts/deps.sh --node-tools   only the Node package's tools (make dist-node)
+#   scripts/deps.sh --fuzz   what `make fuzz` needs: the nightly toolchain
+#                            (rustup) and cargo-fuzz (crates.io)
 #
 # Debian packages: as root it installs them with apt-get; otherwise it prints
 # the command and stops. What goes into tmp/ is downloaded once and kept
@@ -43,7 +45,18 @@ case "${1:-}" in
     --dist) want_dist=yes ;;
     --test | --valkey) want_test=yes; want_dist=yes ;;
     --node-tools) want_node_tools=yes ;;
-    *) echo "usage: scripts/deps.sh [--dist | --test | --node-tools]" >&2; exit 2 ;;
+    --fuzz)
+        if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+            echo "Installing the nightly toolchain (rustup) ..."
+            rustup toolchain install nightly --profile minimal
+        fi
+        if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
+            echo "Installing cargo-fuzz (crates.io) ..."
+            cargo install cargo-fuzz --locked
+        fi
+        exit 0
+        ;;
+    *) echo "usage: scripts/deps.sh [--dist | --test | --node-tools | --fuzz]" >&2; exit 2 ;;
 esac
 
 # The Node package's build tools and test dependencies (TypeScript, the two

@@ -16,6 +16,8 @@ mod clock;
 mod commands;
 mod config;
 mod core;
+#[doc(hidden)]
+pub mod fuzzing;
 mod kinds;
 mod replication;
 mod server;
@@ -25,9 +27,9 @@ use kinds::{Listed, VisitKind, KINDS};
 use server::LoadCtx;
 
 // Redis's allocator inside the server, so that INFO memory and MEMORY
-// USAGE see what the module allocates; the system allocator in unit tests,
-// which run without a server.
-#[cfg(not(test))]
+// USAGE see what the module allocates; the system allocator in unit tests
+// and in the fuzz targets (`--cfg fuzzing`), which run without a server.
+#[cfg(not(any(test, fuzzing)))]
 #[global_allocator]
 static ALLOCATOR: redis_module::alloc::RedisAlloc = redis_module::alloc::RedisAlloc;
 

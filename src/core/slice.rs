@@ -421,7 +421,7 @@ impl Kind for SliceState {
             .u64(self.head);
         if !self.is_empty() {
             // Oldest first: the head's slot, zero in the ring, comes last.
-            let oldest_at = self.position(self.head.saturating_add(1));
+            let oldest_at = (self.position(self.head) + 1) % self.counters.len();
             let (newer, older) = self.counters.split_at(oldest_at.min(self.counters.len()));
             for &count in older.iter().chain(newer).take(self.counters.len() - 1) {
                 writer.u32(count);
@@ -475,7 +475,7 @@ impl Kind for SliceState {
         if counters.iter().take(before_epoch).any(|&c| c != 0) {
             return Err(DecodeError::Invalid("slice counter before the epoch"));
         }
-        let oldest_at = usize::try_from(head.saturating_add(1) % len as u64).unwrap_or(0);
+        let oldest_at = usize::try_from((head % len as u64 + 1) % len as u64).unwrap_or(0);
         counters.rotate_right(oldest_at);
         let mut state = SliceState {
             geometry,

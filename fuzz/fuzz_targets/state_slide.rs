@@ -1,0 +1,6 @@
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use redis_ratelimit::fuzzing;
+
+fuzz_target!(|data: &[u8]| fuzzing::state_slide(data));
