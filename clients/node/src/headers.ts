@@ -58,7 +58,7 @@ export function rateLimitHeaders(
       throw new TypeError(`${result.results.length} results for ${limits.length} limits`);
     }
     items = limits.map((l, i) => item(l, result.results[i]!));
-    binding = limits[result.index]!;
+    binding = limits[result.index - 1]!;
   } else {
     if (limits.length !== 1) throw new TypeError('one result needs one limit');
     items = [item(limits[0]!, result)];

@@ -54,7 +54,7 @@ export type Entry = readonly [key: string, limit: Limit] | { readonly key: strin
 
 /** A decision over several limits, possibly across slots (RateLimiter.decide). */
 export interface Decision extends AllowResult {
-  /** Indices of the limits that recorded the request (all when allowed, none when limited). */
+  /** 0-based positions of the limits that recorded the request (all when allowed, none when limited). */
   readonly taken: readonly number[];
 }
 
@@ -75,7 +75,8 @@ export function newLeaseId(): string {
  * The binding limit among `results`, as RL.ALLOW picks it (from the rounded
  * fields): when any is limited, the limited one with the longest retryAfter
  * (-1, never, the longest); otherwise the least remaining, then the longest
- * resetAfter; ties to the lower index.
+ * resetAfter; ties to the lower index. Returns the 0-based position (an
+ * AllowResult's `index` is this plus one).
  */
 export function bindingIndex(results: readonly Result[]): number {
   const anyLimited = results.some((r) => r.limited);
@@ -302,7 +303,7 @@ export class RateLimiter {
         return decision(results, bindingIndex(results), []);
       }
       taken.push(...group);
-      if (groups.length === 1) return decision(results, group[r.index]!, taken);
+      if (groups.length === 1) return decision(results, group[r.index - 1]!, taken);
     }
     return decision(results, bindingIndex(results), taken);
   }
@@ -386,7 +387,14 @@ export class RateLimiter {
   }
 }
 
-function decision(results: Result[], index: number, taken: number[]): Decision {
-  const b = results[index]!;
-  return Object.freeze({ ...b, index, results: Object.freeze(results), taken: Object.freeze(taken) });
+// `position` is 0-based; the Decision's `index` is 1-based like RL.ALLOW's.
+function decision(results: Result[], position: number, taken: number[]): Decision {
+  const b = results[position]!;
+  return Object.freeze({
+    ...b,
+    index: position + 1,
+    binding: b,
+    results: Object.freeze(results),
+    taken: Object.freeze(taken),
+  });
 }

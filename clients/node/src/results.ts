@@ -19,8 +19,10 @@ export interface Result {
 
 /** RL.ALLOW's and RL.PEEK's reply: the binding limit's fields, its index, each limit's. */
 export interface AllowResult extends Result {
-  /** The index (0-based, in the order given) of the binding limit. */
+  /** The binding limit's index, 1-based as the module answers it (1 is the first limit given). */
   readonly index: number;
+  /** The binding limit's own result (`results[index - 1]`). */
+  readonly binding: Result;
   /** Each limit's own result, in the order given. */
   readonly results: readonly Result[];
 }
@@ -49,11 +51,11 @@ export function toAllowResult(reply: unknown): AllowResult {
   if (!Array.isArray(reply) || reply.length !== 7 || !Array.isArray(reply[6])) {
     throw new TypeError("expected RL.ALLOW's seven elements");
   }
-  return Object.freeze({
-    ...toResult(reply),
-    index: int(reply[5]) - 1,
-    results: Object.freeze((reply[6] as unknown[]).map(toResult)),
-  });
+  const results = Object.freeze((reply[6] as unknown[]).map(toResult));
+  const index = int(reply[5]);
+  const binding = results[index - 1];
+  if (binding === undefined) throw new TypeError(`binding index ${index} out of range 1..${results.length}`);
+  return Object.freeze({ ...toResult(reply), index, binding, results });
 }
 
 interface Common {

@@ -59,13 +59,14 @@ for (const [name, make, close] of makers) {
     const entries = [[a + ':s', slide(5, 60)], [b + ':s', throttle(4, 5, 60)], [c + ':s', slide(1, 60)]];
     const d = await limiter.decide(entries, { groupBySlot: true });
     assert.equal(d.limited, true);
-    assert.equal(d.index, 2);
+    assert.equal(d.index, 3);
+    assert.equal(d.binding, d.results[2]);
     assert.deepEqual(d.taken, []);
     assert.equal(await raw((await ownerOf(cluster, a + ':s')).port, 'EXISTS', a + ':s'), 0);
     assert.equal(await raw((await ownerOf(cluster, b + ':s')).port, 'EXISTS', b + ':s'), 0);
     const ok = await limiter.decide(entries.slice(0, 2), { groupBySlot: true });
     assert.equal(ok.limited, false);
     assert.deepEqual(ok.taken, [0, 1]);
-    assert.equal(ok.index, 0); // both 4 remaining: the longer reset (the slide's 60 s, the throttle's 12 s)
+    assert.equal(ok.index, 1); // both 4 remaining: the longer reset (the slide's 60 s, the throttle's 12 s)
   });
 }

@@ -89,11 +89,12 @@ for (const [name, make, close] of clients()) {
     assert.deepEqual(five(a.results[0]), [0, 10, 9, -1, 1]);
     assert.deepEqual(five(a.results[2]), [0, 3, 2, -1, 60]);
     assert.deepEqual(five(a.results[3]), [0, 2, 1, -1, 30]);
-    assert.equal(a.index, 3); // the lease: least remaining (1), longest reset
+    assert.equal(a.index, 4); // 1-based: the lease: least remaining (1), longest reset
     assert.deepEqual(five(a), five(a.results[3]));
+    assert.equal(a.binding, a.results[3]);
     const peek = await limiter.peek(entries.slice(0, 3), { quantity: 3 });
     assert.equal(peek.limited, true);
-    assert.equal(peek.index, 2);
+    assert.equal(peek.index, 3);
     assert.deepEqual(five(peek.results[2]), [1, 3, 2, 60, 60]);
     const after = await limiter.inspect(u + 't');
     assert.equal(after.type, 'throttle'); // RL.PEEK changed nothing:

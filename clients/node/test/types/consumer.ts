@@ -13,6 +13,7 @@ async function main(): Promise<void> {
   const a: AllowResult = await limiter.allow([['rl:{u}:s', slide(10, 1)], { key: 'rl:{u}:m', limit: slice(100, 60, 12) },
     ['rl:{u}:q', quota(1000, 'DAY', { tz: 'Europe/Berlin' })]]);
   const index: number = a.index;
+  const bound: number = a.binding.remaining;
   const s: KeyState | null = await limiter.inspect('rl:alice');
   if (s?.type === 'slice') {
     const counts: readonly number[] = s.counts;
@@ -29,6 +30,6 @@ async function main(): Promise<void> {
     if (err instanceof ArgumentError) console.log(err.argument, err.spec);
   }
   const mw = expressRateLimit({ client: new Redis(), limits: [{ name: 'default', key: 'rl:$client', limit: throttle(9, 10, 60) }] });
-  void [h, index, out, mw, fastifyRateLimit];
+  void [h, index, bound, out, mw, fastifyRateLimit];
 }
 void main;
