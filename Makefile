@@ -178,7 +178,7 @@ fuzz:
 	@scripts/deps.sh --fuzz
 	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
 
-# Rewrites the seed inputs of fuzz/corpus/<target>/seed-* (src/fuzzing.rs).
+# Rewrites the seed inputs of fuzz/corpus/<target>/seed-* (src/fuzzing/tests.rs).
 fuzz-seeds:
 	cargo test --lib fuzzing::tests::write_seeds -- --ignored
 
