@@ -3,7 +3,7 @@
 // exactly the arguments the module would get) and resolves to the module's
 // reply. The module backend sends it as `<PREFIX>.<NAME> args...`; a Lua
 // backend runs the command's script with the same arguments and answers
-// the same replies and errors (clients/lua/, notes in lua-interface.md).
+// the same replies and errors (clients/lua/README.md: the calling convention).
 
 import { BackendUnavailableError } from './errors';
 import type { Connection, Route } from './client';
