@@ -19,10 +19,10 @@ SHELL := /bin/bash
 PORT ?=
 # The servers the integration tests run against, the whole suite on each:
 # Redis 7.0.15 (Debian), Valkey 9.1.2, Redis 8.2.3 and Valkey 8.1.8 (tmp/,
-# from scripts/deps.sh --test). On 2 shared cores each takes 80 to 115 s;
-# all of make test from a clean clone, the cargo build from scratch
-# included, 8 min 27 s with a load average about 2; 12 min 41 s with 6 to 9
-# (two other make test runs on the machine at the same time).
+# from scripts/deps.sh --test). On 2 cores each takes 100 to 122 s with the
+# client packages' tests; all of .ci/run (make test, then make
+# test-package) from a clean clone, every download and the builds from
+# scratch included, 14 min 6 s (2026-11-28, load average about 1).
 # Add one per line, or choose some: make test SERVERS="redis-server ...".
 SERVERS ?= redis-server \
            $(CURDIR)/tmp/bin/valkey-server \
