@@ -23,8 +23,9 @@
 #                            from npm (clients/node/test/deps.txt) and the
 #                            package from dist/
 #   scripts/deps.sh --node-tools   only the Node package's tools (make dist-node)
-#   scripts/deps.sh --fuzz   what `make fuzz` needs: the nightly toolchain
-#                            (rustup) and cargo-fuzz (crates.io)
+#   scripts/deps.sh --fuzz   what `make fuzz` needs: the base set, the
+#                            nightly toolchain (rustup) and cargo-fuzz
+#                            (crates.io)
 #
 # Debian packages: as root it installs them with apt-get; otherwise it prints
 # the command and stops. What goes into tmp/ is downloaded once and kept
@@ -40,22 +41,13 @@ CARGO_ABOUT_VERSION=0.9.3
 want_test=no
 want_dist=no
 want_node_tools=no
+want_fuzz=no
 case "${1:-}" in
     "") ;;
     --dist) want_dist=yes ;;
     --test | --valkey) want_test=yes; want_dist=yes ;;
     --node-tools) want_node_tools=yes ;;
-    --fuzz)
-        if ! rustup run nightly rustc --version >/dev/null 2>&1; then
-            echo "Installing the nightly toolchain (rustup) ..."
-            rustup toolchain install nightly --profile minimal
-        fi
-        if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
-            echo "Installing cargo-fuzz (crates.io) ..."
-            cargo install cargo-fuzz --locked
-        fi
-        exit 0
-        ;;
+    --fuzz) want_fuzz=yes ;;
     *) echo "usage: scripts/deps.sh [--dist | --test | --node-tools | --fuzz]" >&2; exit 2 ;;
 esac
 
@@ -139,6 +131,20 @@ if [ ${#missing[@]} -gt 0 ]; then
         echo "    sudo sh -c '$cmd'" >&2
         exit 1
     fi
+fi
+
+# make fuzz: the nightly toolchain and cargo-fuzz, beside the base set
+# above (libclang: the fuzz build compiles the module too).
+if [ $want_fuzz = yes ]; then
+    if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+        echo "Installing the nightly toolchain (rustup) ..."
+        rustup toolchain install nightly --profile minimal
+    fi
+    if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
+        echo "Installing cargo-fuzz (crates.io) ..."
+        cargo install cargo-fuzz --locked
+    fi
+    exit 0
 fi
 
 # pip into a directory of our own; a Debian Python that refuses (PEP 668)
