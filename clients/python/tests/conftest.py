@@ -124,10 +124,13 @@ def r(server: Server) -> Iterator[redis.Redis]:
 
 
 class Cluster:
-    """Three masters on loopback, no replicas: slots in three ranges."""
+    """Three masters on loopback, no replicas: slots in three ranges;
+    ``module`` False starts them without the module (the Lua backend)."""
 
-    def __init__(self) -> None:
-        self.nodes = [Server(extra=["--cluster-enabled", "yes", "--cluster-config-file",
+    def __init__(self, module: bool = True) -> None:
+        self.module = module
+        self.nodes = [Server(module=module,
+                             extra=["--cluster-enabled", "yes", "--cluster-config-file",
                                     "nodes.conf", "--cluster-node-timeout", "2000"])
                       for _ in range(3)]
         ranges = [(0, 5460), (5461, 10922), (10923, 16383)]
@@ -150,9 +153,11 @@ class Cluster:
             n.close()
 
 
-@pytest.fixture(scope="session")
-def cluster() -> Iterator[Cluster]:
-    c = Cluster()
+@pytest.fixture(scope="session", params=["module", "lua"])
+def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    """A cluster with the module loaded, then one without it, where the
+    clients answer through the Lua backend's scripts."""
+    c = Cluster(module=request.param == "module")
     yield c
     c.close()
 

@@ -1,7 +1,7 @@
-"""A 3-master cluster on loopback: the clients route each command to its
-key's master; the middlewares group a policy's keys by hash slot, one
-RL.ALLOW per slot, and give back the earlier groups' units when a later
-group refuses."""
+"""A 3-master cluster on loopback, with the module and without it (the Lua
+backend's scripts): the clients route each command to its key's master;
+the middlewares group a policy's keys by hash slot, one RL.ALLOW per slot,
+and give back the earlier groups' units when a later group refuses."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from redis_ratelimit_client import (
     Slide,
     SlideState,
     Throttle,
+    lua_backend,
 )
 from redis_ratelimit_client.policy import slot_groups
 
@@ -52,17 +53,50 @@ def test_slot_groups_match_cluster_keyslot(cluster: Cluster) -> None:
     assert groups[0] == [0, 1]
 
 
+def backend_kind(cluster: Cluster) -> str:
+    return "module" if cluster.module else "lua"
+
+
 def test_commands_on_a_cluster(cluster: Cluster) -> None:
     rc = redis.RedisCluster(host="127.0.0.1", port=cluster.nodes[0].port)
     limiter = RateLimiter(rc)
     keys = key_on_each_master(cluster, "rl:c:")
-    for key in keys.values():
+    for owner, key in keys.items():
         assert limiter.slide(key, 5, 60).remaining == 4
         state = limiter.inspect(key)
         assert isinstance(state, SlideState) and state.units == 1
+        # The key lives on the master that owns its slot, and only there.
+        slot = rc.keyslot(key)
+        held = [n.client().execute_command("CLUSTER", "COUNTKEYSINSLOT", slot)
+                for n in cluster.nodes]
+        assert held == [1 if i == owner else 0 for i in range(3)], (key, held)
+    assert limiter.backend.kind == backend_kind(cluster)
+    # RESP3: RL.INSPECT's map (the Lua backend builds it from the script's array).
+    rc3 = redis.RedisCluster(host="127.0.0.1", port=cluster.nodes[0].port, protocol=3)
+    state3 = RateLimiter(rc3).inspect(keys[0])
+    assert isinstance(state3, SlideState) and state3.units == 1
+    rc3.close()
     got = limiter.allow([("rl:{u1}:a", Slide(2, 60)), ("rl:{u1}:b", Throttle(4, 5, 60))])
     assert not got.limited and got.index == 1
     rc.close()
+
+
+def test_keys_of_two_slots_in_one_call_are_refused(cluster: Cluster) -> None:
+    """RL.ALLOW over keys of different slots: a cluster cannot run it on one
+    node, whichever backend answers; nothing is recorded."""
+    keys = key_on_each_master(cluster, "rl:x:")
+    node = cluster.nodes[0].client()
+    args = [2, keys[0], keys[1], "SLIDE", 5, 60, "SLIDE", 5, 60]
+    if cluster.module:
+        with pytest.raises(redis.ResponseError, match="same slot"):
+            node.execute_command("RL.ALLOW", *args)
+    else:
+        with pytest.raises(redis.ResponseError, match="same slot"):
+            lua_backend.execute(node, "RL.ALLOW", *args)
+    for key in (keys[0], keys[1]):
+        slot = int(node.execute_command("CLUSTER", "KEYSLOT", key))
+        assert [n.client().execute_command("CLUSTER", "COUNTKEYSINSLOT", slot)
+                for n in cluster.nodes] == [0, 0, 0]
 
 
 async def test_async_commands_on_a_cluster(cluster: Cluster) -> None:
@@ -71,6 +105,7 @@ async def test_async_commands_on_a_cluster(cluster: Cluster) -> None:
     for key in key_on_each_master(cluster, "rl:ac:").values():
         assert (await limiter.throttle(key, 1, 1, 60)).remaining == 1
     assert (await limiter.peek([("rl:{u2}:a", Slide(2, 60))])).remaining == 1
+    assert (await limiter.get_backend()).kind == backend_kind(cluster)
     await rc.aclose()
 
 

@@ -406,22 +406,11 @@ def _as_map(command: Sequence[Arg], reply: Any, protocol: Any) -> Any:
     return reply
 
 
-def _protocol(client: redis.Redis) -> Any:
-    get = cast(Callable[[], Any], client.connection_pool.get_connection)
-    conn = get()
-    try:
-        return getattr(conn, "protocol", 2)
-    finally:
-        client.connection_pool.release(conn)
-
-
-async def _protocol_async(client: redis.asyncio.Redis) -> Any:
-    get = cast(Callable[[], Awaitable[Any]], client.connection_pool.get_connection)
-    conn = await get()
-    try:
-        return getattr(conn, "protocol", 2)
-    finally:
-        await client.connection_pool.release(conn)
+def _protocol(client: Any) -> Any:
+    # The protocol the client speaks, from its connection settings (a
+    # Redis or a RedisCluster, sync or asyncio; RESP2 when unset).
+    kwargs = cast(Callable[[], dict[str, Any]], client.get_connection_kwargs)()
+    return kwargs.get("protocol") or 2
 
 
 def execute(
@@ -459,5 +448,5 @@ async def execute_async(
             raise
         reply = await run("EVAL", source, len(keys), *keys, *argv)
     if isinstance(reply, list) and str(command[0]).upper().endswith("INSPECT"):
-        return _as_map(command, reply, await _protocol_async(client))
+        return _as_map(command, reply, _protocol(client))
     return reply
