@@ -136,11 +136,13 @@ test-dist:
 test-package:
 	@scripts/test-package.sh
 
-# The npm tarball of clients/node (tsc, then npm pack) into dist/.
+# The npm tarball of clients/node (tsc, the Lua backend's scripts of
+# clients/lua copied into lib/lua, then npm pack) into dist/.
 dist-node:
 	@scripts/deps.sh --node-tools
 	rm -rf clients/node/lib
 	cd clients/node && ../../tmp/node/node_modules/.bin/tsc -p tsconfig.json
+	mkdir -p clients/node/lib/lua && cp clients/lua/*.lua clients/node/lib/lua/
 	mkdir -p dist
 	cd clients/node && npm pack --silent --pack-destination ../../dist
 

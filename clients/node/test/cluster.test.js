@@ -1,13 +1,14 @@
 // A 3-master cluster on loopback: commands routed to their key's node by
-// both clients, and several limits across masters, one RL.ALLOW per slot,
-// with give-back when a later slot refuses.
+// both clients, on the module and on the Lua backend (forced), and several
+// limits across masters, one RL.ALLOW per slot, with give-back when a later
+// slot refuses.
 'use strict';
 
 const assert = require('node:assert/strict');
 const { test, before, after } = require('node:test');
 const { installedPackage, startCluster, ownerOf, raw } = require('./helpers');
 
-const { RateLimiter, slide, throttle, keyslot } = installedPackage();
+const { RateLimiter, slide, throttle, keyslot, executeLua } = installedPackage();
 const Redis = require('ioredis');
 const { createCluster } = require('redis');
 
@@ -40,13 +41,18 @@ const makers = [
   }, (c) => c.destroy ? c.destroy() : c.disconnect()],
 ];
 
-for (const [name, make, close] of makers) {
-  test(`cluster through ${name}: routed by slot; several limits with give-back`, async (t) => {
+for (const [name, make, close] of makers) for (const backend of ['module', 'lua']) {
+  test(`cluster through ${name}, ${backend} backend: routed by slot; several limits with give-back`, async (t) => {
     const client = await make();
     t.after(() => close(client));
-    const limiter = new RateLimiter(client);
+    const limiter = new RateLimiter(client, { backend });
     assert.equal(limiter.connection.isCluster, true);
-    const [a, b, c] = await spread(`rl:cluster:${name}`);
+    assert.equal((await limiter.backend()).kind, backend);
+    if (backend === 'lua') {
+      // No node has the scripts: each loads them (EVAL after NOSCRIPT) on the node of the key.
+      for (const s of cluster.servers) assert.equal(await raw(s.port, 'SCRIPT', 'FLUSH'), 'OK');
+    }
+    const [a, b, c] = await spread(`rl:cluster:${name}:${backend}`);
     for (const key of [a, b, c]) {
       assert.equal(keyslot(key), await raw(cluster.servers[0].port, 'CLUSTER', 'KEYSLOT', key));
       const r = await limiter.throttle(key, 2, 1, 60);
@@ -68,5 +74,11 @@ for (const [name, make, close] of makers) {
     assert.equal(ok.limited, false);
     assert.deepEqual(ok.taken, [0, 1]);
     assert.equal(ok.index, 1); // both 4 remaining: the longer reset (the slide's 60 s, the throttle's 12 s)
+    if (backend === 'lua') {
+      // executeLua routes by the first key too: RL.ALLOW's, after numkeys.
+      const r = await executeLua(client, ['RL.ALLOW', 2, `{${c}}:x`, `{${c}}:y`, 'SLIDE', 1, 60, 'SLIDE', 2, 60]);
+      assert.deepEqual(r.slice(0, 6), [0, 1, 0, -1, 60, 1]);
+      assert.equal(await raw((await ownerOf(cluster, c)).port, 'EXISTS', `{${c}}:x`), 1);
+    }
   });
 }
