@@ -136,11 +136,13 @@ test-dist:
 test-package:
 	@scripts/test-package.sh
 
-# The npm tarball of clients/node (tsc, then npm pack) into dist/.
+# The npm tarball of clients/node (tsc, the Lua backend's scripts of
+# clients/lua copied into lib/lua, then npm pack) into dist/.
 dist-node:
 	@scripts/deps.sh --node-tools
 	rm -rf clients/node/lib
 	cd clients/node && ../../tmp/node/node_modules/.bin/tsc -p tsconfig.json
+	mkdir -p clients/node/lib/lua && cp clients/lua/*.lua clients/node/lib/lua/
 	mkdir -p dist
 	cd clients/node && npm pack --silent --pack-destination ../../dist
 
@@ -160,10 +162,12 @@ test-node:
 		echo "== Node package, $$server: $$((SECONDS - start)) s"; \
 	done
 # The Lua backend's conformance suite (clients/conformance): lints and types,
-# then its tests with the Python package installed from dist/ into the venv:
-# the recorded cases on Valkey 8.1.8 under a faked clock (module and scripts),
-# what holds without a faked clock on every server of SERVERS, the
-# randomized differential run, 50 clients on one key, a replica.
+# then its tests with the Python package installed from dist/ into the venv
+# and the Node package from dist/ into tmp/node (its executeLua, "node-lua"):
+# the recorded cases on Valkey 8.1.8 under a faked clock (module and both
+# packages' scripts), what holds without a faked clock on every server of
+# SERVERS, the randomized differential run, the two packages' calendar
+# arguments compared, 50 clients on one key, a replica.
 lua-test:
 	$(PYVENV)/bin/ruff check --config clients/conformance/pyproject.toml clients/conformance
 	$(PYVENV)/bin/ruff format --check --config clients/conformance/pyproject.toml clients/conformance

@@ -54,8 +54,9 @@ esac
 # The Node package's build tools and test dependencies (TypeScript, the two
 # clients, the two frameworks; pinned in clients/node/test/deps.txt) go to
 # tmp/node; then, with --test, the package itself from dist/ (built by
-# `make dist-node` when missing or older than its sources) into the same
-# prefix, where the tests import it (NODE_PATH=tmp/node/node_modules).
+# `make dist-node` when missing or older than its sources, clients/lua/'s
+# scripts included, which it ships) into the same prefix, where the tests
+# import it (NODE_PATH=tmp/node/node_modules).
 node_tools() {
     if cmp -s clients/node/test/deps.txt tmp/node/.installed-from && [ -e tmp/node/node_modules/.bin/tsc ]; then
         return 0
@@ -71,7 +72,7 @@ node_package() {
     local version tarball
     version=$(node -p 'require("./clients/node/package.json").version')
     tarball=dist/redis-ratelimit-$version.tgz
-    if [ ! -e "$tarball" ] || [ -n "$(find clients/node/src clients/node/package.json clients/node/README.md clients/node/tsconfig.json -newer "$tarball" 2>/dev/null)" ]; then
+    if [ ! -e "$tarball" ] || [ -n "$(find clients/node/src clients/node/package.json clients/node/README.md clients/node/tsconfig.json clients/lua -newer "$tarball" 2>/dev/null)" ]; then
         make --no-print-directory dist-node
     fi
     if ! cmp -s "$tarball" tmp/node/.package.tgz; then

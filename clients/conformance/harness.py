@@ -1,23 +1,26 @@
 """Servers, clocks and backends for the conformance suite.
 
-A server is started on a free loopback port with the module loaded; a
-faked-clock server runs under libfaketime, whose timestamp file is
-rewritten before each step (FAKETIME_NO_CACHE=1), so that `TIME` and the
-module's clock show the step's instant to the microsecond. Everything
-missing (a server, the module, libfaketime, a package) fails loudly with
-the command that installs it.
+A server is started on a free loopback port with the module loaded (or
+without it); a faked-clock server runs under libfaketime, whose timestamp
+file is rewritten before each step (FAKETIME_NO_CACHE=1), so that `TIME`
+and the module's clock show the step's instant to the microsecond. The
+backends: "module" (the module's commands), "lua" (the Python package's
+lua_backend.execute) and "node-lua" (the Node package's executeLua, through
+node_driver.js). Everything missing (a server, the module, libfaketime,
+node, a package) fails loudly with the command that installs it.
 """
 
 from __future__ import annotations
 
 import glob
+import json
 import os
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +28,7 @@ from typing import Any
 
 import redis
 import redis_ratelimit_client
+from redis._parsers.base import BaseParser
 from redis_ratelimit_client.lua_backend import execute
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,6 +43,10 @@ if "site-packages" not in (redis_ratelimit_client.__file__ or ""):
         f"redis_ratelimit_client comes from {redis_ratelimit_client.__file__}, not an installed "
         "wheel: run it with tmp/python-client/venv (make test installs the wheel of dist/)"
     )
+# The Node package as installed from dist/ (scripts/deps.sh --test puts it
+# under tmp/node/node_modules); NODE_PATH names another place.
+NODE_PATH = os.environ.get("NODE_PATH") or str(ROOT / "tmp" / "node" / "node_modules")
+NODE_DRIVER = Path(__file__).resolve().parent / "node_driver.js"
 FAKED_SERVER = "tmp/bin/valkey-server-8.1"
 SERVERS = ["redis-server", "tmp/bin/valkey-server", "tmp/bin/redis-server-8.2", "tmp/bin/valkey-server-8.1"]
 
@@ -70,12 +78,100 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class NodeLua:
+    """The Node package's executeLua in a node process (node_driver.js),
+    connected to a server's port through `client` (ioredis or node-redis);
+    with no port, its calendarArgument alone."""
+
+    def __init__(self, port: int | None, client: str = "ioredis") -> None:
+        node = shutil.which("node")
+        if node is None:
+            raise RuntimeError("node not found: install Node.js 20+ (scripts/deps.sh --test)")
+        if not (Path(NODE_PATH) / "redis-ratelimit" / "package.json").exists():
+            raise RuntimeError(
+                f"the Node package redis-ratelimit is not installed under {NODE_PATH}: run "
+                "scripts/deps.sh --test (make test does; it installs dist/redis-ratelimit-*.tgz), or set NODE_PATH"
+            )
+        env = dict(os.environ, NODE_PATH=NODE_PATH)
+        self.proc = subprocess.Popen(
+            [node, str(NODE_DRIVER), "--calendar" if port is None else str(port), client],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
+        hello = self._read()
+        package = str(hello.get("package", ""))
+        if not hello.get("ready") or package.startswith(str(ROOT / "clients")):
+            self.close()
+            raise RuntimeError(f"node_driver.js must run the installed package, not {package or hello}")
+
+    def _read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"node_driver.js exited ({self.proc.wait()})")
+        answer: dict[str, Any] = json.loads(line)
+        if "fatal" in answer:
+            raise RuntimeError(f"node_driver.js: {answer['fatal']}")
+        return answer
+
+    def _ask(self, command: Sequence[Any], now: float | None) -> dict[str, Any]:
+        args = [{"hex": a.hex()} if isinstance(a, bytes) else str(a) for a in command]
+        request: dict[str, Any] = {"cmd": args}
+        if now is not None:
+            request["now"] = now
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def calendar(self, command: Sequence[Any], now: float) -> str:
+        """calendarArgument(command, now) of the Node package."""
+        return str(self._ask(command, now)["calendar"])
+
+    def execute(self, *command: Any, now: float | None = None) -> Any:
+        """The reply of executeLua, its strings as bytes; an error reply
+        raised as redis-py raises the same reply."""
+        answer = self._ask(command, now)
+        if "error" in answer:
+            raise redis_error(str(answer["error"]))
+        return _unhex(answer["reply"])
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _unhex(reply: Any) -> Any:
+    if isinstance(reply, dict):
+        return bytes.fromhex(reply["hex"])
+    if isinstance(reply, list):
+        return [_unhex(r) for r in reply]
+    return reply
+
+
+def redis_error(text: str) -> redis.ResponseError:
+    """The exception redis-py raises for the error reply `text` (its own
+    parser: the module's `ERR ...` without `ERR `, `WRONGTYPE ...` whole)."""
+    parse: Callable[[str], Any] = BaseParser.parse_error
+    error = parse(text)
+    assert isinstance(error, redis.ResponseError), text
+    return error
+
+
 class Server:
     def __init__(self, binary: str, faked: bool, module: bool = True) -> None:
         self.binary = server_path(binary)
         self.dir = tempfile.mkdtemp(prefix="rl-conformance-")
         self.clock_file = os.path.join(self.dir, "clock")
         self.port = free_port()
+        self._node: NodeLua | None = None
         env = dict(os.environ)
         if faked:
             self.set_clock("2026-01-01 00:00:00.000000")
@@ -97,8 +193,7 @@ class Server:
             "no",
             "--dir",
             self.dir,
-            "--loadmodule",
-            module_path(),
+            *(["--loadmodule", module_path()] if module else []),
         ]
         self.proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.client = redis.Redis(port=self.port, protocol=2)
@@ -117,7 +212,15 @@ class Server:
         with open(self.clock_file, "w") as f:
             f.write(at + "\n")
 
+    def node(self) -> NodeLua:
+        """The Node package's Lua backend on this server (started once)."""
+        if self._node is None:
+            self._node = NodeLua(self.port)
+        return self._node
+
     def stop(self) -> None:
+        if self._node is not None:
+            self._node.close()
         self.proc.terminate()
         try:
             self.proc.wait(5)
@@ -162,12 +265,14 @@ def run_step(srv: Server, backend: str, step: dict[str, Any]) -> Any:
     via = backend
     if step.get("via") == "other":
         via = "lua" if backend == "module" else "module"
+    now = unix_seconds(step["at"]) if "at" in step else None
     try:
         if step.get("raw") or via == "module":
             run: Callable[..., Any] = srv.client.execute_command
             reply = run(*cmd)
+        elif via == "node-lua":
+            reply = srv.node().execute(*cmd, now=now)
         else:
-            now = unix_seconds(step["at"]) if "at" in step else None
             reply = execute(srv.client, *cmd, lua_dir=LUA_DIR, now=now)
     except redis.ResponseError as e:
         return {"error": str(e)}

@@ -1,7 +1,8 @@
 """The randomized differential run: one random sequence of calls of every
 kind, at random instants of a faked clock (forward jumps from 0 to days,
-and now and then a step back), sent to the module (keys `m:...`) and to
-the Lua backend (keys `l:...`) on the same server; every reply and every
+and now and then a step back), sent to the module (keys `m:...`), to the
+Python package's Lua backend (keys `l:...`) and to the Node package's
+(keys `n:...`, node_driver.js) on the same server; every reply and every
 key's expiry must be equal. RL_DIFF_CALLS sets the number of calls
 (default 3000), RL_DIFF_SEED the seed (default: random, printed)."""
 
@@ -14,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import redis
-from harness import FAKED_SERVER, LUA_DIR, normalize, server
+from harness import FAKED_SERVER, LUA_DIR, Server, normalize, server
 from redis_ratelimit_client.lua_backend import execute
 
 ZONES = [
@@ -96,6 +97,23 @@ def with_keys(cmd: list[Any], keys: list[str], prefix: str) -> list[Any]:
     return out
 
 
+# The backends, and the prefix of their keys.
+BACKENDS = [("module", "m:"), ("lua", "l:"), ("node-lua", "n:")]
+
+
+def answer(srv: Server, backend: str, line: list[Any], now: float) -> Any:
+    """A backend's reply to a command line (normalized), or its error."""
+    try:
+        if backend == "module":
+            run: Callable[..., Any] = srv.client.execute_command
+            return normalize(run(*line))
+        if backend == "node-lua":
+            return normalize(srv.node().execute(*line, now=now))
+        return normalize(execute(srv.client, *line, lua_dir=LUA_DIR, now=now))
+    except redis.ResponseError as e:
+        return {"error": str(e)}
+
+
 def test_random_calls_answer_alike() -> None:
     calls = int(os.environ.get("RL_DIFF_CALLS", "3000"))
     seed = int(os.environ.get("RL_DIFF_SEED", str(random.randrange(1 << 30))))
@@ -119,31 +137,60 @@ def test_random_calls_answer_alike() -> None:
                 t -= timedelta(microseconds=rng.randrange(1, 3_000_000))
             srv.set_clock(t.strftime("%Y-%m-%d %H:%M:%S.%f"))
             cmd, keys = call(rng)
-            got = []
-            for backend, prefix in (("module", "m:"), ("lua", "l:")):
+            got: dict[str, tuple[Any, list[int]]] = {}
+            for backend, prefix in BACKENDS:
                 line = [str(a) for a in with_keys(cmd, keys, prefix)]
-                try:
-                    if backend == "module":
-                        run: Callable[..., Any] = srv.client.execute_command
-                        reply = run(*line)
-                    else:
-                        reply = execute(srv.client, *line, lua_dir=LUA_DIR, now=t.timestamp())
-                    got.append(normalize(reply))
-                except redis.ResponseError as e:
-                    got.append({"error": str(e)})
-                got.append([srv.client.pttl(prefix + k) for k in keys])
+                got[backend] = (answer(srv, backend, line, t.timestamp()), [srv.client.pttl(prefix + k) for k in keys])
             compared += 1
-            first = got[0]
+            first = got["module"][0]
             if isinstance(first, dict):
                 outcomes["error"] += 1
             elif isinstance(first, list) and len(first) in (5, 7) and first[0] in (0, 1):
                 outcomes["limited" if first[0] else "allowed"] += 1
             else:
                 outcomes["other"] += 1
-            if got[0] != got[2] or got[1] != got[3]:
-                diffs.append(
-                    f"call {i} at {t}: {cmd} keys {keys}: module {got[0]} pttl {got[1]}, lua {got[2]} pttl {got[3]}"
-                )
+            for backend, _ in BACKENDS[1:]:
+                if got[backend] != got["module"]:
+                    (m, mt), (b, bt) = got["module"], got[backend]
+                    diffs.append(f"call {i} at {t}: {cmd} keys {keys}: module {m} pttl {mt}, {backend} {b} pttl {bt}")
     print(f"differential run: seed {seed}, {compared} calls ({outcomes}), {len(diffs)} differences")
     assert outcomes["allowed"] > calls // 10 and outcomes["limited"] > calls // 20
     assert not diffs, f"seed {seed}: {len(diffs)} of {compared} calls differ:\n" + "\n".join(diffs[:20])
+
+
+def test_lease_ids_of_any_bytes_answer_alike() -> None:
+    # Every byte value in lease ids (up to 128 bytes), through RL.LEASE,
+    # RL.ALLOW's ID, RL.INSPECT's holders (bytes replies) and RL.RELEASE.
+    ids = [bytes(range(i, i + 128)) for i in range(0, 256, 128)] + [b"\x00", b"\xff\xfe", b"\r\n*1\r\n", "é€".encode()]
+    t = datetime(2026, 3, 28, 23, 0, tzinfo=UTC)
+    with server(FAKED_SERVER, faked=True) as srv:
+        srv.set_clock(t.strftime("%Y-%m-%d %H:%M:%S.%f"))
+        replies: dict[str, list[Any]] = {}
+        for backend, prefix in BACKENDS:
+            key = (prefix + "lease").encode()
+            lines: list[list[Any]] = [["RL.LEASE", key, 10, 60, lease_id] for lease_id in ids]
+            lines += [["RL.ALLOW", 1, key, "LEASE", 10, 60, "ID", ids[0]], ["RL.INSPECT", key]]
+            lines += [["RL.RELEASE", key, ids[1]], ["RL.RELEASE", key, ids[1]], ["RL.INSPECT", key]]
+            replies[backend] = [answer_bytes(srv, backend, line, t.timestamp()) for line in lines]
+        holders = replies["module"][len(ids) + 1][-1]
+        assert sorted(h[0] for h in holders) == sorted(ids)
+        assert replies["lua"] == replies["module"]
+        assert replies["node-lua"] == replies["module"]
+
+
+def answer_bytes(srv: Server, backend: str, line: list[Any], now: float) -> Any:
+    """A backend's reply with its bytes as they are (RL.INSPECT's memory masked)."""
+    try:
+        if backend == "module":
+            run: Callable[..., Any] = srv.client.execute_command
+            reply = run(*line)
+        elif backend == "node-lua":
+            reply = srv.node().execute(*line, now=now)
+        else:
+            reply = execute(srv.client, *line, lua_dir=LUA_DIR, now=now)
+    except redis.ResponseError as e:
+        return {"error": str(e)}
+    if line[0] == "RL.INSPECT" and isinstance(reply, list):
+        assert reply[4] == b"memory", reply
+        reply[5] = "*"
+    return reply

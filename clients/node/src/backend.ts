@@ -1,9 +1,10 @@
 // The seam between the typed API and what answers the commands. A backend
 // takes a module command line (the command's name without its prefix, and
 // exactly the arguments the module would get) and resolves to the module's
-// reply. The module backend sends it as `<PREFIX>.<NAME> args...`; a Lua
-// backend runs the command's script with the same arguments and answers
-// the same replies and errors (clients/lua/README.md: the calling convention).
+// reply. The module backend sends it as `<PREFIX>.<NAME> args...`; the Lua
+// backend (lua.ts, which registers itself here) runs the command's script
+// with the same arguments and answers the same replies and errors
+// (clients/lua/README.md: the calling convention).
 
 import { BackendUnavailableError } from './errors';
 import type { Connection, Route } from './client';
@@ -52,18 +53,17 @@ export type LuaBackendFactory = (connection: Connection) => Backend;
 
 let luaFactory: LuaBackendFactory | undefined;
 
-/** Plugs the Lua backend in (the Lua backend's module calls this when loaded). */
+/**
+ * Plugs a Lua backend in: `backend: 'lua'`, and `'auto'` on a server
+ * without the module, build theirs with `factory`. The package's own
+ * (LuaBackend) is plugged in when the package is loaded.
+ */
 export function registerLuaBackend(factory: LuaBackendFactory): void {
   luaFactory = factory;
 }
 
 function luaBackend(connection: Connection, why: string): Backend {
-  if (!luaFactory) {
-    throw new BackendUnavailableError(
-      `${why}, and this version of redis-ratelimit has no Lua backend yet: load the module ` +
-        '(loadmodule /path/to/libredis_ratelimit.so) into the server',
-    );
-  }
+  if (!luaFactory) throw new BackendUnavailableError(`${why}, and no Lua backend is registered`);
   return luaFactory(connection);
 }
 
@@ -98,7 +98,8 @@ export async function chooseBackend(connection: Connection, choice: BackendChoic
   if (detected !== null) return new ModuleBackend(connection, prefix ?? detected);
   if (choice === 'module') {
     throw new BackendUnavailableError(
-      'the redis-ratelimit module is not loaded on this server (COMMAND LIST FILTERBY MODULE ratelimit is empty)',
+      'the redis-ratelimit module is not loaded on this server (COMMAND LIST FILTERBY MODULE ratelimit is empty): ' +
+        "load it (loadmodule /path/to/libredis_ratelimit.so), or use backend: 'lua' (or 'auto')",
     );
   }
   return luaBackend(connection, 'the redis-ratelimit module is not loaded on this server');

@@ -1,16 +1,23 @@
 // One interface over the Redis clients: ioredis (Redis, Cluster) and
 // node-redis (`redis` v4 and later: createClient, createCluster). Everything
-// above it sends a command as an array of strings, optionally routed to the
-// node of a hash slot and bounded by a deadline.
+// above it sends a command as an array of strings (or bytes), optionally
+// routed to the node of a hash slot and bounded by a deadline; the reply's
+// strings come back as text, or as Buffers when asked.
 
 /** Where and by when to send a command. */
 export interface Route {
   /** The slot of the command's keys (on a cluster, the node that serves it). */
   readonly slot?: number;
   /** A key of the command (node-redis's cluster routes by key). */
-  readonly key?: string;
+  readonly key?: string | Buffer;
   /** A Date.now() instant: the command is not sent after it and fails at it. */
   readonly deadline?: number;
+}
+
+/** How to read a reply. */
+export interface ReplyOptions {
+  /** The reply's strings as Buffers (their bytes), not as UTF-8 text. */
+  readonly buffers?: boolean;
 }
 
 /** A Redis client behind one interface. */
@@ -20,7 +27,7 @@ export interface Connection {
   readonly kind: 'ioredis' | 'node-redis';
   readonly isCluster: boolean;
   /** Sends `args` (the command's name first); resolves to the reply. */
-  send(args: readonly string[], route?: Route): Promise<unknown>;
+  send(args: readonly (string | Buffer)[], route?: Route, read?: ReplyOptions): Promise<unknown>;
 }
 
 /** An ioredis client or cluster, or a node-redis client or cluster. */
@@ -90,7 +97,11 @@ interface IoredisCommand {
   slot?: number | null;
   setTimeout(ms: number): void;
 }
-type CommandClass = new (name: string, args: string[], options: { replyEncoding: string }) => IoredisCommand;
+type CommandClass = new (
+  name: string,
+  args: (string | Buffer)[],
+  options: { replyEncoding: string | null },
+) => IoredisCommand;
 
 let ioredisCommand: CommandClass | undefined;
 function commandClass(): CommandClass {
@@ -122,10 +133,10 @@ function ioredisConnection(client: IoredisLike): Connection {
     client,
     kind: 'ioredis',
     isCluster,
-    async send(args, route = {}) {
+    async send(args, route = {}, read = {}) {
       await connected(route.deadline);
       const Command = commandClass();
-      const command = new Command(args[0]!, args.slice(1), { replyEncoding: 'utf8' });
+      const command = new Command(String(args[0]!), args.slice(1), { replyEncoding: read.buffers ? null : 'utf8' });
       const ms = left(route.deadline);
       if (ms !== undefined) command.setTimeout(ms);
       if (isCluster && route.slot !== undefined) command.slot = route.slot;
@@ -146,6 +157,9 @@ function isNodeRedisCluster(client: object): boolean {
   return typeof c.getSlotMaster === 'function';
 }
 
+// node-redis's RESP_TYPES.BLOB_STRING ('$') and SIMPLE_STRING ('+').
+const BUFFERS = { 36: Buffer, 43: Buffer };
+
 function nodeRedisConnection(client: NodeRedisLike): Connection {
   const isCluster = isNodeRedisCluster(client);
   const connected = (deadline: number | undefined): Promise<void> => {
@@ -157,10 +171,13 @@ function nodeRedisConnection(client: NodeRedisLike): Connection {
     client,
     kind: 'node-redis',
     isCluster,
-    async send(args, route = {}) {
+    async send(args, route = {}, read = {}) {
       await connected(route.deadline);
       const ms = left(route.deadline);
-      const options = ms === undefined ? undefined : { timeout: ms };
+      // Buffers: `typeMapping` of node-redis 5 (blob and simple strings),
+      // `returnBuffers` of node-redis 4.
+      const buffers = read.buffers ? { typeMapping: BUFFERS, returnBuffers: true } : undefined;
+      const options = ms === undefined ? buffers : { ...buffers, timeout: ms };
       const reply = isCluster
         ? client.sendCommand(route.key, false, args, options)
         : client.sendCommand(args, options);

@@ -1,4 +1,5 @@
-// Every command through the typed API, on both clients: replies, typed
+// Every command through the typed API, on both clients and both backends
+// (the module; the Lua backend on a server without it): replies, typed
 // results, RL.INSPECT per kind, errors, the MS flag, the backend choice.
 'use strict';
 
@@ -11,9 +12,17 @@ const { ROOT, installedPackage, Server, clients, raw } = require('./helpers');
 const rl = installedPackage();
 const { RateLimiter, throttle, slide, slice, lease, quota, ArgumentError, WrongTypeError, BackendUnavailableError } = rl;
 
+// The module's server, and one without the module (the Lua backend's).
 let server;
-before(async () => (server = await Server.start()));
-after(async () => server && (await server.stop()));
+let bare;
+before(async () => {
+  server = await Server.start();
+  bare = await Server.start({ withModule: false });
+});
+after(async () => {
+  if (server) await server.stop();
+  if (bare) await bare.stop();
+});
 
 test('the version is the module version (Cargo.toml)', () => {
   const cargo = fs.readFileSync(path.join(ROOT, 'Cargo.toml'), 'utf8');
@@ -31,11 +40,13 @@ test('the installed package carries its code, declarations and README', () => {
 
 const five = (r) => [r.limited ? 1 : 0, r.limit, r.remaining, r.retryAfter, r.resetAfter];
 
-for (const [name, make, close] of clients()) {
-  test(`every command through ${name}`, async (t) => {
-    const client = await make(server.port);
+for (const [name, make, close] of clients()) for (const backend of ['module', 'lua']) {
+  test(`every command through ${name}, ${backend} backend`, async (t) => {
+    const srv = backend === 'module' ? server : bare;
+    const client = await make(srv.port);
     t.after(() => close(client));
     const limiter = new RateLimiter(client);
+    assert.equal((await limiter.backend()).kind, backend);
     const p = `rl:${name}:`;
 
     // RL.THROTTLE: the README's first call, and the fourth, limited.
@@ -135,15 +146,16 @@ for (const [name, make, close] of clients()) {
     // RL.REFUND
     r = await limiter.refund(p + 's', slide(10, 60), 5);
     assert.deepEqual(five(r), [0, 10, 10, -1, 0]);
-    assert.equal(await raw(server.port, 'EXISTS', p + 's'), 0);
+    assert.equal(await raw(srv.port, 'EXISTS', p + 's'), 0);
     r = await limiter.refund(p + 'tms', throttle(9, 10, 1000, { ms: true }), 5);
     assert.deepEqual(five(r), [0, 10, 10, -1, 0]);
   });
 
-  test(`errors through ${name}: ERR as ArgumentError naming the argument, WRONGTYPE as WrongTypeError`, async (t) => {
-    const client = await make(server.port);
+  test(`errors through ${name}, ${backend} backend: ERR as ArgumentError naming the argument, WRONGTYPE as WrongTypeError`, async (t) => {
+    const client = await make((backend === 'module' ? server : bare).port);
     t.after(() => close(client));
     const limiter = new RateLimiter(client);
+    assert.equal((await limiter.backend()).kind, backend);
     const p = `rl:err:${name}:`;
     const cases = [
       [() => limiter.throttle(p + 'a', 2, 1, 0), 'period', undefined, 'period must be an integer from 1 to 315360000 (seconds)'],
@@ -204,20 +216,22 @@ test('the backend: detected once; forced; the module missing', async (t) => {
   assert.equal(await limiter.backend(), backend);
   assert.equal(await new RateLimiter(client).backend(), backend); // detected once per client
   assert.equal((await rl.detectPrefix(limiter.connection)).toUpperCase(), 'RL');
-  await assert.rejects(new RateLimiter(client, { backend: 'lua' }).throttle('k', 1, 1, 1), BackendUnavailableError);
+  // Forced: the Lua backend beside the loaded module, on a key of its own.
+  const forced = new RateLimiter(client, { backend: 'lua' });
+  assert.equal((await forced.backend()).kind, 'lua');
+  assert.deepEqual(five(await forced.throttle('rl:forced', 1, 1, 60)), [0, 2, 1, -1, 60]);
+  assert.equal(await raw(server.port, 'TYPE', 'rl:forced'), 'string');
   // A forced prefix is used as given: a wrong one gets the server's unknown command.
   await assert.rejects(new RateLimiter(client, { backend: 'module', prefix: 'NOPE' }).throttle('k', 1, 1, 1),
     /unknown command/i);
 
-  const bare = await Server.start({ withModule: false });
-  t.after(() => bare.stop());
   const other = new Redis(bare.port, '127.0.0.1');
   t.after(() => other.disconnect());
-  for (const choice of ['auto', 'module']) {
-    await assert.rejects(new RateLimiter(other, { backend: choice }).throttle('k', 1, 1, 1), (err) => {
-      assert.ok(err instanceof BackendUnavailableError);
-      assert.match(err.message, /not loaded/);
-      return true;
-    });
-  }
+  assert.equal((await new RateLimiter(other).backend()).kind, 'lua');
+  assert.equal((await new RateLimiter(other, { backend: 'lua' }).backend()).kind, 'lua');
+  await assert.rejects(new RateLimiter(other, { backend: 'module' }).throttle('k', 1, 1, 1), (err) => {
+    assert.ok(err instanceof BackendUnavailableError);
+    assert.match(err.message, /not loaded .*backend: 'lua'/);
+    return true;
+  });
 });

@@ -171,12 +171,13 @@ class Server {
   }
 }
 
-// Three masters on loopback, no replicas, formed by redis-cli --cluster create.
-async function startCluster() {
+// Three masters on loopback, no replicas, formed by redis-cli --cluster
+// create; withModule false: without the module.
+async function startCluster({ withModule = true } = {}) {
   const servers = [];
   for (let i = 0; i < 3; i++) {
     const bus = await freePort();
-    servers.push(await Server.start({ extra: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
+    servers.push(await Server.start({ withModule, extra: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
       '--cluster-node-timeout', '2000', '--cluster-port', String(bus)] }));
   }
   const v = spawnSync(CLI, ['--version'], { encoding: 'utf8' });

@@ -1,28 +1,63 @@
 // withLease: takes the slot, renews it while the function runs, releases it
 // exactly once on return, throw or abort; refused, throws with retryAfter.
+// On the module, and on the Lua backend on a server without it.
 'use strict';
 
 const assert = require('node:assert/strict');
+const { createHash } = require('node:crypto');
 const { test, before, after } = require('node:test');
 const { installedPackage, Server, raw, sleep, clients } = require('./helpers');
 
-const { RateLimiter, lease, LeaseRefusedError } = installedPackage();
+const { RateLimiter, lease, LeaseRefusedError, connectionOf, scriptSource } = installedPackage();
 
 let server;
-before(async () => (server = await Server.start()));
-after(async () => server && (await server.stop()));
+let bare;
+before(async () => {
+  server = await Server.start();
+  bare = await Server.start({ withModule: false });
+});
+after(async () => {
+  if (server) await server.stop();
+  if (bare) await bare.stop();
+});
 
-async function releases() {
-  const info = await raw(server.port, 'INFO', 'commandstats');
-  const m = /cmdstat_rl\.release:calls=(\d+)/i.exec(info);
-  return m ? Number(m[1]) : 0;
+// The client's Connection, counting the RL.RELEASE scripts run (EVALSHA,
+// or EVAL after its NOSCRIPT).
+function counting(client) {
+  const inner = connectionOf(client);
+  const script = scriptSource('RL.RELEASE');
+  const sha = createHash('sha1').update(script).digest('hex');
+  const connection = {
+    client: inner.client,
+    kind: inner.kind,
+    isCluster: inner.isCluster,
+    released: 0,
+    async send(args, route, read) {
+      const reply = await inner.send(args, route, read);
+      if ((args[0] === 'EVALSHA' && args[1] === sha) || (args[0] === 'EVAL' && Buffer.from(args[1]).equals(script))) {
+        connection.released++;
+      }
+      return reply;
+    },
+  };
+  return connection;
 }
 
-for (const [name, make, close] of clients()) {
-  test(`withLease through ${name}`, async (t) => {
-    const client = await make(server.port);
+for (const [name, make, close] of clients()) for (const backend of ['module', 'lua']) {
+  test(`withLease through ${name}, ${backend} backend`, async (t) => {
+    const srv = backend === 'module' ? server : bare;
+    const client = await make(srv.port);
     t.after(() => close(client));
-    const limiter = new RateLimiter(client);
+    const connection = counting(client);
+    const limiter = new RateLimiter(connection);
+    assert.equal((await limiter.backend()).kind, backend);
+    // RL.RELEASE calls: the server's count (module), or the scripts sent (Lua).
+    async function releases() {
+      if (backend === 'lua') return connection.released;
+      const info = await raw(srv.port, 'INFO', 'commandstats');
+      const m = /cmdstat_rl\.release:calls=(\d+)/i.exec(info);
+      return m ? Number(m[1]) : 0;
+    }
     const key = `rl:lease:${name}`;
     const limit = lease(1, 600, { ms: true });
     let before = await releases();

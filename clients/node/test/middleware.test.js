@@ -1,8 +1,9 @@
 // The Express middleware and the Fastify plugin over real HTTP on
 // 127.0.0.1: headers, several limits, give-back on 5xx, leases released at
-// the response's end or the client's disconnect, and Redis failing (killed,
-// SIGSTOP, not accepting): every request answered within the timeout, one
-// log line per outage.
+// the response's end or the client's disconnect (on the module, and on the
+// Lua backend that 'auto' chooses on a server without it), and Redis
+// failing (killed, SIGSTOP, not accepting): every request answered within
+// the timeout, one log line per outage.
 'use strict';
 
 const assert = require('node:assert/strict');
@@ -11,14 +12,22 @@ const http = require('node:http');
 const { spawn } = require('node:child_process');
 const { installedPackage, Server, raw, sleep, waitUntil, freePort } = require('./helpers');
 
-const { throttle, slide, lease, slice, expressRateLimit, fastifyRateLimit, ioredisOptions } = installedPackage();
+const { throttle, slide, lease, slice, expressRateLimit, fastifyRateLimit, ioredisOptions, executeLua } = installedPackage();
 const Redis = require('ioredis');
 const express = require('express');
 const Fastify = require('fastify');
 
+// The module's server, and one without the module (the Lua backend's).
 let server;
-before(async () => (server = await Server.start()));
-after(async () => server && (await server.stop()));
+let bare;
+before(async () => {
+  server = await Server.start();
+  bare = await Server.start({ withModule: false });
+});
+after(async () => {
+  if (server) await server.stop();
+  if (bare) await bare.stop();
+});
 
 const RL_FIELDS = ['ratelimit-policy', 'ratelimit', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after'];
 
@@ -73,9 +82,9 @@ async function app(kind, options) {
   return { port: f.server.address().port, lines, close: () => f.close() };
 }
 
-for (const kind of ['express', 'fastify']) {
-  test(`${kind}: one limit, the README's headers`, async (t) => {
-    const client = new Redis(server.port, '127.0.0.1', ioredisOptions(250));
+for (const kind of ['express', 'fastify']) for (const backend of ['module', 'lua']) {
+  test(`${kind}, ${backend} backend: one limit, the README's headers`, async (t) => {
+    const client = new Redis((backend === 'module' ? server : bare).port, '127.0.0.1', ioredisOptions(250));
     t.after(() => client.disconnect());
     const a = await app(kind, { client, limits: [{ name: 'default', key: `rl:${kind}:$client`, limit: throttle(2, 1, 60) }] });
     t.after(() => a.close());
@@ -97,9 +106,11 @@ for (const kind of ['express', 'fastify']) {
     assert.deepEqual(a.lines, []);
   });
 
-  test(`${kind}: several limits, grouped by slot, give-back on 5xx, leases`, async (t) => {
-    const client = new Redis(server.port, '127.0.0.1', ioredisOptions(250));
+  test(`${kind}, ${backend} backend: several limits, grouped by slot, give-back on 5xx, leases`, async (t) => {
+    const srv = backend === 'module' ? server : bare;
+    const client = new Redis(srv.port, '127.0.0.1', ioredisOptions(250));
     t.after(() => client.disconnect());
+    const inspect = (key) => backend === 'module' ? raw(srv.port, 'RL.INSPECT', key) : executeLua(client, ['RL.INSPECT', key]);
     const p = `rl:${kind}:many:`;
     const limits = [
       { name: 'second', key: p + '{user:$client}:s', limit: slide(10, 60) },
@@ -112,12 +123,12 @@ for (const kind of ['express', 'fastify']) {
     const failed = await get(a.port, '/status/500');
     assert.equal(failed.status, 500);
     assert.match(failed.fields['ratelimit-policy'], /^"second";q=10;w=60, "inflight";q=2;qu="concurrent-requests", "ip";q=100;w=60$/);
-    await waitUntil('the give-back', async () => (await raw(server.port, 'EXISTS', p + '{user:alice}:s')) === 0);
-    await waitUntil('the lease released', async () => (await raw(server.port, 'EXISTS', p + '{user:alice}:c')) === 0);
+    await waitUntil('the give-back', async () => (await raw(srv.port, 'EXISTS', p + '{user:alice}:s')) === 0);
+    await waitUntil('the lease released', async () => (await raw(srv.port, 'EXISTS', p + '{user:alice}:c')) === 0);
     // Two slow requests hold both slots: a third is refused by the lease limit, takes nothing.
     const slow = [get(a.port, '/slow/1500', { id: 'bob' }), get(a.port, '/slow/1500', { id: 'bob' })];
     await waitUntil('two leases held', async () => {
-      const state = await raw(server.port, 'RL.INSPECT', p + '{user:bob}:c');
+      const state = await inspect(p + '{user:bob}:c');
       return state && state[state.indexOf('held') + 1] === 2;
     });
     const third = await get(a.port, '/', { id: 'carol' });
@@ -126,9 +137,9 @@ for (const kind of ['express', 'fastify']) {
     assert.equal(refused.status, 429);
     assert.match(refused.fields.ratelimit, /^"inflight";r=0;t=/);
     assert.deepEqual((await Promise.all(slow)).map((r) => r.status), [200, 200]);
-    await waitUntil('the leases released', async () => (await raw(server.port, 'EXISTS', p + '{user:bob}:c')) === 0);
+    await waitUntil('the leases released', async () => (await raw(srv.port, 'EXISTS', p + '{user:bob}:c')) === 0);
     // The refused request took no rate unit: bob's two slow ones did.
-    const units = await raw(server.port, 'RL.INSPECT', p + '{user:bob}:s');
+    const units = await inspect(p + '{user:bob}:s');
     assert.equal(units[units.indexOf('units') + 1], 2);
     // A client that goes away gives its slot back.
     await new Promise((resolve) => {
@@ -139,7 +150,7 @@ for (const kind of ['express', 'fastify']) {
         resolve();
       }, 300);
     });
-    await waitUntil('the lease of a client gone', async () => (await raw(server.port, 'EXISTS', p + '{user:dave}:c')) === 0);
+    await waitUntil('the lease of a client gone', async () => (await raw(srv.port, 'EXISTS', p + '{user:dave}:c')) === 0);
     assert.deepEqual(a.lines, []);
   });
 }

@@ -3,7 +3,8 @@
 import Redis from 'ioredis';
 import {
   RateLimiter, throttle, slide, slice, lease, quota, rateLimitHeaders, expressRateLimit, fastifyRateLimit,
-  ArgumentError, type Result, type AllowResult, type KeyState,
+  ArgumentError, type Result, type AllowResult, type KeyState, executeLua, calendarArgument, scriptSource,
+  MARGIN_SECONDS, type ExecuteOptions,
 } from 'redis-ratelimit';
 
 async function main(): Promise<void> {
@@ -29,6 +30,15 @@ async function main(): Promise<void> {
   } catch (err) {
     if (err instanceof ArgumentError) console.log(err.argument, err.spec);
   }
+  // The Lua backend: forced, and one command line as the module would answer it.
+  const lua = new RateLimiter(new Redis(), { backend: 'lua' });
+  await lua.quota('rl:q', 5, 'DAY', { tz: 'Asia/Kolkata' });
+  const options: ExecuteOptions = { now: Date.now() - 1000, buffers: true, deadline: Date.now() + 250 };
+  const reply: unknown = await executeLua(new Redis(), ['RL.SLIDE', Buffer.from('k'), 10, 60n], options);
+  const argument: string = calendarArgument(['RL.QUOTA', 'k', 5, 'DAY'], new Date());
+  const script: Buffer = scriptSource('RL.SLIDE');
+  const margin: number = MARGIN_SECONDS;
+  void [reply, argument, script, margin];
   const mw = expressRateLimit({ client: new Redis(), limits: [{ name: 'default', key: 'rl:$client', limit: throttle(9, 10, 60) }] });
   void [h, index, bound, out, mw, fastifyRateLimit];
 }

@@ -1,0 +1,251 @@
+// The Lua backend's own promises (executeLua): the scripts it carries, the
+// module's replies and error texts, EVAL once after NOSCRIPT, every key
+// declared, replies as bytes, RL.INSPECT as a map under RESP3, the
+// calendar argument and the client's clock, WRONGTYPE both ways between
+// the module's keys and the scripts'.
+'use strict';
+
+const assert = require('node:assert/strict');
+const { test, before, after } = require('node:test');
+const { createHash } = require('node:crypto');
+const fs = require('node:fs');
+const path = require('node:path');
+const { ROOT, installedPackage, Server, clients, raw } = require('./helpers');
+
+const rl = installedPackage();
+const { RateLimiter, executeLua, scriptSource, calendarArgument, MARGIN_SECONDS, WrongTypeError } = rl;
+
+// The module's server, and one without the module.
+let server;
+let bare;
+before(async () => {
+  server = await Server.start();
+  bare = await Server.start({ withModule: false });
+});
+after(async () => {
+  if (server) await server.stop();
+  if (bare) await bare.stop();
+});
+
+const sha1 = (b) => createHash('sha1').update(b).digest('hex');
+// An error whose message matches `pattern`.
+const text = (pattern) => (err) => {
+  assert.match(err.message, pattern);
+  return true;
+};
+const COMMANDS = ['THROTTLE', 'SLIDE', 'SLICE', 'LEASE', 'RELEASE', 'QUOTA', 'ALLOW', 'PEEK', 'REFUND', 'INSPECT'];
+
+test("the package carries clients/lua's scripts; a script is the command's file after the prelude", () => {
+  const dir = path.join(path.dirname(require.resolve('redis-ratelimit/package.json')), 'lib', 'lua');
+  const source = path.join(ROOT, 'clients', 'lua');
+  for (const file of fs.readdirSync(source).filter((f) => f.endsWith('.lua'))) {
+    assert.ok(fs.readFileSync(path.join(dir, file)).equals(fs.readFileSync(path.join(source, file))),
+      `lib/lua/${file} differs from clients/lua/${file}: rebuild the package (make dist-node)`);
+  }
+  const prelude = fs.readFileSync(path.join(source, 'prelude.lua'));
+  for (const name of COMMANDS) {
+    const own = fs.readFileSync(path.join(source, `${name.toLowerCase()}.lua`), 'latin1');
+    const [first, ...rest] = own.split('\n');
+    const want = first.startsWith('#!')
+      ? Buffer.concat([Buffer.from(first + '\n', 'latin1'), prelude, Buffer.from('\n' + rest.join('\n'), 'latin1')])
+      : Buffer.concat([prelude, Buffer.from('\n' + own, 'latin1')]);
+    assert.ok(scriptSource(`rl.${name.toLowerCase()}`).equals(want), name);
+  }
+  assert.match(scriptSource('RL.PEEK').toString('latin1'), /^#!lua flags=no-writes\n-- /);
+  assert.throws(() => scriptSource('RL.STATE'), RangeError);
+});
+
+// Command lines whose replies do not depend on the instant (long windows).
+const LINES = [
+  ['RL.THROTTLE', '{k}t', 5, 1, 3600],
+  ['RL.THROTTLE', '{k}t', 5, 1, 3600, 3],
+  ['RL.SLIDE', '{k}s', 10, 3600, 4],
+  ['RL.SLIDE', '{k}s', 10, 3600, 1, 'PRECISION', 60],
+  ['RL.LEASE', '{k}l', 2, 3600, 'a'],
+  ['RL.LEASE', '{k}l', 2, 3600, 'b', 2],
+  ['RL.RELEASE', '{k}l', 'a'],
+  ['RL.RELEASE', '{k}l', 'a'],
+  ['RL.ALLOW', 2, '{k}a', '{k}b', 'SLIDE', 3, 3600, 'LEASE', 1, 3600, 'ID', 'x'],
+  ['RL.PEEK', 2, '{k}a', '{k}b', 'SLIDE', 3, 3600, 'LEASE', 1, 3600, 'ID', 'y', 'QUANTITY', 2],
+  ['RL.REFUND', '{k}s', 'SLIDE', 10, 3600, 2],
+  ['RL.INSPECT', '{k}nothing'],
+  ['RL.SLIDE', '{k}s', 10, -1],
+  ['RL.THROTTLE', '{k}t', 5, 1, 3600, 'SOON'],
+  ['RL.ALLOW', 0, '{k}a'],
+  ['RL.ALLOW', 2, '{k}a', '{k}a', 'SLIDE', 1, 1, 'SLIDE', 1, 1],
+  ['RL.QUOTA', '{k}q', 5, 'DAY', 'TZ', 'Moon/Base'],
+  ['RL.QUOTA', '{k}q', 5, 'DAY', 'TZ', '+19:00'],
+  ['rl.slide', '{k}s', 10],
+  ['RL.SLIDE', '{k}t', 10, 3600],
+];
+
+async function answer(call) {
+  try {
+    return await call();
+  } catch (err) {
+    return { error: err.message, name: err.constructor.name };
+  }
+}
+
+for (const [name, make, close] of clients()) {
+  test(`executeLua through ${name}: the module's replies and errors, on keys of its own`, async (t) => {
+    const client = await make(server.port);
+    t.after(() => close(client));
+    const send = (line) => (name === 'ioredis' ? client.call(...line.map(String)) : client.sendCommand(line.map(String)));
+    let errors = 0;
+    for (const line of LINES) {
+      const module = await answer(() => send([line[0], ...line.slice(1).map((a) => (String(a).startsWith('{k}') ? `m${a}` : a))]));
+      const lua = await answer(() => executeLua(client, [line[0], ...line.slice(1).map((a) => (String(a).startsWith('{k}') ? `l${a}` : a))]));
+      if (module && module.error) errors++;
+      // An error naming a key names the backend's own.
+      if (lua && lua.error) lua.error = lua.error.replaceAll('l{k}', 'm{k}');
+      assert.deepEqual(lua, module, JSON.stringify(line));
+    }
+    assert.equal(errors, 8);
+  });
+
+  test(`NOSCRIPT through ${name}: EVAL once, then EVALSHA finds it`, async (t) => {
+    const client = await make(bare.port);
+    t.after(() => close(client));
+    const sha = sha1(scriptSource('RL.SLIDE'));
+    const key = `noscript:${name}`;
+    assert.equal(await raw(bare.port, 'SCRIPT', 'FLUSH'), 'OK');
+    const before = await evalCalls(bare.port);
+    assert.deepEqual(await executeLua(client, ['RL.SLIDE', key, 10, 3600]), [0, 10, 9, -1, 3600]);
+    assert.deepEqual(await raw(bare.port, 'SCRIPT', 'EXISTS', sha), [1]);
+    assert.deepEqual(await executeLua(client, ['RL.SLIDE', key, 10, 3600]), [0, 10, 8, -1, 3600]);
+    const after = await evalCalls(bare.port);
+    assert.deepEqual([after.eval - before.eval, after.evalsha - before.evalsha], [1, 2]);
+    // The typed API recovers the same way.
+    assert.equal(await raw(bare.port, 'SCRIPT', 'FLUSH'), 'OK');
+    const r = await new RateLimiter(client).slide(key, 10, 3600);
+    assert.equal(r.remaining, 7);
+  });
+}
+
+async function evalCalls(port) {
+  const info = await raw(port, 'INFO', 'commandstats');
+  const calls = (cmd) => Number((new RegExp(`cmdstat_${cmd}:calls=(\\d+)`).exec(info) || [0, 0])[1]);
+  return { eval: calls('eval'), evalsha: calls('evalsha') };
+}
+
+test('what is sent: EVALSHA sha numkeys keys... calendar args..., routed by the first key', async (t) => {
+  const Redis = require('ioredis');
+  const client = new Redis(bare.port, '127.0.0.1');
+  t.after(() => client.disconnect());
+  const seen = [];
+  const connection = rl.connectionOf(client);
+  const spy = { client, kind: connection.kind, isCluster: false, send: (args, route, read) => (seen.push({ args, route }), connection.send(args, route, read)) };
+  await executeLua(spy, ['RL.ALLOW', 2, '{u}a', '{u}b', 'SLIDE', 1, 60, 'QUOTA', 1, 'DAY', 'TZ', 'Europe/Berlin']);
+  await executeLua(spy, ['RL.INSPECT', 'x']);
+  await assert.rejects(executeLua(spy, ['RL.ALLOW', 'many', 'a', 'SLIDE', 1, 1]), text(/^ERR numkeys must be an integer from 1 to 16$/));
+  const [allow, inspect, bad] = seen.filter((s) => s.args[0] === 'EVALSHA');
+  assert.deepEqual(allow.args.slice(2, 5), ['2', '{u}a', '{u}b']);
+  assert.match(allow.args[5], /^Europe\/Berlin\|\d+,\d+(,\d+)?$/);
+  assert.deepEqual(allow.args.slice(6), ['2', '{u}a', '{u}b', 'SLIDE', '1', '60', 'QUOTA', '1', 'DAY', 'TZ', 'Europe/Berlin']);
+  assert.deepEqual(allow.route.key, '{u}a');
+  assert.equal(allow.route.slot, rl.keyslot('{u}a'));
+  assert.deepEqual(inspect.args.slice(2), ['1', 'x', '', 'x']);
+  assert.deepEqual(bad.args.slice(2), ['0', '', 'many', 'a', 'SLIDE', '1', '1']);
+});
+
+test('replies as bytes: lease ids of any bytes, as the module answers them', async (t) => {
+  const Redis = require('ioredis');
+  const client = new Redis(server.port, '127.0.0.1');
+  t.after(() => client.disconnect());
+  const ids = [Buffer.from([0, 255, 13, 10, 0x80]), Buffer.from(Array.from({ length: 128 }, (_, i) => 255 - i))];
+  for (const [prefix, run] of [['m', (line) => client.callBuffer(...line)], ['l', (line) => executeLua(client, line, { buffers: true })]]) {
+    for (const id of ids) await run(['RL.LEASE', `${prefix}:bytes`, '5', '3600', id]);
+    const state = await run(['RL.INSPECT', `${prefix}:bytes`]);
+    const holders = state[state.findIndex((f) => Buffer.isBuffer(f) && f.toString() === 'holders') + 1];
+    assert.deepEqual(holders.map((h) => Buffer.from(h[0]).toString('hex')).sort(), ids.map((i) => i.toString('hex')).sort(), prefix);
+    assert.equal(await run(['RL.RELEASE', `${prefix}:bytes`, ids[0]]), 1);
+  }
+});
+
+test('node-redis under RESP3: RL.INSPECT as the map the module answers', async (t) => {
+  const { createClient } = require('redis');
+  const client = createClient({ url: server.url, RESP: 3 });
+  client.on('error', () => {});
+  await client.connect();
+  t.after(() => (client.destroy ? client.destroy() : client.disconnect()));
+  await client.sendCommand(['RL.SLIDE', 'm:map', '10', '3600']);
+  await executeLua(client, ['RL.SLIDE', 'l:map', 10, 3600]);
+  const module = await client.sendCommand(['RL.INSPECT', 'm:map']);
+  const lua = await executeLua(client, ['RL.INSPECT', 'l:map']);
+  assert.ok(!Array.isArray(module) && !Array.isArray(lua));
+  assert.deepEqual(Object.keys(lua), Object.keys(module));
+  for (const field of ['type', 'units', 'entries']) assert.deepEqual(lua[field], module[field], field);
+  const state = await new RateLimiter(client, { backend: 'lua' }).inspect('l:map');
+  assert.equal(state.type, 'slide');
+  assert.equal(state.units, 1);
+});
+
+test('WRONGTYPE both ways: a module key refused by the scripts, a script key refused by the module', async (t) => {
+  const Redis = require('ioredis');
+  const client = new Redis(server.port, '127.0.0.1');
+  t.after(() => client.disconnect());
+  const module = new RateLimiter(client, { backend: 'module' });
+  const lua = new RateLimiter(client, { backend: 'lua' });
+  const calls = [
+    (l, k) => l.throttle(k, 5, 1, 60),
+    (l, k) => l.slide(k, 5, 60),
+    (l, k) => l.slice(k, 5, 60, 6),
+    (l, k) => l.lease(k, 5, 60, 'a'),
+    (l, k) => l.quota(k, 5, 'DAY', { tz: 'Europe/Berlin' }),
+  ];
+  for (const [i, take] of calls.entries()) {
+    const other = calls[(i + 1) % calls.length];
+    assert.equal((await take(module, `wt:m${i}`)).allowed, true);
+    assert.equal((await take(lua, `wt:l${i}`)).allowed, true);
+    // The same kind, on the other backend's key.
+    await assert.rejects(take(lua, `wt:m${i}`), WrongTypeError);
+    await assert.rejects(take(module, `wt:l${i}`), WrongTypeError);
+    // Another kind, on each backend's own key.
+    await assert.rejects(other(module, `wt:m${i}`), WrongTypeError);
+    await assert.rejects(other(lua, `wt:l${i}`), WrongTypeError);
+    assert.notEqual(await raw(server.port, 'TYPE', `wt:m${i}`), await raw(server.port, 'TYPE', `wt:l${i}`));
+  }
+  await assert.rejects(executeLua(client, ['RL.INSPECT', 'wt:m0']), text(/^WRONGTYPE /));
+  await assert.rejects(client.call('RL.INSPECT', 'wt:l0'), text(/^WRONGTYPE /));
+});
+
+test("RL.QUOTA's calendar: the argument, and the client's clock too far from the server's", async (t) => {
+  const at = Date.UTC(2026, 2, 29, 0, 30); // Berlin's 23-hour day
+  const c = (line) => calendarArgument(line, at);
+  assert.equal(c(['RL.QUOTA', 'k', 100, 'DAY', 'TZ', 'Europe/Berlin']), 'Europe/Berlin|1774738800,82800');
+  assert.equal(c(['RL.QUOTA', 'k', 100, 'DAY', 'TZ', 'europe/BERLIN']), 'Europe/Berlin|1774738800,82800');
+  assert.equal(c(['RL.QUOTA', 'k', 100, 'HOUR', 'TZ', '+05:30']), '+05:30|1774740600,3600,3600,3600');
+  assert.equal(c(['RL.QUOTA', 'k', 100, 'YEAR', 'TZ', '-00:00']), 'UTC|1767225600,31536000');
+  assert.equal(c(['RL.QUOTA', 'k', 100, 'DAY', 'TZ', 'Moon/Base']), '!');
+  assert.equal(c(['RL.QUOTA', 'k', 100, 'DAY', 'TZ', 'Asia/Kolkata']), 'Asia/Kolkata|1774722600,86400');
+  assert.equal(c(['RL.QUOTA', 'k', 100, 'DAY', 'TZ', 'asia/calcutta']), 'Asia/Calcutta|1774722600,86400');
+  assert.equal(c(['RL.SLIDE', 'k', 10, 60]), '');
+  assert.equal(c(['RL.ALLOW', 3, 'a', 'b', 'c', 'QUOTA', 5, 'WEEK', 'SLIDE', 1, 1, 'QUOTA', 1, 'MONTH', 'TZ', 'UTC']),
+    'UTC|1774224000,604800;UTC|1772323200,2678400');
+  assert.equal(calendarArgument(['RL.QUOTA', 'k', 1, 'DAY'], new Date(at)), 'UTC|1774656000,86400,86400');
+  assert.equal(c(['RL.QUOTA', 'k', 1, 'MINUTE']).split(',').length, 2 * MARGIN_SECONDS / 60 + 2);
+
+  const Redis = require('ioredis');
+  const client = new Redis(bare.port, '127.0.0.1');
+  t.after(() => client.disconnect());
+  const line = ['RL.QUOTA', 'cal', 5, 'YEAR', 'TZ', 'Asia/Kolkata'];
+  assert.deepEqual((await executeLua(client, line)).slice(0, 4), [0, 5, 4, -1]);
+  // The client's clock ahead by less than MARGIN_SECONDS: the server's time is covered.
+  assert.deepEqual((await executeLua(client, line, { now: Date.now() + 1000 * (MARGIN_SECONDS - 120) })).slice(0, 4), [0, 5, 3, -1]);
+  // Two hours behind: the last minute passed ends before the server's time.
+  await assert.rejects(executeLua(client, ['RL.QUOTA', 'cal:m', 5, 'MINUTE'], { now: Date.now() - 1000 * (MARGIN_SECONDS + 3600) }),
+    text(/^ERR the server's time is outside the period boundaries the client passed: /));
+  await assert.rejects(executeLua(client, ['RL.QUOTA', 'cal', 5, 'HOUR', 'TZ', 'Mars/Olympus']), text(/^ERR unknown time zone 'Mars\/Olympus'$/));
+});
+
+test('executeLua refuses what is not a command line of the module', async (t) => {
+  const Redis = require('ioredis');
+  const client = new Redis(bare.port, '127.0.0.1');
+  t.after(() => client.disconnect());
+  await assert.rejects(executeLua(client, []), TypeError);
+  await assert.rejects(executeLua(client, ['RL.STATE', 'k']), RangeError);
+  await assert.rejects(executeLua(client, ['GET', 'k']), RangeError);
+  const past = Date.now() - 1;
+  await assert.rejects(executeLua(client, ['RL.SLIDE', 'k', 1, 1], { deadline: past }), rl.DeadlineError);
+});
