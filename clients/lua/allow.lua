@@ -1,1 +1,1 @@
-return several(true)
+return L().several(true)

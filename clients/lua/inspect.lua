@@ -1,2 +1,2 @@
 #!lua flags=no-writes
-return inspect()
+return L().inspect()

@@ -1,1 +1,1 @@
-return refund()
+return L().refund()
