@@ -1,1 +1,1 @@
-return L().several(true)
+return (G or lib()).several(true)

@@ -8,80 +8,86 @@
 -- decimal big-integer helpers below.
 
 
-local A = ARGV
-local NARGS = #ARGV - 1 -- the module's argv[1..n] is ARGV[2..n+1]
 local NOW -- µs since the epoch, from the server's TIME
 local NOW_NS -- the same in ns, a big integer
 
 -- Exact arithmetic in doubles, used wherever every value is an integer
--- below 2^53 (then a double holds it exactly); the big integers of lib()
--- take over when one is not.
-local TWO53 = 9007199254740992
-local fmod = math.fmod
--- ceil(a / b), a >= 0 and b >= 1 integers below 2^53.
-local function ceil_div(a, b)
-  local r = fmod(a, b)
-  if r > 0 then return (a - r) / b + 1 end
-  return (a - r) / b
-end
+-- below 2^52 (a double holds it, and a % b is exact); the big integers of
+-- lib() take over when one is not. Lua function calls into C (string.*,
+-- math.*, tonumber) cost about as much as a dozen arithmetic steps, so
+-- the fast paths avoid them: strings of digits become numbers by
+-- arithmetic coercion (s + 0).
 
 -- RL.THROTTLE's decision (the module's GCRA in units of 1/count ns) in
--- doubles. sec, usec: now (the server's TIME); ws, f, den: the stored TAT
--- (whole ns as a decimal string, frac / den), ws nil when none; cap =
--- max_burst + 1; c = count; T = period in ns; q = quantity. Returns nil
--- when a value would reach 2^53, else limited, remaining, retry (nil:
--- allowed, 'never', or ns from now), reset (ns from now), the TAT to store
--- (whole as a string, frac; when allowed with q > 0) and the expiry, Unix
--- ms (rounded up) of now + reset.
-local function gcra(sec, usec, ws, f, den, cap, c, T, q)
+-- doubles. sec, usec: now (the server's TIME); wh, wl, f: the stored TAT
+-- (wh x 10^9 + wl ns + f / c; wh nil when none); cap = max_burst + 1; c
+-- = count; T = period in ns; q = quantity. Returns nil when a value would
+-- reach 2^52, else limited, remaining, retry (nil: allowed, 'never', or ns
+-- from now), reset (ns from now), the expiry (Unix ms, rounded up, of now
+-- + reset) and, when allowed with q > 0, the TAT to store: whole ns as
+-- hi x 10^9 + lo, and its fraction.
+local function gcra(sec, usec, wh, wl, f, cap, c, T, q)
+  local TWO52 = 4503599627370496
   local tol = cap * T
-  if tol >= TWO53 then return nil end
+  if tol >= TWO52 then return nil end
   local ttl_b = 0 -- TAT - now in 1/c ns, at least 0
-  if ws then
-    local n = #ws
-    if den ~= c or f >= c or n > 24 then return nil end
-    local wh = n > 9 and tonumber(string.sub(ws, 1, n - 9)) or 0
+  if wh then
+    if f >= c then return nil end
     local dh = wh - sec
-    if dh > 9000000 then return nil end
-    if dh >= -9000000 then
-      local d = dh * 1000000000 + (tonumber(string.sub(ws, -9)) - usec * 1000)
+    if dh > 4000000 then return nil end
+    if dh >= -4000000 then
+      local d = dh * 1000000000 + (wl - usec * 1000)
       -- d <= -1: d x c + f <= 0, as f < c
       if d >= 0 then
         ttl_b = d * c + f
-        if ttl_b >= TWO53 then return nil end
+        if ttl_b >= TWO52 then return nil end
       end
     end
   end
   local m = q < cap and q or cap
   local ttl_a = ttl_b + m * T
-  if ttl_a >= TWO53 then return nil end
+  if ttl_a >= TWO52 then return nil end
   local limited = q > cap or ttl_a > tol
   local ttl = limited and ttl_b or ttl_a
   local remaining = 0
   if tol > ttl then
     local x = tol - ttl
-    remaining = (x - fmod(x, T)) / T
+    remaining = (x - x % T) / T
     if remaining > cap then remaining = cap end
   end
   local retry = nil
-  if q > cap then retry = 'never' elseif limited then retry = ceil_div(ttl_a - tol, c) end
-  local reset = ceil_div(ttl, c)
+  if q > cap then retry = 'never'
+  elseif limited then
+    retry = ttl_a - tol
+    local r = retry % c
+    retry = (retry - r) / c + (r > 0 and 1 or 0)
+  end
+  local r = ttl % c
+  local reset = (ttl - r) / c + (r > 0 and 1 or 0)
   local y = usec * 1000 + reset
-  if y >= TWO53 then return nil end
-  local ms = sec * 1000 + ceil_div(y, 1000000)
-  if limited or q == 0 then return limited, remaining, retry, reset, nil, nil, ms end
-  local frac = fmod(ttl_a, c)
+  if y >= TWO52 then return nil end
+  r = y % 1000000
+  local ms = sec * 1000 + (y - r) / 1000000 + (r > 0 and 1 or 0)
+  if limited or q == 0 then return limited, remaining, retry, reset, ms end
+  local frac = ttl_a % c
   local x = usec * 1000 + (ttl_a - frac) / c
-  if x >= TWO53 then return nil end
-  local lo = fmod(x, 1000000000)
-  local whole = (sec + (x - lo) / 1000000000) .. string.sub((1000000000 + lo) .. '', 2)
-  return false, remaining, retry, reset, whole, frac, ms
+  if x >= TWO52 then return nil end
+  local lo = x % 1000000000
+  return false, remaining, retry, reset, ms, sec + (x - lo) / 1000000000, lo, frac
 end
 
 -- The whole of the exact code, built on first use (a script keeps nothing
 -- between calls, so everything defined at the top level is made again on
 -- every call: the fast paths below make only what they use).
 local function lib()
+  -- ceil(a / b), a >= 0 and b >= 1 integers below 2^52.
+  local function ceil_div(a, b)
+    local r = a % b
+    if r > 0 then return (a - r) / b + 1 end
+    return (a - r) / b
+  end
+  local A = ARGV
+  local NARGS = #ARGV - 1 -- the module's argv[1..n] is ARGV[2..n+1]
   local function arg(i) return A[i + 1] end
 
   local fmod = math.fmod
@@ -581,13 +587,23 @@ local function lib()
     return bdiv(bdiv(x, P.p), P.unit)
   end
   function throttle.decide(st, P, q)
-    local sec = (NOW - fmod(NOW, 1000000)) / 1000000
-    local fast = {gcra(sec, NOW - sec * 1000000, st and bstr(st.whole), st and st.frac, st and st.den,
-      P.cap, P.count, P.p * P.unit, q)}
-    if fast[1] ~= nil then
-      local d = {limited = fast[1], limit = P.cap, remaining = fast[2], retry = fast[3], reset = fast[4]}
-      if fast[5] then return d, {whole = fast[5], frac = fast[6]} end
-      return d
+    if st == nil or st.den == P.count then
+      local sec = (NOW - NOW % 1000000) / 1000000
+      local wh, wl
+      if st then
+        local ws = bstr(st.whole)
+        local n = #ws
+        if n <= 24 then wh, wl = n > 9 and tonumber(string.sub(ws, 1, n - 9)) or 0, tonumber(string.sub(ws, -9)) end
+      end
+      if st == nil or wh then
+        local limited, remaining, retry, reset, _, hi, lo, frac = gcra(sec, NOW - sec * 1000000, wh, wl,
+          st and st.frac, P.cap, P.count, P.p * P.unit, q)
+        if limited ~= nil then
+          local d = {limited = limited, limit = P.cap, remaining = remaining, retry = retry, reset = reset}
+          if hi then return d, {whole = string.format('%.0f%09.0f', hi, lo), frac = frac} end
+          return d
+        end
+      end
     end
     local now_s = bmul(NOW_NS, big(P.count))
     local tat_s = tat_scaled(st, P)
@@ -1518,173 +1534,176 @@ local function lib()
       return out
     end)
   end
-  return {big = big, bmul = bmul, bparse = bparse, reply_of = reply_of, throttle = throttle,
+  return {big = big, bmul = bmul, bparse = bparse, numstr = numstr, reply_of = reply_of, throttle = throttle,
     limiter = limiter, release = release, inspect = inspect, refund = refund, several = several}
 end
-local G
-local function L() if G == nil then G = lib() end return G end
+local G -- lib(), once made
 
--- The names test code appended to this file uses
--- (clients/conformance/exact_throttle.lua).
-local function big(n) return L().big(n) end
-local function bmul(a, b) return L().bmul(a, b) end
-local function bparse(s) return L().bparse(s) end
-local function numstr(n) return string.format('%.0f', n) end
-local function reply_of(d, unit) return L().reply_of(d, unit) end
-local throttle = setmetatable({}, {__index = function(_, k) return L().throttle[k] end})
-
+-- The names that test code appended to this file uses
+-- (clients/conformance/exact_throttle.lua, a script without keys; every
+-- command's script has one or more).
+local big, bmul, bparse, numstr, reply_of, throttle
+if #KEYS == 0 then
+  G = lib()
+  local g = G
+  big, bmul, bparse, numstr, reply_of, throttle = g.big, g.bmul, g.bparse, g.numstr, g.reply_of, g.throttle
+end
 
 -- The fast paths: a limiter's usual call (its parameters, [quantity] [MS],
--- no option), on a key it holds or none, decided in doubles. Anything else
--- (errors included) returns nil before any write, and lib() answers it.
-local find = string.find
--- A decimal integer of at most `len` digits (nil otherwise).
-local function digits(s, len)
-  if s and #s <= len and find(s, '^%d+$') then return tonumber(s) end
-  return nil
-end
--- The words after the parameters, from ARGV[i]: [quantity] [MS]. Returns
--- quantity and ns per unit, or nil.
-local function tail(i)
-  local q, w = 1, A[i]
-  if w and find(w, '^%d') then
-    q = digits(w, 13)
-    if q == nil or q > 1000000000000 then return nil end
-    i = i + 1
-    w = A[i]
+-- no option), on a key it holds or none, decided in doubles, each with
+-- as few calls as can be. Anything else (errors included) goes to lib()
+-- before any write, and is answered there.
+local function limiter(name)
+  local A = ARGV
+  local n = #A - 1
+  -- ceil(a / b), a >= 0 and b >= 1 integers below 2^52.
+  local function ceil_div(a, b)
+    local r = a % b
+    if r > 0 then return (a - r) / b + 1 end
+    return (a - r) / b
   end
-  if w == nil then return q, 1000000000 end
-  if A[i + 1] == nil and string.upper(w) == 'MS' then return q, 1000000 end
-  return nil
-end
--- Moves the key's expiry out to `ms` when later, or sets it on a key
--- without one when `or_none` (the module's rule), `before` unknown.
-local function expire_gt(key, ms, or_none)
-  if redis.call('PEXPIREAT', key, ms, 'GT') == 0 and or_none and redis.call('PEXPIRETIME', key) == -1 then
-    redis.call('PEXPIREAT', key, ms)
-  end
-end
-
-local FAST = {}
--- RL.THROTTLE key max_burst count period [quantity] [MS]
-function FAST.THROTTLE()
-  if NARGS < 4 or NARGS > 6 then return nil end
-  local b, c, p = digits(A[3], 13), digits(A[4], 10), digits(A[5], 12)
-  if not (b and c and p) then return nil end
-  local q, unit = tail(6)
-  if q == nil or b > 1000000000000 or c < 1 or c > 4294967295 or p < 1 or p * unit > 315360000000000000 then
-    return nil
-  end
-  local t = redis.call('TIME')
-  local sec, usec = tonumber(t[1]), tonumber(t[2])
-  local key = KEYS[1]
-  local raw = redis.pcall('GET', key)
-  local ws, f, den
-  if raw then
-    if type(raw) ~= 'string' then return nil end
-    ws, f, den = string.match(raw, '^G|(%d+)|(%d+)|(%d+)$')
-    if ws == nil then return nil end
-    f, den = tonumber(f), tonumber(den)
-  end
-  local cap = b + 1
-  local limited, remaining, retry, reset, whole, frac, ms = gcra(sec, usec, ws, f, den, cap, c, p * unit, q)
-  if limited == nil then return nil end
-  if whole then
-    local v = 'G|' .. whole .. '|' .. frac .. '|' .. c
-    if raw then
-      redis.call('SET', key, v, 'KEEPTTL')
-      expire_gt(key, ms, true)
-    else
-      redis.call('SET', key, v, 'PXAT', ms)
+  if name == 'THROTTLE' and n >= 4 and n <= 6 then
+    -- key max_burst count period [quantity] [MS]
+    local b, c, p, qs, unit = A[3], A[4], A[5], '1', 1000000000
+    local ok, w = true, A[6]
+    if w == 'MS' or w == 'ms' then
+      unit = 1000000
+      ok = n < 6
+    elseif w then
+      qs = w
+      w = A[7]
+      if w == 'MS' or w == 'ms' then unit = 1000000 elseif w then ok = false end
     end
-  elseif limited and q > 0 and raw then
-    expire_gt(key, ms, false)
-  end
-  if retry == nil or retry == 'never' then retry = -1 else retry = ceil_div(retry, unit) end
-  return {limited and 1 or 0, cap, remaining, retry, ceil_div(reset, unit)}
-end
-
-local QUOTA_UNITS = {MINUTE = 1, HOUR = 2, DAY = 3, WEEK = 4, MONTH = 5, YEAR = 6}
--- RL.QUOTA key limit unit [quantity] [MS], the calendar's one segment
--- (the zone named there: no TZ option).
-function FAST.QUOTA()
-  if NARGS < 3 or NARGS > 5 then return nil end
-  local limit, ui = digits(A[3], 16), QUOTA_UNITS[string.upper(A[4])]
-  if limit == nil or ui == nil or limit < 1 or limit > 1000000000000000 then return nil end
-  local q, unit = tail(5)
-  if q == nil then return nil end
-  local zone, list = string.match(A[1], '^([^;!|]+)|([%d,]+)$')
-  if zone == nil then return nil end
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local sec = tonumber(t[1])
-  -- The period holding now: b1 <= sec < b2 of two boundaries in a row.
-  local b1, b2, at = nil, nil, 0
-  for step in string.gmatch(list, '%d+') do
-    at = at + tonumber(step)
-    if at > sec then b2 = at; break end
-    b1 = at
-  end
-  if b1 == nil or b2 == nil then return nil end
-  local key = KEYS[1]
-  local raw = redis.pcall('GET', key)
-  local used, start, fin, till, last = 0, b1, b2, b2, now
-  local deadline = nil
-  if raw then
-    if type(raw) ~= 'string' then return nil end
-    local u, a, e, c, l, n, z = string.match(raw, '^Q|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d)|(.+)$')
-    if u == nil or tonumber(n) ~= ui or z ~= zone then return nil end
-    u, a, e, c, l = tonumber(u), tonumber(a), tonumber(e), tonumber(c), tonumber(l)
-    if u > 0 and now < c * 1000000 then deadline = c end
-    if deadline then
-      used = u
-      if l > now then last = l end
-      -- The stored period still holds the last unit; else the one holding it.
-      if last < e * 1000000 then
-        start, fin, till = a, e, c
-      elseif last ~= now then
-        return nil
-      elseif b2 > c then
-        till = b2
-      else
-        till = c
+    if ok and #b > 0 and #b <= 13 and #c > 0 and #c <= 10 and #p > 0 and #p <= 12
+      and #qs > 0 and #qs <= 13 and string.find(b .. c .. p .. qs, '^%d+$') then
+      b, c, p = b + 0, c + 0, p + 0
+      local q = qs + 0
+      local T = p * unit
+      if b <= 1000000000000 and c >= 1 and c <= 4294967295 and p >= 1 and T <= 315360000000000000
+        and q <= 1000000000000 then
+        local t = redis.call('TIME')
+        local sec, usec = t[1] + 0, t[2] + 0
+        local key = KEYS[1]
+        local raw = redis.pcall('GET', key)
+        local wh, wl, f, den
+        if raw then
+          if type(raw) == 'string' then
+            wh, wl, f, den = string.match(raw, '^G|(%d*)(%d%d%d%d%d%d%d%d%d)|(%d+)|(%d+)$')
+          end
+          if den ~= A[4] or #wh > 15 then wh = false else wh, wl, f = wh == '' and 0 or wh + 0, wl + 0, f + 0 end
+        end
+        local cap = b + 1
+        local limited, remaining, retry, reset, ms, hi, lo, frac
+        if wh ~= false then limited, remaining, retry, reset, ms, hi, lo, frac = gcra(sec, usec, wh, wl, f, cap, c, T, q) end
+        if limited ~= nil then
+          if hi then
+            local v = string.format('G|%.0f%09.0f|%.0f|%.0f', hi, lo, frac, c)
+            if raw then
+              redis.call('SET', key, v, 'KEEPTTL')
+              -- Later only; a key without an expiry gets one.
+              if redis.call('PEXPIREAT', key, ms, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
+                redis.call('PEXPIREAT', key, ms)
+              end
+            else
+              redis.call('SET', key, v, 'PXAT', ms)
+            end
+          elseif limited and q > 0 and raw then
+            redis.call('PEXPIREAT', key, ms, 'GT')
+          end
+          if retry == nil or retry == 'never' then retry = -1 else retry = ceil_div(retry, unit) end
+          return {limited and 1 or 0, cap, remaining, retry, ceil_div(reset, unit)}
+        end
+      end
+    end
+  elseif name == 'QUOTA' and n >= 3 and n <= 5 then
+    -- key limit unit [quantity] [MS], the calendar's one segment naming
+    -- the zone (no TZ option)
+    local limit, uw, qs, unit = A[3], A[4], '1', 1000000000
+    local ok, w = true, A[5]
+    if w == 'MS' or w == 'ms' then
+      unit = 1000000
+      ok = n < 5
+    elseif w then
+      qs = w
+      w = A[6]
+      if w == 'MS' or w == 'ms' then unit = 1000000 elseif w then ok = false end
+    end
+    local ui
+    if uw == 'HOUR' or uw == 'hour' then ui = 2 elseif uw == 'DAY' or uw == 'day' then ui = 3
+    elseif uw == 'MONTH' or uw == 'month' then ui = 5 elseif uw == 'MINUTE' or uw == 'minute' then ui = 1
+    elseif uw == 'WEEK' or uw == 'week' then ui = 4 elseif uw == 'YEAR' or uw == 'year' then ui = 6 end
+    if ok and ui and #limit > 0 and #limit <= 16 and #qs > 0 and #qs <= 13
+      and string.find(limit .. qs, '^%d+$') then
+      limit = limit + 0
+      local q = qs + 0
+      -- The calendar: zone|b0,d1,d2,... (boundaries in Unix s, then steps).
+      local zone, b0, d1, d2, d3 = string.match(A[1], '^([^;!|]+)|(%d+),(%d+),?(%d*),?(%d*)$')
+      if limit >= 1 and limit <= 1000000000000000 and q <= 1000000000000 and zone then
+        local t = redis.call('TIME')
+        local sec = t[1] + 0
+        local now = sec * 1000000 + t[2]
+        -- The period holding now: b1 <= sec < b2, two boundaries in a row.
+        local b1, b2 = b0 + 0, nil
+        b2 = b1 + d1
+        if b2 <= sec and d2 ~= '' then b1 = b2; b2 = b2 + d2 end
+        if b2 <= sec and d3 ~= '' then b1 = b2; b2 = b2 + d3 end
+        if b1 <= sec and sec < b2 then
+          local key = KEYS[1]
+          local raw = redis.pcall('GET', key)
+          local used, start, fin, till, last, deadline = 0, b1, b2, b2, now, nil
+          if raw then
+            local u, a, e, c, l, ns, z
+            if type(raw) == 'string' then
+              u, a, e, c, l, ns, z = string.match(raw, '^Q|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d)|(.+)$')
+            end
+            if u == nil or ns + 0 ~= ui or z ~= zone then
+              ok = false
+            else
+              u, c = u + 0, c + 0
+              if u > 0 and now < c * 1000000 then
+                deadline = c
+                used = u
+                l = l + 0
+                if l > now then last = l end
+                -- The stored period still holds the last unit; else the one
+                -- holding it (now's, when it is now).
+                if last < e * 1000000 then start, fin, till = a + 0, e + 0, c
+                elseif last ~= now then ok = false
+                elseif c > b2 then till = c end
+              end
+            end
+          end
+          if ok then
+            local scale = unit / 1000 -- µs per unit of the reply
+            local fits = q <= limit
+            local allowed = fits and used + q <= limit
+            if allowed and q > 0 then
+              local v = string.format('Q|%.0f|%.0f|%.0f|%.0f|%.0f|%d|%s', used + q, start, fin, till, last, ui, zone)
+              local ms = till * 1000
+              if raw then
+                local before = redis.call('PEXPIRETIME', key)
+                redis.call('SET', key, v, 'KEEPTTL')
+                if before < ms then redis.call('PEXPIREAT', key, ms) end
+              else
+                redis.call('SET', key, v, 'PXAT', ms)
+              end
+              return {0, limit, limit - used - q, -1, ceil_div(till * 1000000 - now, scale)}
+            end
+            local reset, retry = 0, -1
+            if deadline then reset = ceil_div(deadline * 1000000 - now, scale) end
+            if fits and not allowed then retry = reset end
+            if not allowed and q > 0 and raw then
+              redis.call('PEXPIREAT', key, deadline and deadline * 1000 or ceil_div(now, 1000), 'GT')
+            end
+            local remaining = limit - used
+            if allowed then remaining = remaining - q end
+            if remaining < 0 then remaining = 0 end
+            return {allowed and 0 or 1, limit, remaining, retry, reset}
+          end
+        end
       end
     end
   end
-  local fits = q <= limit
-  local allowed = fits and used + q <= limit
-  local scale = unit / 1000 -- µs per unit of the reply
-  local function after(s) if s * 1000000 <= now then return 0 end return ceil_div(s * 1000000 - now, scale) end
-  local reset, retry = 0, -1
-  if allowed and q > 0 then
-    reset = after(till)
-    local v = string.format('Q|%.0f|%.0f|%.0f|%.0f|%.0f|%d|%s', used + q, start, fin, till, last, ui, zone)
-    local ms = till * 1000
-    if raw then
-      local before = redis.call('PEXPIRETIME', key)
-      redis.call('SET', key, v, 'KEEPTTL')
-      if before < ms then redis.call('PEXPIREAT', key, ms) end
-    else
-      redis.call('SET', key, v, 'PXAT', ms)
-    end
-    return {0, limit, limit - used - q, -1, reset}
-  end
-  if deadline then reset = after(deadline) end
-  if not fits then retry = -1 elseif not allowed then retry = reset end
-  if not allowed and q > 0 and raw then
-    expire_gt(key, deadline and deadline * 1000 or ceil_div(now, 1000), false)
-  end
-  local remaining = limit - used
-  if allowed then remaining = remaining - q end
-  if remaining < 0 then remaining = 0 end
-  return {allowed and 0 or 1, limit, remaining, retry, reset}
-end
-
-local function limiter(name)
-  local f = FAST[name]
-  if f then
-    local r = f()
-    if r ~= nil then return r end
-  end
-  return L().limiter(name)
+  if G == nil then G = lib() end
+  return G.limiter(name)
 end

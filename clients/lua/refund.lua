@@ -1,1 +1,1 @@
-return L().refund()
+return (G or lib()).refund()

@@ -1,1 +1,1 @@
-return L().release()
+return (G or lib()).release()
