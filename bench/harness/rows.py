@@ -282,6 +282,6 @@ def display_args(row: Row, limit, window_s, key="KEY") -> str:
     if row.script:
         args = ["EVALSHA", "<%s.lua>" % row.script] + args[2:]
     if row.name.startswith("backend:"):
-        args[1] = "<%s>" % row.name[len("backend:"):].lower().replace("rl.", "clients/lua/") + ".lua"
+        args[1] = "<clients/lua/%s.lua>" % row.name[len("backend:RL."):].lower()
     return " ".join(args)
 
