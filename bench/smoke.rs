@@ -37,6 +37,23 @@ const ROWS: &[&str] = &[
     "lua:token_bucket",
     "lua:gcra",
     "lua:fixed_window",
+    "lua:zset_semaphore",
+    "RL.LEASE",
+    "backend:RL.THROTTLE",
+    "backend:RL.SLIDE",
+    "backend:RL.SLICE",
+    "backend:RL.QUOTA",
+    "backend:RL.LEASE",
+    "backend:RL.ALLOW",
+];
+/// The kinds of the section on the module, its Lua backend and the peers.
+const BACKEND_KINDS: &[&str] = &[
+    "RL.THROTTLE",
+    "RL.SLIDE",
+    "RL.SLICE",
+    "RL.QUOTA",
+    "RL.LEASE",
+    "RL.ALLOW",
 ];
 /// In the order the benchmark runs them (`REGIMES` in bench/harness/regimes.py).
 const REGIMES: &[&str] = &["hot_P16", "rand_P16", "rand_churn_P16", "hot_P1", "rand_P1"];
@@ -186,7 +203,7 @@ fn quick_benchmark_reports_every_row() {
             row["kept_state"]
         );
         let bytes = row["bytes_per_key"].as_f64();
-        if ["PING", "FLOOR.THROTTLE", "FLOOR.KEEP", "RL.ALLOW"].contains(&name) {
+        if ["PING", "FLOOR.THROTTLE", "FLOOR.KEEP", "RL.ALLOW", "backend:RL.ALLOW"].contains(&name) {
             // No key, or three keys per call: no figure per key.
             assert_eq!(bytes, None, "{name}: bytes per key");
             continue;
@@ -278,6 +295,32 @@ fn quick_benchmark_reports_every_row() {
             );
         }
     }
+    // The module, its Lua backend and the fastest peer, every regime.
+    let kinds = report["lua_backend"].as_array().expect("lua_backend");
+    let names: Vec<&str> = kinds
+        .iter()
+        .map(|k| k["command"].as_str().expect("command"))
+        .collect();
+    assert_eq!(names, BACKEND_KINDS);
+    for k in kinds {
+        let name = k["command"].as_str().unwrap_or("");
+        for regime in REGIMES {
+            for figure in ["lua_over_peer_median", "module_over_lua_median"] {
+                let v = num(k, &["regimes", regime, figure]);
+                assert!(v.is_some_and(|x| x > 0.0), "{name} {regime}: {figure} {v:?}");
+            }
+        }
+        let usage = num(k, &["memory", "lua", "memory_usage"]);
+        if name == "RL.ALLOW" {
+            assert_eq!(usage, None, "{name}: three keys, no figure per key");
+        } else {
+            assert!(usage.is_some_and(|x| x > 0.0), "{name}: MEMORY USAGE {usage:?}");
+        }
+    }
+    assert!(
+        stdout.contains("## The module, its Lua backend and the peer scripts"),
+        "no Lua backend section:\n{stdout}"
+    );
     assert!(
         stdout.contains("| command |"),
         "no Markdown table:\n{stdout}"

@@ -237,4 +237,23 @@ scripts; RL.SLIDE: the sorted-set log; RL.SLICE: the hash of slices; the
 fixed window has no counterpart among the commands): its throughput divided
 by the script's in the same repetition and regime, median over the
 repetitions. Above 1 the module is faster.
+
+The module, its Lua backend and the peers (aggregate.lua_backend). The
+Lua backend's scripts (clients/lua: the command's `#!lua` line if any,
+prelude.lua, a newline, the command's file) are rows of their own,
+`backend:RL.<NAME>`, `EVALSHA sha numkeys keys... calendar args...` with
+the module command's arguments as they are; RL.QUOTA's calendar argument
+is computed once when the rows are made, in UTC, as the clients compute
+it (rows.utc_calendar: boundaries from an hour before to an hour after,
+so a run must end within the hour). RL.LEASE renewing one lease per key
+(a fixed id) is a row, next to its Lua backend and the sorted-set
+semaphore peer (bench/lua/zset_semaphore.lua); their limit check gives
+each call an id of its own. For each kind, per regime: the peer of the
+highest median throughput (RL.ALLOW: the three single calls of its
+limits' fastest peers, throughput 1 / the sum of their 1 / throughput,
+per repetition), the medians of the per-repetition ratios Lua / peer and
+module / Lua, and MEMORY USAGE (SAMPLES 0) of the first key of the memory
+fill. `--lua-only` measures only those rows and the references (INCR,
+FLOOR.THROTTLE, FLOOR.KEEP): no scaling, workloads, unit memory,
+instructions or targets.
 """

@@ -10,6 +10,7 @@ import platform
 
 from .regimes import (
     ALLOW_PARTS,
+    BACKEND_KINDS,
     CHURN_DB,
     CLIENTS,
     KEPT_DB,
@@ -87,6 +88,8 @@ def build_report(raw: dict, run: dict) -> dict:
 
     scale_out = {}
     for family, levels in (("RL.SLIDE", slide_levels), ("RL.SLICE", slice_levels), ("RL.ALLOW", allow_levels)):
+        if run.get("lua_only"):
+            continue
         lo, hi = scale_results[(family, min(levels))], scale_results[(family, max(levels))]
         # Per key (RL.ALLOW's levels are its keys; the others have one).
         k_lo, k_hi = (min(levels), max(levels)) if family == "RL.ALLOW" else (1, 1)
@@ -158,6 +161,8 @@ def build_report(raw: dict, run: dict) -> dict:
             pair["ratio_median"][rg_id] = median(ratios)
         same_job.append(pair)
 
+    report_lua = lua_backend(row_by)
+
     report = {
         "date": run["started_at"].isoformat(timespec="seconds"),
         "redis_version": raw["version"],
@@ -204,6 +209,8 @@ def build_report(raw: dict, run: dict) -> dict:
         "memory_precision": raw["precision"],
         "scaling": scale_out,
         "same_job": same_job,
+        "lua_backend": report_lua,
+        "lua_only": bool(run.get("lua_only")),
         "allow_vs_singles": allow_out,
         "total_seconds": None,
         "machine_info": run["machine_info"],
@@ -214,7 +221,66 @@ def build_report(raw: dict, run: dict) -> dict:
             for w in raw["workload_objects"]
         },
     }
-    report["targets"] = judge(
-        report, rows, raw["workload_objects"], raw["skipped_rows"], raw["skipped_workloads"]
-    )
+    if run.get("lua_only"):
+        report["targets"] = []
+    else:
+        report["targets"] = judge(
+            report, rows, raw["workload_objects"], raw["skipped_rows"], raw["skipped_workloads"]
+        )
     return report
+
+
+def lua_backend(row_by: dict) -> list:
+    """Each kind: the module's command, its Lua backend's script and the
+    fastest peer script doing the same job, per regime (the peer of the
+    highest median throughput there; RL.ALLOW's: the three single calls of
+    its limits' fastest peers, one after the other, whose throughput per
+    repetition is 1 / the sum of their 1 / throughput), with the medians
+    of the per-repetition ratios Lua / peer and module / Lua, and the
+    memory per key of each."""
+    out = []
+    fastest = {}
+    for command, lua, peers in BACKEND_KINDS:
+        entry = {"command": command, "lua": lua, "peers": peers, "regimes": {}, "memory": {}}
+        mod, mine = row_by.get(command), row_by.get(lua)
+        for rg_id, _, _, _ in REGIMES:
+            cell = {}
+            if peers is None:
+                parts = [fastest.get((c, rg_id)) for c in ALLOW_PARTS]
+                if all(parts):
+                    runs = [row_by[p]["throughput"][rg_id]["runs"] for p in parts]
+                    peer_rps = [1 / sum(1 / r["rps"] for r in rs) for rs in zip(*runs)]
+                    cell["peer"] = " + ".join(parts)
+                    cell["peer_rps"] = peer_rps
+            else:
+                present = [p for p in peers if p in row_by]
+                if present:
+                    best = max(present, key=lambda p: row_by[p]["throughput"][rg_id]["rps_median"])
+                    fastest[(command, rg_id)] = best
+                    cell["peer"] = best
+                    cell["peer_rps"] = [r["rps"] for r in row_by[best]["throughput"][rg_id]["runs"]]
+            lua_rps = [r["rps"] for r in mine["throughput"][rg_id]["runs"]] if mine else None
+            mod_rps = [r["rps"] for r in mod["throughput"][rg_id]["runs"]] if mod else None
+            cell["lua_rps_median"] = median(lua_rps) if lua_rps else None
+            cell["module_rps_median"] = median(mod_rps) if mod_rps else None
+            cell["peer_rps_median"] = median(cell["peer_rps"]) if cell.get("peer_rps") else None
+            if lua_rps and cell.get("peer_rps"):
+                ratios = [a / b for a, b in zip(lua_rps, cell["peer_rps"])]
+                cell["lua_over_peer"], cell["lua_over_peer_median"] = ratios, median(ratios)
+            if lua_rps and mod_rps:
+                ratios = [a / b for a, b in zip(mod_rps, lua_rps)]
+                cell["module_over_lua"], cell["module_over_lua_median"] = ratios, median(ratios)
+            for who, name in (("module", command), ("lua", lua), ("peer", cell.get("peer"))):
+                t = row_by[name]["throughput"][rg_id] if name in row_by else None
+                cell[who + "_x_keep"] = t["ratio_to_keep_median"] if t else None
+                cell[who + "_x_incr"] = t["ratio_to_incr_median"] if t else None
+                cell[who + "_cpu_us"] = t["server_cpu_us_per_cmd_median"] if t else None
+            entry["regimes"][rg_id] = cell
+        for who, name in (("module", command), ("lua", lua)):
+            m = row_by[name]["memory"] if name in row_by else None
+            entry["memory"][who] = {"bytes_per_key": m["bytes_per_key"], "memory_usage": m.get("memory_usage")} if m else None
+        for p in peers or []:
+            m = row_by[p]["memory"] if p in row_by else None
+            entry["memory"][p] = {"bytes_per_key": m["bytes_per_key"], "memory_usage": m.get("memory_usage")} if m else None
+        out.append(entry)
+    return out

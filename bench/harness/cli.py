@@ -58,6 +58,12 @@ def main(argv=None) -> int:
         action="store_true",
         help="only count instructions per command under callgrind and print them (bench/profile.sh)",
     )
+    ap.add_argument(
+        "--lua-only",
+        action="store_true",
+        help="only the module, its Lua backend and the peer scripts, with the references of their ratios "
+        "(no scaling, workloads, unit memory, instructions or targets)",
+    )
     ap.add_argument("--top", type=int, default=0, metavar="N", help="with the counts, the N costliest functions")
     opts = ap.parse_args(argv)
     quick = opts.quick
@@ -129,6 +135,7 @@ def main(argv=None) -> int:
         "slice_levels": slice_levels,
         "allow_levels": allow_levels,
         "cell": bool(cell),
+        "lua_only": opts.lua_only,
     }
     machine = machine_info()
     with tempfile.TemporaryDirectory(prefix="rl-bench-") as workdir:
@@ -136,6 +143,8 @@ def main(argv=None) -> int:
         def count_instructions(rows):
             if opts.no_instructions:
                 return {"available": False, "reason": "left out (--no-instructions)"}
+            if opts.lua_only:
+                return {"available": False, "reason": "left out (--lua-only)"}
             return instructions.count(
                 server_bin,
                 modules,

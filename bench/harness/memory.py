@@ -26,8 +26,11 @@ def memory_per_key(b: Bench, row: Row, keys: int) -> dict:
     after = used_memory(con)
     dbsize = con.call("DBSIZE")
     expiring = int(con.info("keyspace").get("db0", "expires=0").split("expires=")[1].split(",")[0]) if dbsize else 0
+    # MEMORY USAGE of the first key (SAMPLES 0: every element counted).
+    usage = con.call("MEMORY", "USAGE", "rl:%012d" % 0, "SAMPLES", "0") if dbsize else None
     result = {
         "keys": keys,
+        "memory_usage": usage,
         "dbsize": dbsize,
         "with_expiry": expiring,
         "bytes_per_key": (after - before) / keys,

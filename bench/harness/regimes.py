@@ -53,7 +53,7 @@ SLICES = 60
 # Memory per recorded unit: a key of this limit (RL.SLIDE's default maximum).
 UNIT_LIMIT = 1_000_000
 
-SCRIPTS = ["zset_log", "hash_slices", "token_bucket", "gcra", "fixed_window"]
+SCRIPTS = ["zset_log", "hash_slices", "token_bucket", "gcra", "fixed_window", "zset_semaphore"]
 # Each module command and the scripts that do the same job.
 SAME_JOB = [
     ("RL.THROTTLE", "lua:gcra"),
@@ -67,7 +67,27 @@ SCRIPT_TITLES = {
     "token_bucket": "hash token bucket",
     "gcra": "GCRA (redis_rate style)",
     "fixed_window": "INCR+EXPIRE fixed window",
+    "zset_semaphore": "sorted-set semaphore",
 }
+# The Lua backend's scripts (clients/lua): the script of a command is the
+# optional `#!lua flags=` line of its file, prelude.lua, a newline, then
+# the rest of its file.
+BACKEND_DIR = ROOT / "clients" / "lua"
+BACKEND_SCRIPTS = ["throttle", "slide", "slice", "quota", "lease", "allow", "peek"]
+# Each kind: the module's row, its Lua backend's row, and the peer scripts
+# doing the same job (None: RL.ALLOW's peer is the three single calls of
+# the fastest peers of its limits, computed from their runs).
+BACKEND_KINDS = [
+    ("RL.THROTTLE", "backend:RL.THROTTLE", ["lua:gcra", "lua:token_bucket"]),
+    ("RL.SLIDE", "backend:RL.SLIDE", ["lua:zset_log"]),
+    ("RL.SLICE", "backend:RL.SLICE", ["lua:hash_slices"]),
+    ("RL.QUOTA", "backend:RL.QUOTA", ["lua:fixed_window"]),
+    ("RL.LEASE", "backend:RL.LEASE", ["lua:zset_semaphore"]),
+    ("RL.ALLOW", "backend:RL.ALLOW", None),
+]
+# The rows a --lua-only run measures besides those of BACKEND_KINDS: the
+# references of the ratios.
+LUA_ONLY_REFERENCES = ["INCR", "FLOOR.THROTTLE", "FLOOR.KEEP"]
 RL_COMMANDS = ["RL.THROTTLE", "RL.SLIDE", "RL.SLICE"]
 # RL.ALLOW deciding the three single commands' limits at once.
 ALLOW_PARTS = ["RL.THROTTLE", "RL.SLIDE", "RL.SLICE"]

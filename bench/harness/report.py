@@ -77,13 +77,21 @@ def print_report(report: dict, run: dict) -> None:
     for line in header_lines(report, run):
         p(line)
     p()
-    print_table(report, run, p)
-    p()
-    print_targets(report, p)
-    p()
-    p("## Details")
-    p()
-    print_details(report, run, p)
+    if report["lua_only"]:
+        print_lua_backend(report, p)
+        p()
+        print_table(report, run, p)
+        p()
+    else:
+        print_table(report, run, p)
+        p()
+        print_lua_backend(report, p)
+        p()
+        print_targets(report, p)
+        p()
+        p("## Details")
+        p()
+        print_details(report, run, p)
     for name, w in report["workloads"].items():
         p("### %s" % w["title"])
         p()
@@ -318,3 +326,80 @@ def print_instructions(counts: dict, machine: dict, reproduce: str) -> None:
             print("    %8d  %s" % (cost, function))
     for name in counts.get("skipped", []):
         print("%-22s not in the loaded module" % name)
+
+
+def print_lua_backend(report: dict, p) -> None:
+    """The module, its Lua backend (clients/lua) and the fastest peer
+    script doing the same job, side by side."""
+    kinds = report["lua_backend"]
+    p("## The module, its Lua backend and the peer scripts")
+    p()
+    p(
+        "Each command of the module next to its own Lua backend's script (clients/lua: prelude.lua and the "
+        "command's file, `EVALSHA sha numkeys keys... calendar args...`, the calendar computed once for RL.QUOTA "
+        "in UTC) and the fastest peer script doing the same job in that regime (bench/lua: RL.THROTTLE: GCRA "
+        "or token bucket; RL.SLIDE: sorted-set log; RL.SLICE: hash of slices; RL.QUOTA: fixed window; RL.LEASE: "
+        "sorted-set semaphore; RL.ALLOW: the three single calls of its limits' fastest peers one after the "
+        "other, 1 / the sum of their 1 / throughput), all driven by redis-benchmark on the same server, rows "
+        "interleaved, as the table above. Cells: requests per second (median) and / FLOOR.KEEP's in the same "
+        "repetition; Lua/peer and module/Lua: medians of the per-repetition ratios of throughput (above 1: "
+        "the first is faster). Memory: MEMORY USAGE of one key (SAMPLES 0) made by one call, limit %d per %d s "
+        "(bytes per key by used_memory in the table above)." % (MEMORY_LIMIT, MEMORY_WINDOW_S)
+    )
+    p()
+    shown = [rg for rg in REGIMES if rg[0] in ("hot_P16", "rand_P16")]
+    header = ["command"]
+    for _, title, _, _ in shown:
+        header += [title + ": module", "its Lua script", "fastest peer", "Lua/peer", "module/Lua"]
+    header += ["MEMORY USAGE: module", "Lua", "peer"]
+    body = []
+
+    def cell(rps, keep):
+        if rps is None:
+            return "-"
+        return "%s/s (%s)" % (fmt_rps(rps), fmt_ratio(keep))
+
+    for k in kinds:
+        line = [k["command"]]
+        for rg_id, _, _, _ in shown:
+            c = k["regimes"][rg_id]
+            peer = c.get("peer")
+            line += [
+                cell(c["module_rps_median"], c["module_x_keep"]),
+                cell(c["lua_rps_median"], c["lua_x_keep"]),
+                ("%s: %s" % (peer.replace("lua:", ""), cell(c["peer_rps_median"], c["peer_x_keep"]))) if peer else "none",
+                fmt_ratio(c.get("lua_over_peer_median")),
+                fmt_ratio(c.get("module_over_lua_median")),
+            ]
+        mem = k["memory"]
+
+        def usage(m):
+            return fmt_num(m["memory_usage"]) if m and m.get("memory_usage") is not None else "n/a"
+
+        peers = k["peers"] or []
+        line += [
+            usage(mem.get("module")),
+            usage(mem.get("lua")),
+            ", ".join("%s %s" % (q.replace("lua:", ""), usage(mem.get(q))) for q in peers) or "n/a (three keys)",
+        ]
+        body.append(line)
+    p(markdown_table(header, body))
+    p()
+    p("Every regime: Lua/peer and module/Lua (medians of the per-repetition throughput ratios), and the "
+      "server's CPU per call (INFO cpu, us) of the module, its Lua script and the peer.")
+    p()
+    header = ["command"]
+    for _, title, _, _ in REGIMES:
+        header += [title + ": Lua/peer", "module/Lua", "CPU us/call module, Lua, peer"]
+    body = []
+    for k in kinds:
+        line = [k["command"]]
+        for rg_id, _, _, _ in REGIMES:
+            c = k["regimes"][rg_id]
+            line += [
+                fmt_ratio(c.get("lua_over_peer_median")),
+                fmt_ratio(c.get("module_over_lua_median")),
+                ", ".join(fmt_num(c[w + "_cpu_us"], 2) for w in ("module", "lua", "peer")),
+            ]
+        body.append(line)
+    p(markdown_table(header, body))

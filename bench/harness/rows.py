@@ -23,6 +23,9 @@ class Row:
         requires=None,
         targets=None,
         state_floor="FLOOR.LIMIT",
+        row_id=None,
+        lease_id_at=None,
+        peek=None,
     ):
         self.name = name
         self.title = title
@@ -51,13 +54,21 @@ class Row:
         # the cache, the least a command with this interface and this
         # state's size costs.
         self.state_floor = state_floor
-        self.id = name.replace("lua:", "").replace("RL.", "rl_").replace("CL.", "cl_").lower()
+        self.id = row_id or name.replace("lua:", "").replace("RL.", "rl_").replace("CL.", "cl_").lower()
+        # A lease row: the index of the lease id in its command line; the
+        # limit check gives each of its calls an id of its own (a repeated
+        # id renews one lease).
+        self.lease_id_at = lease_id_at
+        # The same limit peeked, when not the command line + quantity 0.
+        self.peek = peek
 
     def args(self, key, limit, window_s, slices=SLICES):
         return [str(a) for a in self.build(key, limit, window_s, slices)]
 
     def peek_args(self, key, limit, window_s):
         """The same limit, peeked (quantity 0; RL.PEEK for RL.ALLOW)."""
+        if self.peek is not None:
+            return [str(a) for a in self.peek(key, limit, window_s, SLICES)]
         args = self.args(key, limit, window_s)
         if args[0] == "RL.ALLOW":
             return ["RL.PEEK"] + args[1:]
@@ -78,7 +89,20 @@ def floor_row(name, title, keeps=True) -> Row:
     )
 
 
-def make_rows(shas: dict, with_cell: bool):
+LEASE_ID = "lease-0000000001"
+
+
+def allow_args(k, l, w, s) -> list:
+    """RL.ALLOW's arguments after its name: three limits on three keys."""
+    return [
+        3, "{%s}:t" % k, "{%s}:l" % k, "{%s}:s" % k,
+        "THROTTLE", l - 1, l, w, "SLIDE", l, w, "SLICE", l, w, s,
+    ]
+
+
+def make_rows(shas: dict, with_cell: bool, backend: dict = None):
+    """`shas`: the peer scripts' SHA1s; `backend`: the Lua backend's
+    scripts' SHA1s (clients/lua), or None to leave its rows out."""
     rows = [
         Row("PING", "PING (no key)", lambda k, l, w, s: ["PING"], limiter=False, keys_per_call=0, keeps=False),
         Row("INCR", "INCR (the baseline)", lambda k, l, w, s: ["INCR", k], limiter=False),
@@ -120,12 +144,17 @@ def make_rows(shas: dict, with_cell: bool):
         Row(
             "RL.ALLOW",
             "RL.ALLOW (the three above at once)",
-            lambda k, l, w, s: [
-                "RL.ALLOW", 3, "{%s}:t" % k, "{%s}:l" % k, "{%s}:s" % k,
-                "THROTTLE", l - 1, l, w, "SLIDE", l, w, "SLICE", l, w, s,
-            ],
+            lambda k, l, w, s: ["RL.ALLOW"] + allow_args(k, l, w, s),
             keys_per_call=3,
             five=False,
+        ),
+        # Measured once the module has it: renewing one lease per key.
+        Row(
+            "RL.LEASE",
+            "RL.LEASE (renewing a lease)",
+            lambda k, l, w, s: ["RL.LEASE", k, l, w, LEASE_ID],
+            requires="RL.LEASE",
+            lease_id_at=4,
         ),
     ]
     lua_args = {
@@ -134,6 +163,7 @@ def make_rows(shas: dict, with_cell: bool):
         "token_bucket": lambda l, w, s: [l, w * 1000],
         "gcra": lambda l, w, s: [l, l, w * 1000],
         "fixed_window": lambda l, w, s: [l, w * 1000],
+        "zset_semaphore": lambda l, w, s: [l, w * 1000, LEASE_ID],
     }
     for name in SCRIPTS:
         sha, extra = shas[name], lua_args[name]
@@ -143,13 +173,93 @@ def make_rows(shas: dict, with_cell: bool):
                 "Lua: " + SCRIPT_TITLES[name],
                 (lambda sha, extra: lambda k, l, w, s: ["EVALSHA", sha, 1, k] + extra(l, w, s))(sha, extra),
                 script=name,
+                lease_id_at=6 if name == "zset_semaphore" else None,
             )
         )
+    if backend:
+        rows += backend_rows(backend)
     if with_cell:
         rows.append(
             Row("CL.THROTTLE", "CL.THROTTLE (redis-cell)", lambda k, l, w, s: ["CL.THROTTLE", k, l - 1, l, w])
         )
     return rows
+
+
+def backend_rows(sha: dict) -> list:
+    """The Lua backend's rows: `EVALSHA sha numkeys keys... calendar
+    args...`, the module command's arguments as they are (ARGV[2..]), the
+    calendar argument computed here for RL.QUOTA (rows.utc_calendar)."""
+
+    def ev(script, keys, cal, args):
+        return ["EVALSHA", sha[script], len(keys)] + keys + [cal] + args
+
+    def quota(k, l, w, s):
+        limit, unit = quota_limit(l, w)
+        return ev("quota", [k], utc_calendar(unit), [k, limit, unit])
+
+    def allow(k, l, w, s):
+        a = allow_args(k, l, w, s)
+        return ev("allow", a[1:4], "", a)
+
+    def peek(k, l, w, s):
+        a = allow_args(k, l, w, s)
+        return ev("peek", a[1:4], "", a)
+
+    table = [
+        ("RL.THROTTLE", lambda k, l, w, s: ev("throttle", [k], "", [k, l - 1, l, w]), {}),
+        ("RL.SLIDE", lambda k, l, w, s: ev("slide", [k], "", [k, l, w]), {}),
+        ("RL.SLICE", lambda k, l, w, s: ev("slice", [k], "", [k, l, w, s]), {}),
+        ("RL.QUOTA", quota, {}),
+        ("RL.LEASE", lambda k, l, w, s: ev("lease", [k], "", [k, l, w, LEASE_ID]), {"lease_id_at": 8}),
+        ("RL.ALLOW", allow, {"keys_per_call": 3, "five": False, "peek": peek}),
+    ]
+    return [
+        Row(
+            "backend:" + name,
+            "Lua backend: " + name,
+            build,
+            script="clients/lua " + name,
+            row_id="be_" + name[3:].lower(),
+            **extra,
+        )
+        for name, build, extra in table
+    ]
+
+
+def utc_calendar(unit, now=None, margin_s=3600) -> str:
+    """The Lua backend's calendar argument for one QUOTA limit of `unit`
+    (hour, day or month) in UTC, as the clients compute it
+    (lua_backend.calendar_argument): the period boundaries around now plus
+    and minus `margin_s`, `UTC|b0,d1,d2,...` (b0 absolute, then steps)."""
+    import calendar
+    import datetime
+    import time
+
+    now = int(time.time() if now is None else now)
+
+    def start(t):
+        d = datetime.datetime.fromtimestamp(t, datetime.timezone.utc)
+        if unit == "hour":
+            d = d.replace(minute=0, second=0)
+        elif unit == "day":
+            d = d.replace(hour=0, minute=0, second=0)
+        else:
+            d = d.replace(day=1, hour=0, minute=0, second=0)
+        return calendar.timegm(d.timetuple())
+
+    def after(b):
+        if unit == "hour":
+            return b + 3600
+        if unit == "day":
+            return b + 86400
+        d = datetime.datetime.fromtimestamp(b, datetime.timezone.utc)
+        y, m = (d.year + 1, 1) if d.month == 12 else (d.year, d.month + 1)
+        return calendar.timegm((y, m, 1, 0, 0, 0))
+
+    bounds = [start(now - margin_s)]
+    while bounds[-1] <= now + margin_s:
+        bounds.append(after(bounds[-1]))
+    return "UTC|" + ",".join(str(b - a) if i else str(b) for i, (a, b) in enumerate(zip([0] + bounds, bounds)))
 
 
 def quota_limit(limit, window_s) -> list:
@@ -171,5 +281,7 @@ def display_args(row: Row, limit, window_s, key="KEY") -> str:
     args = row.args(key, limit, window_s)
     if row.script:
         args = ["EVALSHA", "<%s.lua>" % row.script] + args[2:]
+    if row.name.startswith("backend:"):
+        args[1] = "<clients/lua/%s.lua>" % row.name[len("backend:RL."):].lower()
     return " ".join(args)
 

@@ -116,7 +116,12 @@ def check_limits(con: Client, row: Row) -> str:
     then limit; the reply must be five integers. Returns "ok" or what went
     wrong. (An hour, not less: RL.QUOTA's shortest calendar unit.)"""
     key = "b:check:" + row.id
-    replies = con.pipeline([row.args(key, 3, 3600) for _ in range(5)])
+    calls = [row.args(key, 3, 3600) for _ in range(5)]
+    if row.lease_id_at is not None:
+        # A lease each: the same id would renew one.
+        for i, c in enumerate(calls):
+            c[row.lease_id_at] = "check-%d" % i
+    replies = con.pipeline(calls)
     if not row.five:
         # A seven-element reply: the binding limit's five fields first.
         replies = [r[:5] if isinstance(r, list) and len(r) == 7 else r for r in replies]

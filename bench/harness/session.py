@@ -8,6 +8,10 @@ import math
 
 from .memory import memory_per_key, memory_per_unit, memory_precision, memory_slices
 from .regimes import (
+    BACKEND_DIR,
+    BACKEND_KINDS,
+    BACKEND_SCRIPTS,
+    LUA_ONLY_REFERENCES,
     LUA_DIR,
     CHURN_DB,
     DATABASES,
@@ -50,7 +54,16 @@ def measure(opts, server, benchmark, settings, progress) -> dict:
     shas = {}
     for name in SCRIPTS:
         shas[name] = b.con.call("SCRIPT", "LOAD", (LUA_DIR / (name + ".lua")).read_bytes()).decode()
-    rows = make_rows(shas, settings["cell"])
+    backend = {name: b.con.call("SCRIPT", "LOAD", backend_source(name)).decode() for name in BACKEND_SCRIPTS}
+    rows = make_rows(shas, settings["cell"], backend)
+    lua_only = settings.get("lua_only")
+    if lua_only:
+        # The kinds' rows and the references of their ratios.
+        keep = set(LUA_ONLY_REFERENCES)
+        for command, lua, peers in BACKEND_KINDS:
+            keep |= {command, lua} | set(peers or [])
+        keep |= {"RL.THROTTLE", "RL.SLIDE", "RL.SLICE"} | {p for _, _, ps in BACKEND_KINDS for p in ps or []}
+        rows = [r for r in rows if r.name in keep]
     # Rows and workloads of commands the loaded module does not have yet.
     skipped = {}
     for row in rows:
@@ -106,6 +119,8 @@ def measure(opts, server, benchmark, settings, progress) -> dict:
 
     # Scaling setups: SLIDE logs pre-filled to their limit.
     scaling = []
+    if lua_only:
+        slide_levels, slice_levels, allow_levels, workloads = [], [], [], []
     for level in slide_levels:
         key = "b:scale:slide:%d" % level
         cmd = ["RL.SLIDE", key, str(level), "3600"]
@@ -165,9 +180,10 @@ def measure(opts, server, benchmark, settings, progress) -> dict:
             res = b.run(s["cmd"], 40_000, 16, False)
             n = int(res["rps"] * opts.seconds) // 1000 * 1000
             n_for[("scale", s["family"], s["level"])] = min(max(n, 20_000), 10_000_000)
-        res = b.run(FLOOR_ALLOW, 40_000, 16, False)
-        n = int(res["rps"] * opts.seconds) // 1000 * 1000
-        n_for["floor_allow"] = min(max(n, 20_000), 10_000_000)
+        if not lua_only:
+            res = b.run(FLOOR_ALLOW, 40_000, 16, False)
+            n = int(res["rps"] * opts.seconds) // 1000 * 1000
+            n_for["floor_allow"] = min(max(n, 20_000), 10_000_000)
 
     # The most calls a kept-state key can get, creation, calibration
     # and repetitions together: each call of a run draws its key
@@ -205,9 +221,10 @@ def measure(opts, server, benchmark, settings, progress) -> dict:
             res = b.run(s["cmd"], n_for[("scale", s["family"], s["level"])], 16, False)
             res["rep"] = rep
             scale_results[(s["family"], s["level"])].append(res)
-        res = b.run(FLOOR_ALLOW, n_for["floor_allow"], 16, False)
-        res["rep"] = rep
-        floor_allow_results.append(res)
+        if not lua_only:
+            res = b.run(FLOOR_ALLOW, n_for["floor_allow"], 16, False)
+            res["rep"] = rep
+            floor_allow_results.append(res)
         for w in workloads:
             w.repetition(b, rep)
 
@@ -230,12 +247,14 @@ def measure(opts, server, benchmark, settings, progress) -> dict:
         if row.keys_per_call != 1:
             continue
         mem[row.name] = memory_per_key(b, row, keys)
-    progress("memory: per recorded unit at %s units" % unit_sizes)
-    per_unit = memory_per_unit(b, by_name, unit_sizes)
-    progress("memory: RL.SLIDE with PRECISION")
-    precision = memory_precision(b, max(unit_sizes))
-    progress("memory: 60 slices")
-    slices60 = memory_slices(b, by_name)
+    per_unit = precision = slices60 = None
+    if not lua_only:
+        progress("memory: per recorded unit at %s units" % unit_sizes)
+        per_unit = memory_per_unit(b, by_name, unit_sizes)
+        progress("memory: RL.SLIDE with PRECISION")
+        precision = memory_precision(b, max(unit_sizes))
+        progress("memory: 60 slices")
+        slices60 = memory_slices(b, by_name)
     workloads_raw = {w.name: w.finish(b) for w in workloads}
     b.con.close()
     return {
@@ -259,3 +278,15 @@ def measure(opts, server, benchmark, settings, progress) -> dict:
         "precision": precision,
         "slices60": slices60,
     }
+
+
+def backend_source(name: str) -> bytes:
+    """The Lua backend's script of a command (clients/lua/README.md): the
+    `#!lua flags=` line of its file if it has one, prelude.lua, a newline,
+    then the rest of its file."""
+    body = (BACKEND_DIR / (name + ".lua")).read_bytes()
+    shebang = b""
+    if body.startswith(b"#!"):
+        shebang, _, body = body.partition(b"\n")
+        shebang += b"\n"
+    return shebang + (BACKEND_DIR / "prelude.lua").read_bytes() + b"\n" + body

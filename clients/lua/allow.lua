@@ -1,1 +1,1 @@
-return several(true)
+return (G or lib()).several(true)

@@ -1,2 +1,2 @@
 #!lua flags=no-writes
-return inspect()
+return (G or lib()).inspect()

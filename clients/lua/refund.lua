@@ -1,1 +1,1 @@
-return refund()
+return (G or lib()).refund()

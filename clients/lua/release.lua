@@ -1,1 +1,1 @@
-return release()
+return (G or lib()).release()
