@@ -58,7 +58,7 @@ class Bench:
         stats0 = self.command_stats()
         (err0, exp0), cpu0 = self.errors_and_expired(), self.cpu_seconds()
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=max(60, n / 2000))
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=max(120, n / 200))
         except subprocess.TimeoutExpired:
             raise BenchError("redis-benchmark timed out: " + " ".join(cmd))
         cpu1, (err1, exp1) = self.cpu_seconds(), self.errors_and_expired()
