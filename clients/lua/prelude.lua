@@ -646,11 +646,14 @@ local function lib()
   function throttle.store(key, st) redis.call('SET', key, throttle.encode(st), 'KEEPTTL') end
 
   -- RL.SLIDE: the log, instants in µs ---------------------------------------
-  -- state: {entries = {{t, n}, ...} oldest first, clock, first, joined}
+  -- state: {entries = {{t, n}, ...} oldest first, clock, first, joined}; the
+  -- header stored also holds the units of all entries, their number and
+  -- the oldest one's offset, which the fast path (limiter()) reads instead
+  -- of the entries.
 
   local slide = {}
   function slide.parse(all)
-    local base, clock, first, joined = string.match(all[1], '^S|(%d+)|(%d+)|(%d+)|([01])$')
+    local base, clock, first, joined = string.match(all[1], '^S|(%d+)|(%d+)|(%d+)|([01])|%d+|%d+|%d+$')
     if base == nil then throw(WRONGTYPE.err) end
     base = tonumber(base)
     local st = {entries = {}, base = base, clock = tonumber(clock), first = tonumber(first), joined = joined == '1', raw = {}}
@@ -827,6 +830,7 @@ local function lib()
       enc[i] = e[2] > 1 and (off .. ':' .. numstr(e[2])) or off
     end
     local header = 'S|' .. numstr(st.base) .. '|' .. numstr(st.clock) .. '|' .. numstr(st.first) .. '|' .. (st.joined and '1' or '0')
+      .. '|' .. numstr(units_before(st, #E)) .. '|' .. #E .. '|' .. numstr(E[1] and E[1][1] - st.base or 0)
     local dropped = st.dropped or 0
     local old = {}
     if st.raw == nil then
@@ -1699,6 +1703,203 @@ local function limiter(name)
             if allowed then remaining = remaining - q end
             if remaining < 0 then remaining = 0 end
             return {allowed and 0 or 1, limit, remaining, retry, reset}
+          end
+        end
+      end
+    end
+  elseif name == 'SLIDE' and n >= 3 and n <= 7 then
+    -- key limit window [quantity] [MS] [PRECISION d], MS and PRECISION in
+    -- either order. The list: element 0 the header
+    -- S|base|clock|first|joined|units|entries|oldest (units: held by all
+    -- entries; oldest: the oldest entry's offset from base), then the
+    -- entries oldest first. The call reads the header, the front entries
+    -- only when the oldest has left the window (they are dropped), the
+    -- newest ones only when the new units may join them, and the front
+    -- entries up to the one holding the limiting unit when limited.
+    local ls, ws, qs, ps, us_per = A[3], A[4], '1', '0', 1000000
+    local ok, i, w = true, 5, A[5]
+    if w and string.find(w, '^[%d%-]') then qs = w; i = 6 end
+    local ms_seen, p_seen = false, false
+    while ok and A[i] do
+      w = A[i]
+      if (w == 'MS' or w == 'ms') and not ms_seen then ms_seen = true; us_per = 1000; i = i + 1
+      elseif (w == 'PRECISION' or w == 'precision') and not p_seen and A[i + 1] then
+        p_seen = true; ps = A[i + 1]; i = i + 2
+      else ok = false end
+    end
+    if ok and #ls > 0 and #ls <= 13 and #ws > 0 and #ws <= 13 and #qs > 0 and #qs <= 13 and #ps > 0 and #ps <= 13
+      and string.find(ls .. ws .. qs .. ps, '^%d+$') then
+      local limit, win, q, prec = ls + 0, ws + 0, qs + 0, ps + 0
+      local maxt = us_per == 1000 and 315360000000 or 315360000
+      if limit >= 1 and limit <= 1000000 and win >= 1 and win <= maxt and prec <= win and q <= 1000000000000 then
+        local W, D = win * us_per, prec * us_per
+        local t = redis.call('TIME')
+        local now = t[1] * 1000000 + t[2]
+        local key = KEYS[1]
+        local h = redis.pcall('LINDEX', key, 0)
+        local base, clock, first, joined, units, cnt, oldest
+        if h then
+          if type(h) == 'string' then
+            base, clock, first, joined, units, cnt, oldest = string.match(h, '^S|(%d+)|(%d+)|(%d+)|([01])|(%d+)|(%d+)|(%d+)$')
+          end
+          if base == nil then ok, clock, units, cnt = false, 0, 0, 0
+          else
+            base, clock, first, joined, units, cnt = base + 0, clock + 0, first + 0, joined == '1', units + 0, cnt + 0
+            oldest = base + oldest
+          end
+        else
+          clock, first, joined, units, cnt = 0, 0, false, 0, 0
+        end
+        -- Entries from index `from` (1: the oldest), read in growing chunks,
+        -- given to f(t, count) until it returns true; false when one is
+        -- not an entry.
+        local function each(from, f)
+          local size = 16
+          while from <= cnt do
+            local last = from + size - 1
+            if last > cnt then last = cnt end
+            local chunk = redis.call('LRANGE', key, from, last)
+            for j = 1, #chunk do
+              local o, c = string.match(chunk[j], '^(%d+):?(%d*)$')
+              if o == nil then return false end
+              if f(base + o, c == '' and 1 or c + 0) then return true end
+            end
+            from = last + 1
+            if size < 1024 then size = size * 4 end
+          end
+          return true
+        end
+        local at = now
+        if cnt > 0 and clock > now then at = clock end
+        -- The entries that left the window (at - W, at].
+        local cutoff = at - W
+        local expired, gone, live = 0, 0, nil -- entries, their units, the oldest kept
+        if ok and cnt > 0 then
+          if cutoff >= 0 and clock <= cutoff then expired, gone = cnt, units
+          elseif cutoff >= 0 and oldest <= cutoff then
+            ok = each(1, function(x, c)
+              if x > cutoff then live = x; return true end
+              expired, gone = expired + 1, gone + c
+              return false
+            end)
+          else live = oldest end
+        end
+        local used = units - gone
+        local function up(x, d) -- ceil(x / d)
+          local r = x % d
+          return (x - r) / d + (r > 0 and 1 or 0)
+        end
+        if ok and q > 0 and used + q <= limit then
+          -- Allowed: drop the expired entries, record at `at`.
+          local kept = cnt - expired
+          local counted = used > kept -- an entry holds more than one unit
+          if expired > 0 and not counted then joined = false end
+          local nt, nn, twin = nil, nil, false -- the newest kept entry
+          if kept > 0 and (D > 0 or at == clock) then
+            local pair = redis.call('LRANGE', key, -2, -1)
+            local o, c = string.match(pair[#pair], '^(%d+):?(%d*)$')
+            if o == nil then ok = false else nt, nn = base + o, c == '' and 1 or c + 0 end
+            if ok and D == 0 and nt == at and nn == 1 and kept >= 2 then
+              o, c = string.match(pair[1], '^(%d+):?(%d*)$')
+              if o == nil then ok = false else twin = base + o == at and (c == '' or c + 0 == 1) end
+            end
+          end
+          if base == nil then base = at end
+          if ok then
+            local function enc(x, c)
+              if c > 1 then return string.format('%.0f:%.0f', x - base, c) end
+              return string.format('%.0f', x - base)
+            end
+            local back, set, push = 0, nil, {} -- entries removed at the back, LSET -1, pushed
+            if D == 0 then
+              if nt == at then
+                if nn > 1 then set = enc(at, nn + q)
+                else
+                  local singles = twin and 2 or 1
+                  if singles + q >= 3 then
+                    back = singles
+                    if not counted then joined = false end
+                    first = at
+                    push[1] = enc(at, singles + q)
+                  else push[1] = enc(at, 1) end
+                end
+              elseif q >= 3 then
+                if not counted then joined = false end
+                first = at
+                push[1] = enc(at, q)
+              else
+                for j = 1, q do push[j] = enc(at, 1) end
+              end
+            else
+              local fo = nt
+              if nt and nn > 1 and first < nt then fo = first end
+              if nt and at - fo < D then
+                if nn == 1 and not counted then joined = false end
+                set = enc(at, nn + q)
+                if kept == 1 then live = at end
+                first = fo
+                joined = true
+              elseif q > 1 then
+                if not counted then joined = false end
+                first = at
+                push[1] = enc(at, q)
+              else push[1] = enc(at, 1) end
+            end
+            local total = kept - back + #push
+            if live == nil or kept == back then live = at end
+            -- An entry older than base needs the list rewritten (the full code).
+            if live >= base then
+              local header = string.format('S|%.0f|%.0f|%.0f|%s|%.0f|%.0f|%.0f', base, at, first, joined and '1' or '0',
+                used + q, total, live - base)
+              local ms = up(at + W, 1000)
+              if h then
+                if expired > 0 or back > 0 then redis.call('LTRIM', key, expired, -1 - back) end
+                if set then redis.call('LSET', key, -1, set) end
+                if #push > 0 then redis.call('RPUSH', key, unpack(push)) end
+                redis.call('LSET', key, 0, header)
+                -- Later only; a key without an expiry gets one.
+                if redis.call('PEXPIREAT', key, ms, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
+                  redis.call('PEXPIREAT', key, ms)
+                end
+              else
+                redis.call('RPUSH', key, header, unpack(push))
+                redis.call('PEXPIREAT', key, ms)
+              end
+              return {0, limit, limit - used - q, -1, up(at + W - now, us_per)}
+            end
+          end
+        elseif ok then
+          -- Not recorded: q == 0, more than the limit, or limited.
+          local newest = nil
+          if used > 0 then
+            local o = string.match(redis.call('LINDEX', key, -1), '^(%d+):?%d*$')
+            if o == nil then ok = false else newest = base + o end
+          end
+          local retry = -1
+          if ok and q <= limit and used + q > limit then
+            -- The entry holding the kept unit of rank need - 1 (0-based).
+            local need, u, x = used + q - limit, 0, newest
+            ok = each(expired + 1, function(y, c)
+              u = u + c
+              if u >= need then x = y; return true end
+              return false
+            end)
+            retry = x + W > now and up(x + W - now, us_per) or 0
+          elseif q > limit then retry = -1 end
+          if ok then
+            local reset, rx = 0, now
+            if newest then
+              rx = newest + W
+              if rx > now then reset = up(rx - now, us_per) else rx = now end
+            end
+            if q > 0 and h and used + q > limit then
+              redis.call('PEXPIREAT', key, up(rx, 1000), 'GT')
+            end
+            local remaining = limit - used
+            if q <= limit and used + q <= limit then remaining = remaining - q end
+            if remaining < 0 then remaining = 0 end
+            if remaining > limit then remaining = limit end
+            return {(q > limit or used + q > limit) and 1 or 0, limit, remaining, retry, reset}
           end
         end
       end
