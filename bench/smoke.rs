@@ -203,7 +203,15 @@ fn quick_benchmark_reports_every_row() {
             row["kept_state"]
         );
         let bytes = row["bytes_per_key"].as_f64();
-        if ["PING", "FLOOR.THROTTLE", "FLOOR.KEEP", "RL.ALLOW", "backend:RL.ALLOW"].contains(&name) {
+        if [
+            "PING",
+            "FLOOR.THROTTLE",
+            "FLOOR.KEEP",
+            "RL.ALLOW",
+            "backend:RL.ALLOW",
+        ]
+        .contains(&name)
+        {
             // No key, or three keys per call: no figure per key.
             assert_eq!(bytes, None, "{name}: bytes per key");
             continue;
@@ -307,14 +315,20 @@ fn quick_benchmark_reports_every_row() {
         for regime in REGIMES {
             for figure in ["lua_over_peer_median", "module_over_lua_median"] {
                 let v = num(k, &["regimes", regime, figure]);
-                assert!(v.is_some_and(|x| x > 0.0), "{name} {regime}: {figure} {v:?}");
+                assert!(
+                    v.is_some_and(|x| x > 0.0),
+                    "{name} {regime}: {figure} {v:?}"
+                );
             }
         }
         let usage = num(k, &["memory", "lua", "memory_usage"]);
         if name == "RL.ALLOW" {
             assert_eq!(usage, None, "{name}: three keys, no figure per key");
         } else {
-            assert!(usage.is_some_and(|x| x > 0.0), "{name}: MEMORY USAGE {usage:?}");
+            assert!(
+                usage.is_some_and(|x| x > 0.0),
+                "{name}: MEMORY USAGE {usage:?}"
+            );
         }
     }
     assert!(

@@ -28,6 +28,7 @@ fn corpora_and_crashes_replay() {
     let dir = fuzz_dir();
     let mut total = 0;
     for (name, target) in TARGETS {
+        let started = std::time::Instant::now();
         let corpus = files(&dir.join("corpus").join(name));
         assert!(
             !corpus.is_empty(),
@@ -42,6 +43,11 @@ fn corpora_and_crashes_replay() {
             assert!(outcome.is_ok(), "{name} panics on {}", path.display());
         }
         total += inputs.len();
+        eprintln!(
+            "{name}: {} inputs in {:.1} s",
+            inputs.len(),
+            started.elapsed().as_secs_f64()
+        );
     }
     assert!(total > 0);
     // No folder names a target that is not in the table.
