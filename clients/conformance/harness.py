@@ -170,7 +170,6 @@ class Server:
         self.binary = server_path(binary)
         self.dir = tempfile.mkdtemp(prefix="rl-conformance-")
         self.clock_file = os.path.join(self.dir, "clock")
-        self.port = free_port()
         self._node: NodeLua | None = None
         env = dict(os.environ)
         if faked:
@@ -181,7 +180,24 @@ class Server:
                 FAKETIME_NO_CACHE="1",
                 TZ="UTC",
             )
-        args = [
+        # A free port can be taken by another process before the server
+        # binds it: then another server may answer the ping, so the reply
+        # of INFO must name this process, else the next port is tried.
+        for _ in range(5):
+            self.port = free_port()
+            self.proc = subprocess.Popen(
+                self._args(module), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+            self.client = redis.Redis(port=self.port, protocol=2)
+            if self._started():
+                return
+            self.proc.kill()
+            self.proc.wait()
+        self.stop()
+        raise RuntimeError(f"{binary} did not start on a free port (last tried {self.port})")
+
+    def _args(self, module: bool) -> list[str]:
+        return [
             self.binary,
             "--port",
             str(self.port),
@@ -195,18 +211,17 @@ class Server:
             self.dir,
             *(["--loadmodule", module_path()] if module else []),
         ]
-        self.proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.client = redis.Redis(port=self.port, protocol=2)
+
+    def _started(self) -> bool:
         deadline = time.monotonic() + 10
-        while True:
+        while time.monotonic() < deadline and self.proc.poll() is None:
             try:
-                self.client.ping()
-                break
+                info = self.client.info("server")
             except redis.ConnectionError:
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    self.stop()
-                    raise RuntimeError(f"{binary} did not start on port {self.port}")
                 time.sleep(0.05)
+                continue
+            return int(info.get("process_id", -1)) == self.proc.pid
+        return False
 
     def set_clock(self, at: str) -> None:
         with open(self.clock_file, "w") as f:
