@@ -160,6 +160,13 @@ pip_install() {
 # oldest glibc it loads with), cargo-about from crates.io (the third-party
 # licenses file). Each goes to a directory named by its versions, filled
 # under another name and renamed into place once complete.
+# cargo-about reads the whole dependency graph offline (cargo metadata),
+# optional crates that no build fetches included: fetch every crate of
+# Cargo.lock once.
+if [ $want_dist = yes ]; then
+    cargo fetch --locked --quiet
+fi
+
 if [ $want_dist = yes ]; then
     zig_dir=tmp/tools/zigbuild-$ZIGBUILD_VERSION-zig-$ZIGLANG_VERSION
     if [ ! -x "$zig_dir/bin/cargo-zigbuild" ] || [ ! -x "$zig_dir/ziglang/zig" ]; then
