@@ -280,18 +280,26 @@ def run_step(srv: Server, backend: str, step: dict[str, Any]) -> Any:
     via = backend
     if step.get("via") == "other":
         via = "lua" if backend == "module" else "module"
+    if step.get("raw"):
+        via = "module"
     now = unix_seconds(step["at"]) if "at" in step else None
     try:
-        if step.get("raw") or via == "module":
-            run: Callable[..., Any] = srv.client.execute_command
-            reply = run(*cmd)
-        elif via == "node-lua":
-            reply = srv.node().execute(*cmd, now=now)
-        else:
-            reply = execute(srv.client, *cmd, lua_dir=LUA_DIR, now=now)
+        reply = send(srv, via, cmd, now)
     except redis.ResponseError as e:
         return {"error": str(e)}
     return normalize(reply)
+
+
+def send(srv: Server, backend: str, cmd: list[Any], now: float | None) -> Any:
+    """One command line through a backend: "module" (the server as is),
+    "node-lua" (the Node package's executeLua) or "lua" (the Python
+    package's execute); ``now`` is the client's clock for the calendar."""
+    if backend == "module":
+        run: Callable[..., Any] = srv.client.execute_command
+        return run(*cmd)
+    if backend == "node-lua":
+        return srv.node().execute(*cmd, now=now)
+    return execute(srv.client, *cmd, lua_dir=LUA_DIR, now=now)
 
 
 def run_sequence(srv: Server, backend: str, seq: dict[str, Any]) -> list[Any]:

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import redis
-from harness import FAKED_SERVER, LUA_DIR, Server, normalize, server
-from redis_ratelimit_client.lua_backend import execute
+from harness import FAKED_SERVER, Server, normalize, send, server
 
 ZONES = [
     "UTC",
@@ -104,12 +102,7 @@ BACKENDS = [("module", "m:"), ("lua", "l:"), ("node-lua", "n:")]
 def answer(srv: Server, backend: str, line: list[Any], now: float) -> Any:
     """A backend's reply to a command line (normalized), or its error."""
     try:
-        if backend == "module":
-            run: Callable[..., Any] = srv.client.execute_command
-            return normalize(run(*line))
-        if backend == "node-lua":
-            return normalize(srv.node().execute(*line, now=now))
-        return normalize(execute(srv.client, *line, lua_dir=LUA_DIR, now=now))
+        return normalize(send(srv, backend, line, now))
     except redis.ResponseError as e:
         return {"error": str(e)}
 
@@ -181,13 +174,7 @@ def test_lease_ids_of_any_bytes_answer_alike() -> None:
 def answer_bytes(srv: Server, backend: str, line: list[Any], now: float) -> Any:
     """A backend's reply with its bytes as they are (RL.INSPECT's memory masked)."""
     try:
-        if backend == "module":
-            run: Callable[..., Any] = srv.client.execute_command
-            reply = run(*line)
-        elif backend == "node-lua":
-            reply = srv.node().execute(*line, now=now)
-        else:
-            reply = execute(srv.client, *line, lua_dir=LUA_DIR, now=now)
+        reply = send(srv, backend, line, now)
     except redis.ResponseError as e:
         return {"error": str(e)}
     if line[0] == "RL.INSPECT" and isinstance(reply, list):
