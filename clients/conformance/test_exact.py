@@ -64,6 +64,10 @@ def case(rng: random.Random) -> tuple[int, tuple[int, int, int] | None, int, int
         top = 315_360_000 * (10**9 // unit)
         period = int(10 ** rng.uniform(0, len(str(top)) - 1)) if rng.random() < 0.9 else rng.choice([1, top])
         period = max(1, min(period, top))
+        if rng.random() < 0.4:
+            # A count dividing the period in whole ns or µs (the scripts'
+            # shorter units).
+            count = rng.choice([d for d in (1, 2, 3, 4, 5, 8, 10, 16, 100, 1000, 10**4, 10**6) if period * unit % d == 0])
         if (burst + 1) * period * unit <= MAX_TOLERANCE_NS * count:
             break
     now_us = rng.randrange(1_700_000_000_000_000, 1_900_000_000_000_000)
@@ -74,7 +78,14 @@ def case(rng: random.Random) -> tuple[int, tuple[int, int, int] | None, int, int
         den = count if rng.random() < 0.7 else rng.randrange(1, 2**32)
         ahead = rng.randrange(0, tol_ns + 2) if rng.random() < 0.8 else rng.randrange(0, 10**12)
         whole = now_us * 1000 + ahead - (rng.randrange(0, 10**9) if rng.random() < 0.2 else 0)
-        st = (max(whole, 0), rng.randrange(0, den), den)
+        frac = rng.randrange(0, den)
+        if rng.random() < 0.4:
+            # No fraction, and now and then whole µs: a TAT the shorter
+            # units hold.
+            frac = 0
+            if rng.random() < 0.5:
+                whole -= whole % 1000
+        st = (max(whole, 0), frac, den)
     q = rng.choice([0, 1, 1, 2, cap, cap + 1, rng.randrange(0, 10**12 + 1), rng.randrange(0, cap + 2)])
     return now_us, st, burst, count, period, unit, q
 

@@ -19,27 +19,35 @@ local NOW_NS -- the same in ns, a big integer
 -- arithmetic coercion (s + 0).
 
 -- RL.THROTTLE's decision (the module's GCRA in units of 1/count ns) in
--- doubles. sec, usec: now (the server's TIME); wh, wl, f: the stored TAT
--- (wh x 10^9 + wl ns + f / c; wh nil when none); cap = max_burst + 1; c
--- = count; T = period in ns; q = quantity. Returns nil when a value would
--- reach 2^52, else limited, remaining, retry (nil: allowed, 'never', or ns
--- from now), reset (ns from now), the expiry (Unix ms, rounded up, of now
--- + reset) and, when allowed with q > 0, the TAT to store: whole ns as
--- hi x 10^9 + lo, and its fraction.
-local function gcra(sec, usec, wh, wl, f, cap, c, T, q)
+-- doubles, in units of k / c ns: k = 1 with c = count is the module's own
+-- unit; the caller passes c = 1 and k = 1 (ns) or 1000 (µs) when the
+-- period divides into whole units of those per count and the stored TAT is
+-- whole in them, which is the same arithmetic scaled down (every value a
+-- multiple of the larger unit) and reaches periods 1,000 times longer.
+-- sec, usec: now (the server's TIME); wh, wl, f: the stored TAT (wh x 10^9
+-- + wl ns + f / c; wh nil when none); cap = max_burst + 1; T = period in
+-- units; q = quantity. Returns nil when a value would reach 2^52, else
+-- limited, remaining, retry (nil: allowed, 'never', or units from now),
+-- reset (units from now), the expiry (Unix ms, rounded up, of now + reset)
+-- and, when allowed with q > 0, the TAT to store: whole ns as hi x 10^9 +
+-- lo, and its fraction.
+local function gcra(sec, usec, wh, wl, f, cap, c, T, q, k)
   local TWO52 = 4503599627370496
   local tol = cap * T
   if tol >= TWO52 then return nil end
-  local ttl_b = 0 -- TAT - now in 1/c ns, at least 0
+  -- In µs, a tolerance past 100 years fits: the full code refuses it.
+  if k > 1 and tol > 3153600000000000 then return nil end
+  local per_us, per_s = 1000 / k, 1000000000 / k -- units per µs, per s
+  local ttl_b = 0 -- TAT - now in units, at least 0
   if wh then
     if f >= c then return nil end
     local dh = wh - sec
     if dh > 4000000 then return nil end
     if dh >= -4000000 then
-      local d = dh * 1000000000 + (wl - usec * 1000)
+      local d = dh * 1000000000 + (wl - usec * 1000) -- ns, a multiple of k
       -- d <= -1: d x c + f <= 0, as f < c
       if d >= 0 then
-        ttl_b = d * c + f
+        ttl_b = d / k * c + f
         if ttl_b >= TWO52 then return nil end
       end
     end
@@ -64,16 +72,35 @@ local function gcra(sec, usec, wh, wl, f, cap, c, T, q)
   end
   local r = ttl % c
   local reset = (ttl - r) / c + (r > 0 and 1 or 0)
-  local y = usec * 1000 + reset
+  local y = usec * per_us + reset
   if y >= TWO52 then return nil end
-  r = y % 1000000
-  local ms = sec * 1000 + (y - r) / 1000000 + (r > 0 and 1 or 0)
+  local per_ms = per_us * 1000
+  r = y % per_ms
+  local ms = sec * 1000 + (y - r) / per_ms + (r > 0 and 1 or 0)
   if limited or q == 0 then return limited, remaining, retry, reset, ms end
   local frac = ttl_a % c
-  local x = usec * 1000 + (ttl_a - frac) / c
+  local x = usec * per_us + (ttl_a - frac) / c
   if x >= TWO52 then return nil end
-  local lo = x % 1000000000
-  return false, remaining, retry, reset, ms, sec + (x - lo) / 1000000000, lo, frac
+  local lo = x % per_s
+  return false, remaining, retry, reset, ms, sec + (x - lo) / per_s, lo * k, frac
+end
+
+-- gcra() in the largest unit that holds the case exactly: µs or ns when
+-- the period per count is whole in it and so is the stored TAT (no
+-- fraction), else the module's 1/count ns. Returns that unit in ns, then
+-- gcra()'s results (T: the period in ns; c: count).
+local function gcra_unit(sec, usec, wh, wl, f, cap, c, T, q)
+  if wh == nil or f == 0 then
+    -- math.fmod: Lua's % is a - floor(a / b) x b, inexact past 2^53 (T
+    -- reaches 3.2 x 10^17).
+    local fmod = math.fmod
+    if fmod(T, c * 1000) == 0 and (wh == nil or wl % 1000 == 0) then
+      return 1000, gcra(sec, usec, wh, wl, f, cap, 1, T / c / 1000, q, 1000)
+    elseif fmod(T, c) == 0 then
+      return 1, gcra(sec, usec, wh, wl, f, cap, 1, T / c, q, 1)
+    end
+  end
+  return 1, gcra(sec, usec, wh, wl, f, cap, c, T, q, 1)
 end
 
 -- The whole of the exact code, built on first use (a script keeps nothing
@@ -596,9 +623,13 @@ local function lib()
         if n <= 24 then wh, wl = n > 9 and tonumber(string.sub(ws, 1, n - 9)) or 0, tonumber(string.sub(ws, -9)) end
       end
       if st == nil or wh then
-        local limited, remaining, retry, reset, _, hi, lo, frac = gcra(sec, NOW - sec * 1000000, wh, wl,
+        local k, limited, remaining, retry, reset, _, hi, lo, frac = gcra_unit(sec, NOW - sec * 1000000, wh, wl,
           st and st.frac, P.cap, P.count, P.p * P.unit, q)
         if limited ~= nil then
+          if k > 1 then
+            reset = bmul(big(reset), big(k))
+            if type(retry) == 'number' then retry = bmul(big(retry), big(k)) end
+          end
           local d = {limited = limited, limit = P.cap, remaining = remaining, retry = retry, reset = reset}
           if hi then return d, {whole = string.format('%.0f%09.0f', hi, lo), frac = frac} end
           return d
@@ -1597,8 +1628,8 @@ local function limiter(name)
           if den ~= A[4] or #wh > 15 then wh = false else wh, wl, f = wh == '' and 0 or wh + 0, wl + 0, f + 0 end
         end
         local cap = b + 1
-        local limited, remaining, retry, reset, ms, hi, lo, frac
-        if wh ~= false then limited, remaining, retry, reset, ms, hi, lo, frac = gcra(sec, usec, wh, wl, f, cap, c, T, q) end
+        local k, limited, remaining, retry, reset, ms, hi, lo, frac
+        if wh ~= false then k, limited, remaining, retry, reset, ms, hi, lo, frac = gcra_unit(sec, usec, wh, wl, f, cap, c, T, q) end
         if limited ~= nil then
           if hi then
             local v = string.format('G|%.0f%09.0f|%.0f|%.0f', hi, lo, frac, c)
@@ -1614,8 +1645,8 @@ local function limiter(name)
           elseif limited and q > 0 and raw then
             redis.call('PEXPIREAT', key, ms, 'GT')
           end
-          if retry == nil or retry == 'never' then retry = -1 else retry = ceil_div(retry, unit) end
-          return {limited and 1 or 0, cap, remaining, retry, ceil_div(reset, unit)}
+          if retry == nil or retry == 'never' then retry = -1 else retry = ceil_div(retry, unit / k) end
+          return {limited and 1 or 0, cap, remaining, retry, ceil_div(reset, unit / k)}
         end
       end
     end
@@ -1901,6 +1932,204 @@ local function limiter(name)
             if remaining > limit then remaining = limit end
             return {(q > limit or used + q > limit) and 1 or 0, limit, remaining, retry, reset}
           end
+        end
+      end
+    end
+  elseif name == 'SLICE' and n >= 4 and n <= 6 then
+    -- key limit window slices [quantity] [MS]. The hash: field S holds
+    -- window (µs)|slices|head, field j the units admitted in slice j
+    -- (slice j begins ceil(j x window / slices) ns after the epoch), kept
+    -- from head - slices to head. Only a key of the same window and
+    -- slices is decided here.
+    local ls, ws, ss, qs, us_per = A[3], A[4], A[5], '1', 1000000
+    local ok, w = true, A[6]
+    if w == 'MS' or w == 'ms' then
+      us_per = 1000
+      ok = n < 6
+    elseif w then
+      qs = w
+      w = A[7]
+      if w == 'MS' or w == 'ms' then us_per = 1000 elseif w then ok = false end
+    end
+    if ok and #ls > 0 and #ls <= 10 and #ws > 0 and #ws <= 12 and #ss > 0 and #ss <= 5 and #qs > 0 and #qs <= 13
+      and string.find(ls .. ws .. ss .. qs, '^%d+$') then
+      local limit, S, q = ls + 0, ss + 0, qs + 0
+      local W = ws * us_per -- µs
+      local Wns = W * 1000
+      -- Every value below 2^52: a window up to 13 days, window x slices
+      -- in µs below 2^52, slices of at least 1 µs.
+      if limit >= 1 and limit <= 4294967295 and W >= us_per and S >= 1 and S <= 86400 and q <= 1000000000000
+        and Wns <= 1125899906842624 and W * S <= 4503599627370496 and Wns >= S * 1000 then
+        local t = redis.call('TIME')
+        local now = t[1] * 1000000 + t[2]
+        local key = KEYS[1]
+        local h = redis.pcall('HGETALL', key)
+        local head, js, ns, fs = nil, {}, {}, {} -- slot numbers, units, field names
+        if type(h) ~= 'table' or h.err then ok = false
+        elseif #h > 0 then
+          ok = pcall(function()
+            for i = 1, #h, 2 do
+              local f = h[i]
+              if f == 'S' then
+                local sw, sn, sh = string.match(h[i + 1], '^(%d+)|(%d+)|(%d+)$')
+                if sh and sw + 0 == W and sn + 0 == S then head = sh + 0 end
+              else
+                js[#js + 1] = f + 0
+                fs[#fs + 1] = f
+                ns[#ns + 1] = h[i + 1] + 0
+              end
+            end
+          end) and head ~= nil
+        end
+        if ok then
+          -- The slice holding now: floor(now x S / W).
+          local r = now % W
+          local rs = r * S
+          local idx = (now - r) / W * S + (rs - rs % W) / W
+          local current = idx
+          if head and head > idx then current = head end
+          local first = current - S
+          if first < 0 then first = 0 end
+          local used = 0
+          for i = 1, #js do
+            local j = js[i]
+            if j >= first and j <= head then used = used + ns[i] end
+          end
+          local rW = Wns % S
+          local qW = (Wns - rW) / S
+          -- When slice j's units stop counting (slice j + S + 1 begins): ns
+          -- from now, and that instant in Unix ms rounded up.
+          local function ends(j)
+            local m = j + S + 1
+            local k = m % S
+            local b = (m - k) / S
+            local c = k * qW + ceil_div(k * rW, S)
+            return (b * W - now) * 1000 + c, b * W / 1000 + ceil_div(c, 1000000)
+          end
+          local unit = us_per * 1000
+          if q <= limit and used + q <= limit then
+            if q == 0 then
+              local reset = 0
+              if used > 0 then reset = ceil_div(ends(head), unit) end
+              return {0, limit, limit - used, -1, reset}
+            end
+            local off, ms = ends(current)
+            local slot = string.format('%.0f', current)
+            if head == nil then
+              redis.call('HSET', key, 'S', string.format('%.0f|%.0f|%s', W, S, slot), slot, q)
+              redis.call('PEXPIREAT', key, ms)
+            else
+              local n0 = 0
+              local dead = {}
+              for i = 1, #js do
+                local j = js[i]
+                if j == current then n0 = ns[i] elseif j < first and current > head then dead[#dead + 1] = fs[i] end
+              end
+              if current > head then
+                redis.call('HSET', key, 'S', string.format('%.0f|%.0f|%s', W, S, slot), slot, n0 + q)
+              else
+                redis.call('HSET', key, slot, n0 + q)
+              end
+              if #dead > 0 then redis.call('HDEL', key, unpack(dead)) end
+              -- Later only; a key without an expiry gets one.
+              if redis.call('PEXPIRETIME', key) < ms then redis.call('PEXPIREAT', key, ms) end
+            end
+            return {0, limit, limit - used - q, -1, ceil_div(off, unit)}
+          end
+          -- Limited: more than the limit, or until enough units leave.
+          local retry = -1
+          if q <= limit then
+            local live = {}
+            for i = 1, #js do
+              local j = js[i]
+              if j >= first and j <= head and ns[i] > 0 then live[#live + 1] = i end
+            end
+            table.sort(live, function(a, b) return js[a] < js[b] end)
+            local need, freed, at = used + q - limit, 0, head
+            for x = 1, #live do
+              freed = freed + ns[live[x]]
+              if freed >= need then at = js[live[x]]; break end
+            end
+            retry = ceil_div(ends(at), unit)
+          end
+          local reset, ms = 0, ceil_div(now, 1000)
+          if used > 0 then
+            local off
+            off, ms = ends(head)
+            reset = ceil_div(off, unit)
+          end
+          if q > 0 and head then redis.call('PEXPIREAT', key, ms, 'GT') end
+          local remaining = limit - used
+          if remaining < 0 then remaining = 0 end
+          return {1, limit, remaining, retry, reset}
+        end
+      end
+    end
+  elseif name == 'LEASE' and n >= 4 and n <= 6 then
+    -- key limit ttl lease_id [quantity] [MS]. The hash: field L, and field
+    -- #id = expiry (Unix µs)|units per lease. Decided here when allowed;
+    -- a limited call takes the full code (it orders the leases).
+    local ls, ts, id, qs, us_per = A[3], A[4], A[5], '1', 1000000
+    local ok, w = true, A[6]
+    if w == 'MS' or w == 'ms' then
+      us_per = 1000
+      ok = n < 6
+    elseif w then
+      qs = w
+      w = A[7]
+      if w == 'MS' or w == 'ms' then us_per = 1000 elseif w then ok = false end
+    end
+    if ok and id and #id >= 1 and #id <= 128 and #ls > 0 and #ls <= 7 and #ts > 0 and #ts <= 12
+      and #qs > 0 and #qs <= 13 and string.find(ls .. ts .. qs, '^%d+$') then
+      local limit, ttl, q = ls + 0, ts + 0, qs + 0
+      if limit >= 1 and limit <= 1000000 and ttl >= 1 and ttl <= 315360000000000 / us_per and q <= limit then
+        local t = redis.call('TIME')
+        local now = t[1] * 1000000 + t[2]
+        local key = KEYS[1]
+        local h = redis.pcall('HGETALL', key)
+        local own, marked = '#' .. id, false
+        local held, own_w, latest, others_latest = 0, 0, now, now
+        local dead = {}
+        if type(h) ~= 'table' or h.err then ok = false
+        elseif #h > 0 then
+          for i = 1, #h, 2 do
+            local f = h[i]
+            if f == 'L' then marked = true
+            elseif string.byte(f, 1) == 35 then -- '#'
+              local e, lw = string.match(h[i + 1], '^(%d+)|(%d+)$')
+              if e == nil then ok = false; break end
+              e, lw = e + 0, lw + 0
+              if e > latest then latest = e end
+              if e > now then
+                held = held + lw
+                if f == own then own_w = lw elseif e > others_latest then others_latest = e end
+              elseif f ~= own then dead[#dead + 1] = f end
+            end
+          end
+          ok = ok and marked
+        end
+        if ok and held - own_w + q <= limit then
+          if q == 0 then
+            local remaining = limit - held
+            if remaining < 0 then remaining = 0 end
+            return {0, limit, remaining, -1, ceil_div(latest - now, us_per)}
+          end
+          local expiry = now + ttl * us_per
+          local x = expiry > others_latest and expiry or others_latest
+          local ms = ceil_div(x, 1000)
+          local v = string.format('%.0f|%.0f', expiry, q)
+          if #h == 0 then
+            redis.call('HSET', key, 'L', '1', own, v)
+            redis.call('PEXPIREAT', key, ms)
+          else
+            redis.call('HSET', key, own, v)
+            if #dead > 0 then redis.call('HDEL', key, unpack(dead)) end
+            -- Later only; a key without an expiry gets one.
+            if redis.call('PEXPIREAT', key, ms, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
+              redis.call('PEXPIREAT', key, ms)
+            end
+          end
+          return {0, limit, limit - (held - own_w) - q, -1, ceil_div(x - now, us_per)}
         end
       end
     end
