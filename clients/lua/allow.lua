@@ -1,1 +1,1 @@
-return (G or lib()).several(true)
+return several(true)

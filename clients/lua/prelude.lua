@@ -1588,552 +1588,627 @@ end
 -- no option), on a key it holds or none, decided in doubles, each with
 -- as few calls as can be. Anything else (errors included) goes to lib()
 -- before any write, and is answered there.
-local function limiter(name)
-  local A = ARGV
-  local n = #A - 1
-  -- ceil(a / b), a >= 0 and b >= 1 integers below 2^52.
-  local function ceil_div(a, b)
-    local r = a % b
-    if r > 0 then return (a - r) / b + 1 end
-    return (a - r) / b
-  end
-  if name == 'THROTTLE' and n >= 4 and n <= 6 then
-    -- key max_burst count period [quantity] [MS]
-    local b, c, p, qs, unit = A[3], A[4], A[5], '1', 1000000000
-    local ok, w = true, A[6]
-    if w == 'MS' or w == 'ms' then
-      unit = 1000000
-      ok = n < 6
-    elseif w then
-      qs = w
-      w = A[7]
-      if w == 'MS' or w == 'ms' then unit = 1000000 elseif w then ok = false end
-    end
-    if ok and #b > 0 and #b <= 13 and #c > 0 and #c <= 10 and #p > 0 and #p <= 12
-      and #qs > 0 and #qs <= 13 and string.find(b .. c .. p .. qs, '^%d+$') then
-      b, c, p = b + 0, c + 0, p + 0
-      local q = qs + 0
+-- ceil(a / b), a >= 0 and b >= 1 integers below 2^52.
+local function ceil_div(a, b)
+  local r = a % b
+  if r > 0 then return (a - r) / b + 1 end
+  return (a - r) / b
+end
+
+-- The decision of one kind's usual call: fast(kind) makes the function
+-- (only the one asked for: a script's top level runs on every call).
+-- f(key, a, b, c, q, us_per, t): a, b, c the kind's parameters as sent
+-- (THROTTLE: max_burst count period; SLIDE: limit window precision ('0'
+-- when none); SLICE: limit window slices; LEASE: limit ttl lease_id;
+-- QUOTA: limit unit calendar), q the quantity, us_per µs per unit of the
+-- reply (1000: MS), t the server's TIME. It reads and never writes, and
+-- returns the five values of the reply, then the writes of an allowed call
+-- (a function; nil when none), those of a limited call (the key's expiry
+-- moved out; nil when none), and the reset as an offset from now in units
+-- of its last value in ns (1 or 1000); nil when the call needs the full
+-- code.
+local function fast(kind)
+  if kind == 'THROTTLE' then
+    return function(key, bs, cs, ps, q, us_per, t)
+      if not (#bs > 0 and #bs <= 13 and #cs > 0 and #cs <= 10 and #ps > 0 and #ps <= 12
+        and string.find(bs .. cs .. ps, '^%d+$')) then return nil end
+      local b, c, p = bs + 0, cs + 0, ps + 0
+      local unit = us_per * 1000
       local T = p * unit
-      if b <= 1000000000000 and c >= 1 and c <= 4294967295 and p >= 1 and T <= 315360000000000000
-        and q <= 1000000000000 then
-        local t = redis.call('TIME')
-        local sec, usec = t[1] + 0, t[2] + 0
-        local key = KEYS[1]
-        local raw = redis.pcall('GET', key)
-        local wh, wl, f, den
-        if raw then
-          if type(raw) == 'string' then
-            wh, wl, f, den = string.match(raw, '^G|(%d*)(%d%d%d%d%d%d%d%d%d)|(%d+)|(%d+)$')
-          end
-          if den ~= A[4] or #wh > 15 then wh = false else wh, wl, f = wh == '' and 0 or wh + 0, wl + 0, f + 0 end
-        end
-        local cap = b + 1
-        local k, limited, remaining, retry, reset, ms, hi, lo, frac
-        if wh ~= false then k, limited, remaining, retry, reset, ms, hi, lo, frac = gcra_unit(sec, usec, wh, wl, f, cap, c, T, q) end
-        if limited ~= nil then
-          if hi then
-            local v = string.format('G|%.0f%09.0f|%.0f|%.0f', hi, lo, frac, c)
-            if raw then
-              redis.call('SET', key, v, 'KEEPTTL')
-              -- Later only; a key without an expiry gets one.
-              if redis.call('PEXPIREAT', key, ms, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
-                redis.call('PEXPIREAT', key, ms)
-              end
-            else
-              redis.call('SET', key, v, 'PXAT', ms)
-            end
-          elseif limited and q > 0 and raw then
-            redis.call('PEXPIREAT', key, ms, 'GT')
-          end
-          if retry == nil or retry == 'never' then retry = -1 else retry = ceil_div(retry, unit / k) end
-          return {limited and 1 or 0, cap, remaining, retry, ceil_div(reset, unit / k)}
-        end
+      if not (b <= 1000000000000 and c >= 1 and c <= 4294967295 and p >= 1 and T <= 315360000000000000) then
+        return nil
       end
-    end
-  elseif name == 'QUOTA' and n >= 3 and n <= 5 then
-    -- key limit unit [quantity] [MS], the calendar's one segment naming
-    -- the zone (no TZ option)
-    local limit, uw, qs, unit = A[3], A[4], '1', 1000000000
-    local ok, w = true, A[5]
-    if w == 'MS' or w == 'ms' then
-      unit = 1000000
-      ok = n < 5
-    elseif w then
-      qs = w
-      w = A[6]
-      if w == 'MS' or w == 'ms' then unit = 1000000 elseif w then ok = false end
-    end
-    local ui
-    if uw == 'HOUR' or uw == 'hour' then ui = 2 elseif uw == 'DAY' or uw == 'day' then ui = 3
-    elseif uw == 'MONTH' or uw == 'month' then ui = 5 elseif uw == 'MINUTE' or uw == 'minute' then ui = 1
-    elseif uw == 'WEEK' or uw == 'week' then ui = 4 elseif uw == 'YEAR' or uw == 'year' then ui = 6 end
-    if ok and ui and #limit > 0 and #limit <= 16 and #qs > 0 and #qs <= 13
-      and string.find(limit .. qs, '^%d+$') then
-      limit = limit + 0
-      local q = qs + 0
-      -- The calendar: zone|b0,d1,d2,... (boundaries in Unix s, then steps).
-      local zone, b0, d1, d2, d3 = string.match(A[1], '^([^;!|]+)|(%d+),(%d+),?(%d*),?(%d*)$')
-      if limit >= 1 and limit <= 1000000000000000 and q <= 1000000000000 and zone then
-        local t = redis.call('TIME')
-        local sec = t[1] + 0
-        local now = sec * 1000000 + t[2]
-        -- The period holding now: b1 <= sec < b2, two boundaries in a row.
-        local b1, b2 = b0 + 0, nil
-        b2 = b1 + d1
-        if b2 <= sec and d2 ~= '' then b1 = b2; b2 = b2 + d2 end
-        if b2 <= sec and d3 ~= '' then b1 = b2; b2 = b2 + d3 end
-        if b1 <= sec and sec < b2 then
-          local key = KEYS[1]
-          local raw = redis.pcall('GET', key)
-          local used, start, fin, till, last, deadline = 0, b1, b2, b2, now, nil
+      local sec, usec = t[1] + 0, t[2] + 0
+      local raw = redis.pcall('GET', key)
+      local wh, wl, f, den
+      if raw then
+        if type(raw) == 'string' then
+          wh, wl, f, den = string.match(raw, '^G|(%d*)(%d%d%d%d%d%d%d%d%d)|(%d+)|(%d+)$')
+        end
+        if den ~= cs or #wh > 15 then return nil end
+        wh, wl, f = wh == '' and 0 or wh + 0, wl + 0, f + 0
+      end
+      local cap = b + 1
+      local k, limited, remaining, retry, reset, ms, hi, lo, frac = gcra_unit(sec, usec, wh, wl, f, cap, c, T, q)
+      if limited == nil then return nil end
+      if retry == nil or retry == 'never' then retry = -1 else retry = ceil_div(retry, unit / k) end
+      local five = {limited and 1 or 0, cap, remaining, retry, ceil_div(reset, unit / k)}
+      if hi then
+        return five, function()
+          local v = string.format('G|%.0f%09.0f|%.0f|%.0f', hi, lo, frac, c)
           if raw then
-            local u, a, e, c, l, ns, z
-            if type(raw) == 'string' then
-              u, a, e, c, l, ns, z = string.match(raw, '^Q|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d)|(.+)$')
-            end
-            if u == nil or ns + 0 ~= ui or z ~= zone then
-              ok = false
-            else
-              u, c = u + 0, c + 0
-              if u > 0 and now < c * 1000000 then
-                deadline = c
-                used = u
-                l = l + 0
-                if l > now then last = l end
-                -- The stored period still holds the last unit; else the one
-                -- holding it (now's, when it is now).
-                if last < e * 1000000 then start, fin, till = a + 0, e + 0, c
-                elseif last ~= now then ok = false
-                elseif c > b2 then till = c end
-              end
-            end
-          end
-          if ok then
-            local scale = unit / 1000 -- µs per unit of the reply
-            local fits = q <= limit
-            local allowed = fits and used + q <= limit
-            if allowed and q > 0 then
-              local v = string.format('Q|%.0f|%.0f|%.0f|%.0f|%.0f|%d|%s', used + q, start, fin, till, last, ui, zone)
-              local ms = till * 1000
-              if raw then
-                local before = redis.call('PEXPIRETIME', key)
-                redis.call('SET', key, v, 'KEEPTTL')
-                if before < ms then redis.call('PEXPIREAT', key, ms) end
-              else
-                redis.call('SET', key, v, 'PXAT', ms)
-              end
-              return {0, limit, limit - used - q, -1, ceil_div(till * 1000000 - now, scale)}
-            end
-            local reset, retry = 0, -1
-            if deadline then reset = ceil_div(deadline * 1000000 - now, scale) end
-            if fits and not allowed then retry = reset end
-            if not allowed and q > 0 and raw then
-              redis.call('PEXPIREAT', key, deadline and deadline * 1000 or ceil_div(now, 1000), 'GT')
-            end
-            local remaining = limit - used
-            if allowed then remaining = remaining - q end
-            if remaining < 0 then remaining = 0 end
-            return {allowed and 0 or 1, limit, remaining, retry, reset}
-          end
-        end
-      end
-    end
-  elseif name == 'SLIDE' and n >= 3 and n <= 7 then
-    -- key limit window [quantity] [MS] [PRECISION d], MS and PRECISION in
-    -- either order. The list: element 0 the header
-    -- S|base|clock|first|joined|units|entries|oldest (units: held by all
-    -- entries; oldest: the oldest entry's offset from base), then the
-    -- entries oldest first. The call reads the header, the front entries
-    -- only when the oldest has left the window (they are dropped), the
-    -- newest ones only when the new units may join them, and the front
-    -- entries up to the one holding the limiting unit when limited.
-    local ls, ws, qs, ps, us_per = A[3], A[4], '1', '0', 1000000
-    local ok, i, w = true, 5, A[5]
-    if w and string.find(w, '^[%d%-]') then qs = w; i = 6 end
-    local ms_seen, p_seen = false, false
-    while ok and A[i] do
-      w = A[i]
-      if (w == 'MS' or w == 'ms') and not ms_seen then ms_seen = true; us_per = 1000; i = i + 1
-      elseif (w == 'PRECISION' or w == 'precision') and not p_seen and A[i + 1] then
-        p_seen = true; ps = A[i + 1]; i = i + 2
-      else ok = false end
-    end
-    if ok and #ls > 0 and #ls <= 13 and #ws > 0 and #ws <= 13 and #qs > 0 and #qs <= 13 and #ps > 0 and #ps <= 13
-      and string.find(ls .. ws .. qs .. ps, '^%d+$') then
-      local limit, win, q, prec = ls + 0, ws + 0, qs + 0, ps + 0
-      local maxt = us_per == 1000 and 315360000000 or 315360000
-      if limit >= 1 and limit <= 1000000 and win >= 1 and win <= maxt and prec <= win and q <= 1000000000000 then
-        local W, D = win * us_per, prec * us_per
-        local t = redis.call('TIME')
-        local now = t[1] * 1000000 + t[2]
-        local key = KEYS[1]
-        local h = redis.pcall('LINDEX', key, 0)
-        local base, clock, first, joined, units, cnt, oldest
-        if h then
-          if type(h) == 'string' then
-            base, clock, first, joined, units, cnt, oldest = string.match(h, '^S|(%d+)|(%d+)|(%d+)|([01])|(%d+)|(%d+)|(%d+)$')
-          end
-          if base == nil then ok, clock, units, cnt = false, 0, 0, 0
-          else
-            base, clock, first, joined, units, cnt = base + 0, clock + 0, first + 0, joined == '1', units + 0, cnt + 0
-            oldest = base + oldest
-          end
-        else
-          clock, first, joined, units, cnt = 0, 0, false, 0, 0
-        end
-        -- Entries from index `from` (1: the oldest), read in growing chunks,
-        -- given to f(t, count) until it returns true; false when one is
-        -- not an entry.
-        local function each(from, f)
-          local size = 16
-          while from <= cnt do
-            local last = from + size - 1
-            if last > cnt then last = cnt end
-            local chunk = redis.call('LRANGE', key, from, last)
-            for j = 1, #chunk do
-              local o, c = string.match(chunk[j], '^(%d+):?(%d*)$')
-              if o == nil then return false end
-              if f(base + o, c == '' and 1 or c + 0) then return true end
-            end
-            from = last + 1
-            if size < 1024 then size = size * 4 end
-          end
-          return true
-        end
-        local at = now
-        if cnt > 0 and clock > now then at = clock end
-        -- The entries that left the window (at - W, at].
-        local cutoff = at - W
-        local expired, gone, live = 0, 0, nil -- entries, their units, the oldest kept
-        if ok and cnt > 0 then
-          if cutoff >= 0 and clock <= cutoff then expired, gone = cnt, units
-          elseif cutoff >= 0 and oldest <= cutoff then
-            ok = each(1, function(x, c)
-              if x > cutoff then live = x; return true end
-              expired, gone = expired + 1, gone + c
-              return false
-            end)
-          else live = oldest end
-        end
-        local used = units - gone
-        local function up(x, d) -- ceil(x / d)
-          local r = x % d
-          return (x - r) / d + (r > 0 and 1 or 0)
-        end
-        if ok and q > 0 and used + q <= limit then
-          -- Allowed: drop the expired entries, record at `at`.
-          local kept = cnt - expired
-          local counted = used > kept -- an entry holds more than one unit
-          if expired > 0 and not counted then joined = false end
-          local nt, nn, twin = nil, nil, false -- the newest kept entry
-          if kept > 0 and (D > 0 or at == clock) then
-            local pair = redis.call('LRANGE', key, -2, -1)
-            local o, c = string.match(pair[#pair], '^(%d+):?(%d*)$')
-            if o == nil then ok = false else nt, nn = base + o, c == '' and 1 or c + 0 end
-            if ok and D == 0 and nt == at and nn == 1 and kept >= 2 then
-              o, c = string.match(pair[1], '^(%d+):?(%d*)$')
-              if o == nil then ok = false else twin = base + o == at and (c == '' or c + 0 == 1) end
-            end
-          end
-          if base == nil then base = at end
-          if ok then
-            local function enc(x, c)
-              if c > 1 then return string.format('%.0f:%.0f', x - base, c) end
-              return string.format('%.0f', x - base)
-            end
-            local back, set, push = 0, nil, {} -- entries removed at the back, LSET -1, pushed
-            if D == 0 then
-              if nt == at then
-                if nn > 1 then set = enc(at, nn + q)
-                else
-                  local singles = twin and 2 or 1
-                  if singles + q >= 3 then
-                    back = singles
-                    if not counted then joined = false end
-                    first = at
-                    push[1] = enc(at, singles + q)
-                  else push[1] = enc(at, 1) end
-                end
-              elseif q >= 3 then
-                if not counted then joined = false end
-                first = at
-                push[1] = enc(at, q)
-              else
-                for j = 1, q do push[j] = enc(at, 1) end
-              end
-            else
-              local fo = nt
-              if nt and nn > 1 and first < nt then fo = first end
-              if nt and at - fo < D then
-                if nn == 1 and not counted then joined = false end
-                set = enc(at, nn + q)
-                if kept == 1 then live = at end
-                first = fo
-                joined = true
-              elseif q > 1 then
-                if not counted then joined = false end
-                first = at
-                push[1] = enc(at, q)
-              else push[1] = enc(at, 1) end
-            end
-            local total = kept - back + #push
-            if live == nil or kept == back then live = at end
-            -- An entry older than base needs the list rewritten (the full code).
-            if live >= base then
-              local header = string.format('S|%.0f|%.0f|%.0f|%s|%.0f|%.0f|%.0f', base, at, first, joined and '1' or '0',
-                used + q, total, live - base)
-              local ms = up(at + W, 1000)
-              if h then
-                if expired > 0 or back > 0 then redis.call('LTRIM', key, expired, -1 - back) end
-                if set then redis.call('LSET', key, -1, set) end
-                if #push > 0 then redis.call('RPUSH', key, unpack(push)) end
-                redis.call('LSET', key, 0, header)
-                -- Later only; a key without an expiry gets one.
-                if redis.call('PEXPIREAT', key, ms, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
-                  redis.call('PEXPIREAT', key, ms)
-                end
-              else
-                redis.call('RPUSH', key, header, unpack(push))
-                redis.call('PEXPIREAT', key, ms)
-              end
-              return {0, limit, limit - used - q, -1, up(at + W - now, us_per)}
-            end
-          end
-        elseif ok then
-          -- Not recorded: q == 0, more than the limit, or limited.
-          local newest = nil
-          if used > 0 then
-            local o = string.match(redis.call('LINDEX', key, -1), '^(%d+):?%d*$')
-            if o == nil then ok = false else newest = base + o end
-          end
-          local retry = -1
-          if ok and q <= limit and used + q > limit then
-            -- The entry holding the kept unit of rank need - 1 (0-based).
-            local need, u, x = used + q - limit, 0, newest
-            ok = each(expired + 1, function(y, c)
-              u = u + c
-              if u >= need then x = y; return true end
-              return false
-            end)
-            retry = x + W > now and up(x + W - now, us_per) or 0
-          elseif q > limit then retry = -1 end
-          if ok then
-            local reset, rx = 0, now
-            if newest then
-              rx = newest + W
-              if rx > now then reset = up(rx - now, us_per) else rx = now end
-            end
-            if q > 0 and h and used + q > limit then
-              redis.call('PEXPIREAT', key, up(rx, 1000), 'GT')
-            end
-            local remaining = limit - used
-            if q <= limit and used + q <= limit then remaining = remaining - q end
-            if remaining < 0 then remaining = 0 end
-            if remaining > limit then remaining = limit end
-            return {(q > limit or used + q > limit) and 1 or 0, limit, remaining, retry, reset}
-          end
-        end
-      end
-    end
-  elseif name == 'SLICE' and n >= 4 and n <= 6 then
-    -- key limit window slices [quantity] [MS]. The hash: field S holds
-    -- window (µs)|slices|head, field j the units admitted in slice j
-    -- (slice j begins ceil(j x window / slices) ns after the epoch), kept
-    -- from head - slices to head. Only a key of the same window and
-    -- slices is decided here.
-    local ls, ws, ss, qs, us_per = A[3], A[4], A[5], '1', 1000000
-    local ok, w = true, A[6]
-    if w == 'MS' or w == 'ms' then
-      us_per = 1000
-      ok = n < 6
-    elseif w then
-      qs = w
-      w = A[7]
-      if w == 'MS' or w == 'ms' then us_per = 1000 elseif w then ok = false end
-    end
-    if ok and #ls > 0 and #ls <= 10 and #ws > 0 and #ws <= 12 and #ss > 0 and #ss <= 5 and #qs > 0 and #qs <= 13
-      and string.find(ls .. ws .. ss .. qs, '^%d+$') then
-      local limit, S, q = ls + 0, ss + 0, qs + 0
-      local W = ws * us_per -- µs
-      local Wns = W * 1000
-      -- Every value below 2^52: a window up to 13 days, window x slices
-      -- in µs below 2^52, slices of at least 1 µs.
-      if limit >= 1 and limit <= 4294967295 and W >= us_per and S >= 1 and S <= 86400 and q <= 1000000000000
-        and Wns <= 1125899906842624 and W * S <= 4503599627370496 and Wns >= S * 1000 then
-        local t = redis.call('TIME')
-        local now = t[1] * 1000000 + t[2]
-        local key = KEYS[1]
-        local h = redis.pcall('HGETALL', key)
-        local head, js, ns, fs = nil, {}, {}, {} -- slot numbers, units, field names
-        if type(h) ~= 'table' or h.err then ok = false
-        elseif #h > 0 then
-          ok = pcall(function()
-            for i = 1, #h, 2 do
-              local f = h[i]
-              if f == 'S' then
-                local sw, sn, sh = string.match(h[i + 1], '^(%d+)|(%d+)|(%d+)$')
-                if sh and sw + 0 == W and sn + 0 == S then head = sh + 0 end
-              else
-                js[#js + 1] = f + 0
-                fs[#fs + 1] = f
-                ns[#ns + 1] = h[i + 1] + 0
-              end
-            end
-          end) and head ~= nil
-        end
-        if ok then
-          -- The slice holding now: floor(now x S / W).
-          local r = now % W
-          local rs = r * S
-          local idx = (now - r) / W * S + (rs - rs % W) / W
-          local current = idx
-          if head and head > idx then current = head end
-          local first = current - S
-          if first < 0 then first = 0 end
-          local used = 0
-          for i = 1, #js do
-            local j = js[i]
-            if j >= first and j <= head then used = used + ns[i] end
-          end
-          local rW = Wns % S
-          local qW = (Wns - rW) / S
-          -- When slice j's units stop counting (slice j + S + 1 begins): ns
-          -- from now, and that instant in Unix ms rounded up.
-          local function ends(j)
-            local m = j + S + 1
-            local k = m % S
-            local b = (m - k) / S
-            local c = k * qW + ceil_div(k * rW, S)
-            return (b * W - now) * 1000 + c, b * W / 1000 + ceil_div(c, 1000000)
-          end
-          local unit = us_per * 1000
-          if q <= limit and used + q <= limit then
-            if q == 0 then
-              local reset = 0
-              if used > 0 then reset = ceil_div(ends(head), unit) end
-              return {0, limit, limit - used, -1, reset}
-            end
-            local off, ms = ends(current)
-            local slot = string.format('%.0f', current)
-            if head == nil then
-              redis.call('HSET', key, 'S', string.format('%.0f|%.0f|%s', W, S, slot), slot, q)
-              redis.call('PEXPIREAT', key, ms)
-            else
-              local n0 = 0
-              local dead = {}
-              for i = 1, #js do
-                local j = js[i]
-                if j == current then n0 = ns[i] elseif j < first and current > head then dead[#dead + 1] = fs[i] end
-              end
-              if current > head then
-                redis.call('HSET', key, 'S', string.format('%.0f|%.0f|%s', W, S, slot), slot, n0 + q)
-              else
-                redis.call('HSET', key, slot, n0 + q)
-              end
-              if #dead > 0 then redis.call('HDEL', key, unpack(dead)) end
-              -- Later only; a key without an expiry gets one.
-              if redis.call('PEXPIRETIME', key) < ms then redis.call('PEXPIREAT', key, ms) end
-            end
-            return {0, limit, limit - used - q, -1, ceil_div(off, unit)}
-          end
-          -- Limited: more than the limit, or until enough units leave.
-          local retry = -1
-          if q <= limit then
-            local live = {}
-            for i = 1, #js do
-              local j = js[i]
-              if j >= first and j <= head and ns[i] > 0 then live[#live + 1] = i end
-            end
-            table.sort(live, function(a, b) return js[a] < js[b] end)
-            local need, freed, at = used + q - limit, 0, head
-            for x = 1, #live do
-              freed = freed + ns[live[x]]
-              if freed >= need then at = js[live[x]]; break end
-            end
-            retry = ceil_div(ends(at), unit)
-          end
-          local reset, ms = 0, ceil_div(now, 1000)
-          if used > 0 then
-            local off
-            off, ms = ends(head)
-            reset = ceil_div(off, unit)
-          end
-          if q > 0 and head then redis.call('PEXPIREAT', key, ms, 'GT') end
-          local remaining = limit - used
-          if remaining < 0 then remaining = 0 end
-          return {1, limit, remaining, retry, reset}
-        end
-      end
-    end
-  elseif name == 'LEASE' and n >= 4 and n <= 6 then
-    -- key limit ttl lease_id [quantity] [MS]. The hash: field L, and field
-    -- #id = expiry (Unix µs)|units per lease. Decided here when allowed;
-    -- a limited call takes the full code (it orders the leases).
-    local ls, ts, id, qs, us_per = A[3], A[4], A[5], '1', 1000000
-    local ok, w = true, A[6]
-    if w == 'MS' or w == 'ms' then
-      us_per = 1000
-      ok = n < 6
-    elseif w then
-      qs = w
-      w = A[7]
-      if w == 'MS' or w == 'ms' then us_per = 1000 elseif w then ok = false end
-    end
-    if ok and id and #id >= 1 and #id <= 128 and #ls > 0 and #ls <= 7 and #ts > 0 and #ts <= 12
-      and #qs > 0 and #qs <= 13 and string.find(ls .. ts .. qs, '^%d+$') then
-      local limit, ttl, q = ls + 0, ts + 0, qs + 0
-      if limit >= 1 and limit <= 1000000 and ttl >= 1 and ttl <= 315360000000000 / us_per and q <= limit then
-        local t = redis.call('TIME')
-        local now = t[1] * 1000000 + t[2]
-        local key = KEYS[1]
-        local h = redis.pcall('HGETALL', key)
-        local own, marked = '#' .. id, false
-        local held, own_w, latest, others_latest = 0, 0, now, now
-        local dead = {}
-        if type(h) ~= 'table' or h.err then ok = false
-        elseif #h > 0 then
-          for i = 1, #h, 2 do
-            local f = h[i]
-            if f == 'L' then marked = true
-            elseif string.byte(f, 1) == 35 then -- '#'
-              local e, lw = string.match(h[i + 1], '^(%d+)|(%d+)$')
-              if e == nil then ok = false; break end
-              e, lw = e + 0, lw + 0
-              if e > latest then latest = e end
-              if e > now then
-                held = held + lw
-                if f == own then own_w = lw elseif e > others_latest then others_latest = e end
-              elseif f ~= own then dead[#dead + 1] = f end
-            end
-          end
-          ok = ok and marked
-        end
-        if ok and held - own_w + q <= limit then
-          if q == 0 then
-            local remaining = limit - held
-            if remaining < 0 then remaining = 0 end
-            return {0, limit, remaining, -1, ceil_div(latest - now, us_per)}
-          end
-          local expiry = now + ttl * us_per
-          local x = expiry > others_latest and expiry or others_latest
-          local ms = ceil_div(x, 1000)
-          local v = string.format('%.0f|%.0f', expiry, q)
-          if #h == 0 then
-            redis.call('HSET', key, 'L', '1', own, v)
-            redis.call('PEXPIREAT', key, ms)
-          else
-            redis.call('HSET', key, own, v)
-            if #dead > 0 then redis.call('HDEL', key, unpack(dead)) end
+            redis.call('SET', key, v, 'KEEPTTL')
             -- Later only; a key without an expiry gets one.
             if redis.call('PEXPIREAT', key, ms, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
               redis.call('PEXPIREAT', key, ms)
             end
+          else
+            redis.call('SET', key, v, 'PXAT', ms)
           end
-          return {0, limit, limit - (held - own_w) - q, -1, ceil_div(x - now, us_per)}
+        end, nil, reset, k
+      elseif limited and q > 0 and raw then
+        return five, nil, function() redis.call('PEXPIREAT', key, ms, 'GT') end, reset, k
+      end
+      return five, nil, nil, reset, k
+    end
+  elseif kind == 'QUOTA' then
+    -- The calendar's one segment naming the zone (no TZ option).
+    return function(key, limit, uw, cal, q, us_per, t)
+      local ui
+      if uw == 'HOUR' or uw == 'hour' then ui = 2 elseif uw == 'DAY' or uw == 'day' then ui = 3
+      elseif uw == 'MONTH' or uw == 'month' then ui = 5 elseif uw == 'MINUTE' or uw == 'minute' then ui = 1
+      elseif uw == 'WEEK' or uw == 'week' then ui = 4 elseif uw == 'YEAR' or uw == 'year' then ui = 6 end
+      if not (ui and #limit > 0 and #limit <= 16 and string.find(limit, '^%d+$')) then return nil end
+      limit = limit + 0
+      -- The calendar: zone|b0,d1,d2,... (boundaries in Unix s, then steps).
+      local zone, b0, d1, d2, d3 = string.match(cal, '^([^;!|]+)|(%d+),(%d+),?(%d*),?(%d*)$')
+      if not (limit >= 1 and limit <= 1000000000000000 and zone) then return nil end
+      local sec = t[1] + 0
+      local now = sec * 1000000 + t[2]
+      -- The period holding now: b1 <= sec < b2, two boundaries in a row.
+      local b1, b2 = b0 + 0, nil
+      b2 = b1 + d1
+      if b2 <= sec and d2 ~= '' then b1 = b2; b2 = b2 + d2 end
+      if b2 <= sec and d3 ~= '' then b1 = b2; b2 = b2 + d3 end
+      if not (b1 <= sec and sec < b2) then return nil end
+      local raw = redis.pcall('GET', key)
+      local used, start, fin, till, last, deadline = 0, b1, b2, b2, now, nil
+      if raw then
+        local u, a, e, c, l, ns, z
+        if type(raw) == 'string' then
+          u, a, e, c, l, ns, z = string.match(raw, '^Q|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d)|(.+)$')
         end
+        if u == nil or ns + 0 ~= ui or z ~= zone then return nil end
+        u, c = u + 0, c + 0
+        if u > 0 and now < c * 1000000 then
+          deadline = c
+          used = u
+          l = l + 0
+          if l > now then last = l end
+          -- The stored period still holds the last unit; else the one
+          -- holding it (now's, when it is now).
+          if last < e * 1000000 then start, fin, till = a + 0, e + 0, c
+          elseif last ~= now then return nil
+          elseif c > b2 then till = c end
+        end
+      end
+      local fits = q <= limit
+      local allowed = fits and used + q <= limit
+      if allowed and q > 0 then
+        local five = {0, limit, limit - used - q, -1, ceil_div(till * 1000000 - now, us_per)}
+        return five, function()
+          local v = string.format('Q|%.0f|%.0f|%.0f|%.0f|%.0f|%d|%s', used + q, start, fin, till, last, ui, zone)
+          local ms = till * 1000
+          if raw then
+            local before = redis.call('PEXPIRETIME', key)
+            redis.call('SET', key, v, 'KEEPTTL')
+            if before < ms then redis.call('PEXPIREAT', key, ms) end
+          else
+            redis.call('SET', key, v, 'PXAT', ms)
+          end
+        end, nil, till * 1000000 - now, 1000
+      end
+      local reset, roff, retry = 0, 0, -1
+      if deadline then
+        roff = deadline * 1000000 - now
+        reset = ceil_div(roff, us_per)
+      end
+      if fits and not allowed then retry = reset end
+      local remaining = limit - used
+      if allowed then remaining = remaining - q end
+      if remaining < 0 then remaining = 0 end
+      local five = {allowed and 0 or 1, limit, remaining, retry, reset}
+      if not allowed and q > 0 and raw then
+        return five, nil, function()
+          redis.call('PEXPIREAT', key, deadline and deadline * 1000 or ceil_div(now, 1000), 'GT')
+        end, roff, 1000
+      end
+      return five, nil, nil, roff, 1000
+    end
+  elseif kind == 'SLIDE' then
+    -- The list: element 0 the header S|base|clock|first|joined|units|entries|oldest
+    -- (units: held by all entries; oldest: the oldest entry's offset from
+    -- base), then the entries oldest first. The call reads the header, the
+    -- front entries only when the oldest has left the window (they are
+    -- dropped), the newest ones only when the new units may join them, and
+    -- the front entries up to the one holding the limiting unit when
+    -- limited.
+    return function(key, ls, ws, ps, q, us_per, t)
+      if not (#ls > 0 and #ls <= 13 and #ws > 0 and #ws <= 13 and #ps > 0 and #ps <= 13
+        and string.find(ls .. ws .. ps, '^%d+$')) then return nil end
+      local limit, win, prec = ls + 0, ws + 0, ps + 0
+      local maxt = us_per == 1000 and 315360000000 or 315360000
+      if not (limit >= 1 and limit <= 1000000 and win >= 1 and win <= maxt and prec <= win) then return nil end
+      local W, D = win * us_per, prec * us_per
+      local now = t[1] * 1000000 + t[2]
+      local h = redis.pcall('LINDEX', key, 0)
+      local base, clock, first, joined, units, cnt, oldest
+      if h then
+        if type(h) == 'string' then
+          base, clock, first, joined, units, cnt, oldest = string.match(h, '^S|(%d+)|(%d+)|(%d+)|([01])|(%d+)|(%d+)|(%d+)$')
+        end
+        if base == nil then return nil end
+        base, clock, first, joined, units, cnt = base + 0, clock + 0, first + 0, joined == '1', units + 0, cnt + 0
+        oldest = base + oldest
+      else
+        clock, first, joined, units, cnt = 0, 0, false, 0, 0
+      end
+      -- Entries from index `from` (1: the oldest), read in growing chunks,
+      -- given to f(t, count) until it returns true; false when one is
+      -- not an entry.
+      local function each(from, f)
+        local size = 16
+        while from <= cnt do
+          local last = from + size - 1
+          if last > cnt then last = cnt end
+          local chunk = redis.call('LRANGE', key, from, last)
+          for j = 1, #chunk do
+            local o, c = string.match(chunk[j], '^(%d+):?(%d*)$')
+            if o == nil then return false end
+            if f(base + o, c == '' and 1 or c + 0) then return true end
+          end
+          from = last + 1
+          if size < 1024 then size = size * 4 end
+        end
+        return true
+      end
+      local at = now
+      if cnt > 0 and clock > now then at = clock end
+      -- The entries that left the window (at - W, at].
+      local cutoff = at - W
+      local expired, gone, live = 0, 0, nil -- entries, their units, the oldest kept
+      if cnt > 0 then
+        if cutoff >= 0 and clock <= cutoff then expired, gone = cnt, units
+        elseif cutoff >= 0 and oldest <= cutoff then
+          local ok = each(1, function(x, c)
+            if x > cutoff then live = x; return true end
+            expired, gone = expired + 1, gone + c
+            return false
+          end)
+          if not ok then return nil end
+        else live = oldest end
+      end
+      local used = units - gone
+      local function up(x, d) -- ceil(x / d)
+        local r = x % d
+        return (x - r) / d + (r > 0 and 1 or 0)
+      end
+      if q > 0 and used + q <= limit then
+        -- Allowed: drop the expired entries, record at `at`.
+        local kept = cnt - expired
+        local counted = used > kept -- an entry holds more than one unit
+        if expired > 0 and not counted then joined = false end
+        local nt, nn, twin = nil, nil, false -- the newest kept entry
+        if kept > 0 and (D > 0 or at == clock) then
+          local pair = redis.call('LRANGE', key, -2, -1)
+          local o, c = string.match(pair[#pair], '^(%d+):?(%d*)$')
+          if o == nil then return nil end
+          nt, nn = base + o, c == '' and 1 or c + 0
+          if D == 0 and nt == at and nn == 1 and kept >= 2 then
+            o, c = string.match(pair[1], '^(%d+):?(%d*)$')
+            if o == nil then return nil end
+            twin = base + o == at and (c == '' or c + 0 == 1)
+          end
+        end
+        if base == nil then base = at end
+        local function enc(x, c)
+          if c > 1 then return string.format('%.0f:%.0f', x - base, c) end
+          return string.format('%.0f', x - base)
+        end
+        local back, set, push = 0, nil, {} -- entries removed at the back, LSET -1, pushed
+        if D == 0 then
+          if nt == at then
+            if nn > 1 then set = enc(at, nn + q)
+            else
+              local singles = twin and 2 or 1
+              if singles + q >= 3 then
+                back = singles
+                if not counted then joined = false end
+                first = at
+                push[1] = enc(at, singles + q)
+              else push[1] = enc(at, 1) end
+            end
+          elseif q >= 3 then
+            if not counted then joined = false end
+            first = at
+            push[1] = enc(at, q)
+          else
+            for j = 1, q do push[j] = enc(at, 1) end
+          end
+        else
+          local fo = nt
+          if nt and nn > 1 and first < nt then fo = first end
+          if nt and at - fo < D then
+            if nn == 1 and not counted then joined = false end
+            set = enc(at, nn + q)
+            if kept == 1 then live = at end
+            first = fo
+            joined = true
+          elseif q > 1 then
+            if not counted then joined = false end
+            first = at
+            push[1] = enc(at, q)
+          else push[1] = enc(at, 1) end
+        end
+        local total = kept - back + #push
+        if live == nil or kept == back then live = at end
+        -- An entry older than base needs the list rewritten (the full code).
+        if live < base then return nil end
+        local five = {0, limit, limit - used - q, -1, up(at + W - now, us_per)}
+        return five, function()
+          local header = string.format('S|%.0f|%.0f|%.0f|%s|%.0f|%.0f|%.0f', base, at, first, joined and '1' or '0',
+            used + q, total, live - base)
+          local ms = up(at + W, 1000)
+          if h then
+            if expired > 0 or back > 0 then redis.call('LTRIM', key, expired, -1 - back) end
+            if set then redis.call('LSET', key, -1, set) end
+            if #push > 0 then redis.call('RPUSH', key, unpack(push)) end
+            redis.call('LSET', key, 0, header)
+            -- Later only; a key without an expiry gets one.
+            if redis.call('PEXPIREAT', key, ms, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
+              redis.call('PEXPIREAT', key, ms)
+            end
+          else
+            redis.call('RPUSH', key, header, unpack(push))
+            redis.call('PEXPIREAT', key, ms)
+          end
+        end, nil, at + W - now, 1000
+      end
+      -- Not recorded: q == 0, more than the limit, or limited.
+      local newest = nil
+      if used > 0 then
+        local o = string.match(redis.call('LINDEX', key, -1), '^(%d+):?%d*$')
+        if o == nil then return nil end
+        newest = base + o
+      end
+      local retry = -1
+      if q <= limit and used + q > limit then
+        -- The entry holding the kept unit of rank need - 1 (0-based).
+        local need, u, x = used + q - limit, 0, newest
+        local ok = each(expired + 1, function(y, c)
+          u = u + c
+          if u >= need then x = y; return true end
+          return false
+        end)
+        if not ok then return nil end
+        retry = x + W > now and up(x + W - now, us_per) or 0
+      end
+      local reset, rx = 0, now
+      if newest then
+        rx = newest + W
+        if rx > now then reset = up(rx - now, us_per) else rx = now end
+      end
+      local remaining = limit - used
+      if q <= limit and used + q <= limit then remaining = remaining - q end
+      if remaining < 0 then remaining = 0 end
+      if remaining > limit then remaining = limit end
+      local five = {(q > limit or used + q > limit) and 1 or 0, limit, remaining, retry, reset}
+      if q > 0 and h and used + q > limit then
+        return five, nil, function() redis.call('PEXPIREAT', key, up(rx, 1000), 'GT') end, rx - now, 1000
+      end
+      return five, nil, nil, rx - now, 1000
+    end
+  elseif kind == 'SLICE' then
+    -- The hash: field S holds window (µs)|slices|head, field j the units
+    -- admitted in slice j (slice j begins ceil(j x window / slices) ns
+    -- after the epoch), kept from head - slices to head. Only a key of
+    -- the same window and slices is decided here.
+    return function(key, ls, ws, ss, q, us_per, t)
+      if not (#ls > 0 and #ls <= 10 and #ws > 0 and #ws <= 12 and #ss > 0 and #ss <= 5
+        and string.find(ls .. ws .. ss, '^%d+$')) then return nil end
+      local limit, S = ls + 0, ss + 0
+      local W = ws * us_per -- µs
+      local Wns = W * 1000
+      -- Every value below 2^52: a window up to 13 days, window x slices
+      -- in µs below 2^52, slices of at least 1 µs.
+      if not (limit >= 1 and limit <= 4294967295 and W >= us_per and S >= 1 and S <= 86400
+        and Wns <= 1125899906842624 and W * S <= 4503599627370496 and Wns >= S * 1000) then return nil end
+      local now = t[1] * 1000000 + t[2]
+      local h = redis.pcall('HGETALL', key)
+      local head, js, ns, fs = nil, {}, {}, {} -- slot numbers, units, field names
+      if type(h) ~= 'table' or h.err then return nil end
+      if #h > 0 then
+        local ok = pcall(function()
+          for i = 1, #h, 2 do
+            local f = h[i]
+            if f == 'S' then
+              local sw, sn, sh = string.match(h[i + 1], '^(%d+)|(%d+)|(%d+)$')
+              if sh and sw + 0 == W and sn + 0 == S then head = sh + 0 end
+            else
+              js[#js + 1] = f + 0
+              fs[#fs + 1] = f
+              ns[#ns + 1] = h[i + 1] + 0
+            end
+          end
+        end)
+        if not ok or head == nil then return nil end
+      end
+      -- The slice holding now: floor(now x S / W).
+      local r = now % W
+      local rs = r * S
+      local idx = (now - r) / W * S + (rs - rs % W) / W
+      local current = idx
+      if head and head > idx then current = head end
+      local first = current - S
+      if first < 0 then first = 0 end
+      local used = 0
+      for i = 1, #js do
+        local j = js[i]
+        if j >= first and j <= head then used = used + ns[i] end
+      end
+      local rW = Wns % S
+      local qW = (Wns - rW) / S
+      -- When slice j's units stop counting (slice j + S + 1 begins): ns
+      -- from now, and that instant in Unix ms rounded up.
+      local function ends(j)
+        local m = j + S + 1
+        local k = m % S
+        local b = (m - k) / S
+        local c = k * qW + ceil_div(k * rW, S)
+        return (b * W - now) * 1000 + c, b * W / 1000 + ceil_div(c, 1000000)
+      end
+      local unit = us_per * 1000
+      if q <= limit and used + q <= limit then
+        if q == 0 then
+          local off = 0
+          if used > 0 then off = ends(head) end
+          return {0, limit, limit - used, -1, ceil_div(off, unit)}, nil, nil, off, 1
+        end
+        local off, ms = ends(current)
+        return {0, limit, limit - used - q, -1, ceil_div(off, unit)}, function()
+          local slot = string.format('%.0f', current)
+          if head == nil then
+            redis.call('HSET', key, 'S', string.format('%.0f|%.0f|%s', W, S, slot), slot, q)
+            redis.call('PEXPIREAT', key, ms)
+            return
+          end
+          local n0 = 0
+          local dead = {}
+          for i = 1, #js do
+            local j = js[i]
+            if j == current then n0 = ns[i] elseif j < first and current > head then dead[#dead + 1] = fs[i] end
+          end
+          if current > head then
+            redis.call('HSET', key, 'S', string.format('%.0f|%.0f|%s', W, S, slot), slot, n0 + q)
+          else
+            redis.call('HSET', key, slot, n0 + q)
+          end
+          if #dead > 0 then redis.call('HDEL', key, unpack(dead)) end
+          -- Later only; a key without an expiry gets one.
+          if redis.call('PEXPIRETIME', key) < ms then redis.call('PEXPIREAT', key, ms) end
+        end, nil, off, 1
+      end
+      -- Limited: more than the limit, or until enough units leave.
+      local retry = -1
+      if q <= limit then
+        local live = {}
+        for i = 1, #js do
+          local j = js[i]
+          if j >= first and j <= head and ns[i] > 0 then live[#live + 1] = i end
+        end
+        table.sort(live, function(a, b) return js[a] < js[b] end)
+        local need, freed, at = used + q - limit, 0, head
+        for x = 1, #live do
+          freed = freed + ns[live[x]]
+          if freed >= need then at = js[live[x]]; break end
+        end
+        retry = ceil_div(ends(at), unit)
+      end
+      local off, ms = 0, ceil_div(now, 1000)
+      if used > 0 then off, ms = ends(head) end
+      local remaining = limit - used
+      if remaining < 0 then remaining = 0 end
+      local five = {1, limit, remaining, retry, ceil_div(off, unit)}
+      if q > 0 and head then
+        return five, nil, function() redis.call('PEXPIREAT', key, ms, 'GT') end, off, 1
+      end
+      return five, nil, nil, off, 1
+    end
+  elseif kind == 'LEASE' then
+    -- The hash: field L, and field #id = expiry (Unix µs)|units per lease.
+    -- Decided here when allowed; a limited call takes the full code (it
+    -- orders the leases).
+    return function(key, ls, ts, id, q, us_per, t)
+      if not (id and #id >= 1 and #id <= 128 and #ls > 0 and #ls <= 7 and #ts > 0 and #ts <= 12
+        and string.find(ls .. ts, '^%d+$')) then return nil end
+      local limit, ttl = ls + 0, ts + 0
+      if not (limit >= 1 and limit <= 1000000 and ttl >= 1 and ttl <= 315360000000000 / us_per and q <= limit) then
+        return nil
+      end
+      local now = t[1] * 1000000 + t[2]
+      local h = redis.pcall('HGETALL', key)
+      local own, marked = '#' .. id, false
+      local held, own_w, latest, others_latest = 0, 0, now, now
+      local dead = {}
+      if type(h) ~= 'table' or h.err then return nil end
+      if #h > 0 then
+        for i = 1, #h, 2 do
+          local f = h[i]
+          if f == 'L' then marked = true
+          elseif string.byte(f, 1) == 35 then -- '#'
+            local e, lw = string.match(h[i + 1], '^(%d+)|(%d+)$')
+            if e == nil then return nil end
+            e, lw = e + 0, lw + 0
+            if e > latest then latest = e end
+            if e > now then
+              held = held + lw
+              if f == own then own_w = lw elseif e > others_latest then others_latest = e end
+            elseif f ~= own then dead[#dead + 1] = f end
+          end
+        end
+        if not marked then return nil end
+      end
+      if held - own_w + q > limit then return nil end
+      if q == 0 then
+        local remaining = limit - held
+        if remaining < 0 then remaining = 0 end
+        return {0, limit, remaining, -1, ceil_div(latest - now, us_per)}, nil, nil, latest - now, 1000
+      end
+      local expiry = now + ttl * us_per
+      local x = expiry > others_latest and expiry or others_latest
+      return {0, limit, limit - (held - own_w) - q, -1, ceil_div(x - now, us_per)}, function()
+        local ms = ceil_div(x, 1000)
+        local v = string.format('%.0f|%.0f', expiry, q)
+        if #h == 0 then
+          redis.call('HSET', key, 'L', '1', own, v)
+          redis.call('PEXPIREAT', key, ms)
+          return
+        end
+        redis.call('HSET', key, own, v)
+        if #dead > 0 then redis.call('HDEL', key, unpack(dead)) end
+        -- Later only; a key without an expiry gets one.
+        if redis.call('PEXPIREAT', key, ms, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
+          redis.call('PEXPIREAT', key, ms)
+        end
+      end, nil, x - now, 1000
+    end
+  end
+  return nil
+end
+
+-- A quantity as sent: digits, at most 10^12; nil otherwise.
+local function quantity(s)
+  if #s > 0 and #s <= 13 and string.find(s, '^%d+$') then
+    local q = s + 0
+    if q <= 1000000000000 then return q end
+  end
+  return nil
+end
+
+-- The fast paths: a limiter's usual call (its parameters, [quantity],
+-- [MS], and PRECISION for RL.SLIDE), on a key it holds or none, decided
+-- in doubles with as few calls as can be. Anything else (errors
+-- included) goes to lib() before any write, and is answered there.
+local PARAMS = {THROTTLE = 3, SLIDE = 2, SLICE = 3, LEASE = 3, QUOTA = 2}
+local function limiter(name)
+  local A = ARGV
+  local np = PARAMS[name]
+  if A[2 + np] then
+    local i = 3 + np
+    local qs, us_per, third = '1', 1000000, A[5]
+    if name == 'SLIDE' then third = '0' elseif name == 'QUOTA' then third = A[1] end
+    local w = A[i]
+    if w and string.find(w, '^[%d%-]') then qs = w; i = i + 1 end
+    local ok, ms_seen, p_seen = true, false, false
+    while ok and A[i] do
+      w = A[i]
+      if (w == 'MS' or w == 'ms') and not ms_seen then ms_seen = true; us_per = 1000; i = i + 1
+      elseif name == 'SLIDE' and (w == 'PRECISION' or w == 'precision') and not p_seen and A[i + 1] then
+        p_seen = true; third = A[i + 1]; i = i + 2
+      else ok = false end
+    end
+    local q = ok and quantity(qs)
+    if q then
+      local five, commit, extend = fast(name)(KEYS[1], A[3], A[4], third, q, us_per, redis.call('TIME'))
+      if five then
+        if commit then commit() elseif extend then extend() end
+        return five
       end
     end
   end
   if G == nil then G = lib() end
   return G.limiter(name)
+end
+
+-- RL.ALLOW and RL.PEEK numkeys key [key ...] spec [spec ...] [QUANTITY q]
+-- [MS] [ID id] with THROTTLE, SLIDE (PRECISION), SLICE and LEASE specs,
+-- when no limit is limited: each decided by fast(), then, for RL.ALLOW
+-- with a quantity, every limit's writes. Anything else, a limited call
+-- included, goes to lib() before any write.
+local SPECS = {THROTTLE = 'THROTTLE', throttle = 'THROTTLE', SLIDE = 'SLIDE', slide = 'SLIDE',
+  SLICE = 'SLICE', slice = 'SLICE', LEASE = 'LEASE', lease = 'LEASE'}
+local function several(write)
+  local A = ARGV
+  local nk = A[2]
+  nk = nk and #nk <= 2 and string.find(nk, '^%d+$') and nk + 0
+  if nk and nk >= 1 and nk <= 16 and #KEYS == nk then
+    local ok = true
+    for i = 1, nk do
+      if A[2 + i] ~= KEYS[i] then ok = false end
+      for j = 1, i - 1 do if KEYS[i] == KEYS[j] then ok = false end end
+    end
+    local at = 3 + nk
+    local specs, leases = {}, false
+    for s = 1, nk do
+      if not ok then break end
+      local kind = SPECS[A[at] or '']
+      if kind == nil then ok = false; break end
+      local np = (kind == 'SLIDE' or kind == 'LEASE') and 2 or 3
+      local a, b, c = A[at + 1], A[at + 2], np == 3 and A[at + 3] or '0'
+      if a == nil or b == nil or c == nil then ok = false; break end
+      at = at + 1 + np
+      if kind == 'SLIDE' and (A[at] == 'PRECISION' or A[at] == 'precision') then
+        c = A[at + 1]
+        if c == nil then ok = false; break end
+        at = at + 2
+      end
+      if kind == 'LEASE' then leases = true end
+      specs[s] = {kind, a, b, c}
+    end
+    local qs, us_per, id, q_seen = '1', 1000000, nil, false
+    while ok and A[at] do
+      local w = A[at]
+      if (w == 'MS' or w == 'ms') and us_per ~= 1000 then us_per = 1000; at = at + 1
+      elseif (w == 'QUANTITY' or w == 'quantity') and not q_seen and A[at + 1] then q_seen = true; qs = A[at + 1]; at = at + 2
+      elseif (w == 'ID' or w == 'id') and id == nil and A[at + 1] then id = A[at + 1]; at = at + 2
+      else ok = false end
+    end
+    local q = ok and (leases == (id ~= nil)) and quantity(qs)
+    if q then
+      local t = redis.call('TIME')
+      local fives, commits, offs, ks = {}, {}, {}, {}
+      for s = 1, nk do
+        local sp = specs[s]
+        local five, commit, _, off, k = fast(sp[1])(KEYS[s], sp[2], sp[3], sp[1] == 'LEASE' and id or sp[4], q, us_per, t)
+        if five == nil or five[1] == 1 then ok = false; break end
+        fives[s], commits[s], offs[s], ks[s] = five, commit, off, k
+      end
+      if ok then
+        -- The binding limit: the fewest remaining, then the latest reset
+        -- (exact: seconds, then ns), then the first.
+        local function split(off, k)
+          local per = 1000000000 / k
+          local lo = off % per
+          return (off - lo) / per, lo * k
+        end
+        local b = 1
+        for s = 2, nk do
+          local x, y = fives[s][3], fives[b][3]
+          if x < y then b = s
+          elseif x == y then
+            local sh, sl = split(offs[s], ks[s])
+            local bh, bl = split(offs[b], ks[b])
+            if sh > bh or (sh == bh and sl > bl) then b = s end
+          end
+        end
+        if write and q > 0 then
+          for s = 1, nk do if commits[s] then commits[s]() end end
+        end
+        local f = fives[b]
+        return {f[1], f[2], f[3], f[4], f[5], b, fives}
+      end
+    end
+  end
+  if G == nil then G = lib() end
+  return G.several(write)
 end
