@@ -38,7 +38,7 @@ def spec(rng: random.Random, kind: str) -> list[Any]:
             out += ["PRECISION", rng.choice([0, 1, 2])]
         return out
     if kind == "SLICE":
-        return ["SLICE", rng.choice([1, 3, 5, 10]), rng.choice([1, 7, 10, 60]), rng.choice([1, 2, 3, 6])]
+        return ["SLICE", rng.choice([1, 3, 5, 10]), rng.choice([1, 7, 10, 60, 10**7]), rng.choice([1, 2, 3, 6, 7])]
     if kind == "LEASE":
         return ["LEASE", rng.choice([1, 2, 3, 5]), rng.choice([1, 5, 30])]
     out = ["QUOTA", rng.choice([1, 3, 10]), rng.choice(UNITS)]

@@ -19,42 +19,52 @@ local NOW_NS -- the same in ns, a big integer
 -- arithmetic coercion (s + 0).
 
 -- RL.THROTTLE's decision (the module's GCRA in units of 1/count ns) in
--- doubles, in units of k / c ns: k = 1 with c = count is the module's own
--- unit; the caller passes c = 1 and k = 1 (ns) or 1000 (µs) when the
--- period divides into whole units of those per count and the stored TAT is
--- whole in them, which is the same arithmetic scaled down (every value a
--- multiple of the larger unit) and reaches periods 1,000 times longer.
--- sec, usec: now (the server's TIME); wh, wl, f: the stored TAT (wh x 10^9
--- + wl ns + f / c; wh nil when none); cap = max_burst + 1; T = period in
--- units; q = quantity. Returns nil when a value would reach 2^52, else
--- limited, remaining, retry (nil: allowed, 'never', or units from now),
--- reset (units from now), the expiry (Unix ms, rounded up, of now + reset)
--- and, when allowed with q > 0, the TAT to store: whole ns as hi x 10^9 +
--- lo, and its fraction.
-local function gcra(sec, usec, wh, wl, f, cap, c, T, q, k)
+-- doubles, in the largest unit that holds the case exactly: µs or ns when
+-- the period per count is whole in it and so is the stored TAT (no
+-- fraction), which is the module's arithmetic scaled down (every value a
+-- multiple of the larger unit) and reaches periods 1,000 times longer;
+-- else 1/count ns. sec, usec: now (the server's TIME); wh, wl, f: the
+-- stored TAT (wh x 10^9 + wl ns + f / count; wh nil when none); cap =
+-- max_burst + 1; c = count; T = period in ns; q = quantity. Returns k,
+-- the unit's size in ns per count (1 or 1000), then nil when a value
+-- would reach 2^52, else limited, remaining, retry (nil: allowed, 'never',
+-- or units of k ns from now), reset (the same), the expiry (Unix ms,
+-- rounded up, of now + reset) and, when allowed with q > 0, the TAT to
+-- store: whole ns as hi x 10^9 + lo, and its fraction.
+local function gcra(sec, usec, wh, wl, f, cap, c, T, q)
   local TWO52 = 4503599627370496
+  local k = 1
+  if wh == nil or f == 0 then
+    -- Lua's % is a - floor(a / b) x b, exact below 2^50 but not past 2^53
+    -- (T reaches 3.2 x 10^17): math.fmod (a call into C) beyond.
+    local m1, m2
+    if T <= 1125899906842624 then m1, m2 = T % (c * 1000), T % c
+    else m1, m2 = math.fmod(T, c * 1000), math.fmod(T, c) end
+    if m1 == 0 and (wh == nil or wl % 1000 == 0) then k, T, c = 1000, T / c / 1000, 1
+    elseif m2 == 0 then T, c = T / c, 1 end
+  end
   local tol = cap * T
-  if tol >= TWO52 then return nil end
+  if tol >= TWO52 then return k end
   -- In µs, a tolerance past 100 years fits: the full code refuses it.
-  if k > 1 and tol > 3153600000000000 then return nil end
+  if k > 1 and tol > 3153600000000000 then return k end
   local per_us, per_s = 1000 / k, 1000000000 / k -- units per µs, per s
   local ttl_b = 0 -- TAT - now in units, at least 0
   if wh then
-    if f >= c then return nil end
+    if f >= c then return k end
     local dh = wh - sec
-    if dh > 4000000 then return nil end
+    if dh > 4000000 then return k end
     if dh >= -4000000 then
       local d = dh * 1000000000 + (wl - usec * 1000) -- ns, a multiple of k
       -- d <= -1: d x c + f <= 0, as f < c
       if d >= 0 then
         ttl_b = d / k * c + f
-        if ttl_b >= TWO52 then return nil end
+        if ttl_b >= TWO52 then return k end
       end
     end
   end
   local m = q < cap and q or cap
   local ttl_a = ttl_b + m * T
-  if ttl_a >= TWO52 then return nil end
+  if ttl_a >= TWO52 then return k end
   local limited = q > cap or ttl_a > tol
   local ttl = limited and ttl_b or ttl_a
   local remaining = 0
@@ -73,34 +83,16 @@ local function gcra(sec, usec, wh, wl, f, cap, c, T, q, k)
   local r = ttl % c
   local reset = (ttl - r) / c + (r > 0 and 1 or 0)
   local y = usec * per_us + reset
-  if y >= TWO52 then return nil end
+  if y >= TWO52 then return k end
   local per_ms = per_us * 1000
   r = y % per_ms
   local ms = sec * 1000 + (y - r) / per_ms + (r > 0 and 1 or 0)
-  if limited or q == 0 then return limited, remaining, retry, reset, ms end
+  if limited or q == 0 then return k, limited, remaining, retry, reset, ms end
   local frac = ttl_a % c
   local x = usec * per_us + (ttl_a - frac) / c
-  if x >= TWO52 then return nil end
+  if x >= TWO52 then return k end
   local lo = x % per_s
-  return false, remaining, retry, reset, ms, sec + (x - lo) / per_s, lo * k, frac
-end
-
--- gcra() in the largest unit that holds the case exactly: µs or ns when
--- the period per count is whole in it and so is the stored TAT (no
--- fraction), else the module's 1/count ns. Returns that unit in ns, then
--- gcra()'s results (T: the period in ns; c: count).
-local function gcra_unit(sec, usec, wh, wl, f, cap, c, T, q)
-  if wh == nil or f == 0 then
-    -- math.fmod: Lua's % is a - floor(a / b) x b, inexact past 2^53 (T
-    -- reaches 3.2 x 10^17).
-    local fmod = math.fmod
-    if fmod(T, c * 1000) == 0 and (wh == nil or wl % 1000 == 0) then
-      return 1000, gcra(sec, usec, wh, wl, f, cap, 1, T / c / 1000, q, 1000)
-    elseif fmod(T, c) == 0 then
-      return 1, gcra(sec, usec, wh, wl, f, cap, 1, T / c, q, 1)
-    end
-  end
-  return 1, gcra(sec, usec, wh, wl, f, cap, c, T, q, 1)
+  return k, false, remaining, retry, reset, ms, sec + (x - lo) / per_s, lo * k, frac
 end
 
 -- The whole of the exact code, built on first use (a script keeps nothing
@@ -623,7 +615,7 @@ local function lib()
         if n <= 24 then wh, wl = n > 9 and tonumber(string.sub(ws, 1, n - 9)) or 0, tonumber(string.sub(ws, -9)) end
       end
       if st == nil or wh then
-        local k, limited, remaining, retry, reset, _, hi, lo, frac = gcra_unit(sec, NOW - sec * 1000000, wh, wl,
+        local k, limited, remaining, retry, reset, _, hi, lo, frac = gcra(sec, NOW - sec * 1000000, wh, wl,
           st and st.frac, P.cap, P.count, P.p * P.unit, q)
         if limited ~= nil then
           if k > 1 then
@@ -1595,136 +1587,138 @@ local function ceil_div(a, b)
   return (a - r) / b
 end
 
--- The decision of one kind's usual call: fast(kind) makes the function
--- (only the one asked for: a script's top level runs on every call).
--- f(key, a, b, c, q, us_per, t): a, b, c the kind's parameters as sent
--- (THROTTLE: max_burst count period; SLIDE: limit window precision ('0'
--- when none); SLICE: limit window slices; LEASE: limit ttl lease_id;
--- QUOTA: limit unit calendar), q the quantity, us_per µs per unit of the
--- reply (1000: MS), t the server's TIME. It reads and never writes, and
+-- The decision of one kind's usual call. key; a, b, c the kind's
+-- parameters as sent (THROTTLE: max_burst count period; SLIDE: limit
+-- window precision ('0' when none); SLICE: limit window slices; LEASE:
+-- limit ttl lease_id; QUOTA: limit unit calendar); qs the quantity as
+-- sent; us_per µs per unit of the reply (1000: MS); t the server's TIME.
+-- It reads and never writes, and
 -- returns the five values of the reply, then the writes of an allowed call
 -- (a function; nil when none), those of a limited call (the key's expiry
--- moved out; nil when none), and the reset as an offset from now in units
--- of its last value in ns (1 or 1000); nil when the call needs the full
--- code.
-local function fast(kind)
+-- moved out; nil when none), and the reset as an offset from now: whole
+-- µs, then the ns beyond them; nil when the call needs the full code.
+local function fast(kind, key, a, b, c, qs, us_per, t)
   if kind == 'THROTTLE' then
-    return function(key, bs, cs, ps, q, us_per, t)
-      if not (#bs > 0 and #bs <= 13 and #cs > 0 and #cs <= 10 and #ps > 0 and #ps <= 12
-        and string.find(bs .. cs .. ps, '^%d+$')) then return nil end
-      local b, c, p = bs + 0, cs + 0, ps + 0
-      local unit = us_per * 1000
-      local T = p * unit
-      if not (b <= 1000000000000 and c >= 1 and c <= 4294967295 and p >= 1 and T <= 315360000000000000) then
-        return nil
-      end
-      local sec, usec = t[1] + 0, t[2] + 0
-      local raw = redis.pcall('GET', key)
-      local wh, wl, f, den
-      if raw then
-        if type(raw) == 'string' then
-          wh, wl, f, den = string.match(raw, '^G|(%d*)(%d%d%d%d%d%d%d%d%d)|(%d+)|(%d+)$')
-        end
-        if den ~= cs or #wh > 15 then return nil end
-        wh, wl, f = wh == '' and 0 or wh + 0, wl + 0, f + 0
-      end
-      local cap = b + 1
-      local k, limited, remaining, retry, reset, ms, hi, lo, frac = gcra_unit(sec, usec, wh, wl, f, cap, c, T, q)
-      if limited == nil then return nil end
-      if retry == nil or retry == 'never' then retry = -1 else retry = ceil_div(retry, unit / k) end
-      local five = {limited and 1 or 0, cap, remaining, retry, ceil_div(reset, unit / k)}
-      if hi then
-        return five, function()
-          local v = string.format('G|%.0f%09.0f|%.0f|%.0f', hi, lo, frac, c)
-          if raw then
-            redis.call('SET', key, v, 'KEEPTTL')
-            -- Later only; a key without an expiry gets one.
-            if redis.call('PEXPIREAT', key, ms, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
-              redis.call('PEXPIREAT', key, ms)
-            end
-          else
-            redis.call('SET', key, v, 'PXAT', ms)
-          end
-        end, nil, reset, k
-      elseif limited and q > 0 and raw then
-        return five, nil, function() redis.call('PEXPIREAT', key, ms, 'GT') end, reset, k
-      end
-      return five, nil, nil, reset, k
+    local bs, cs, ps = a, b, c
+    if not (#bs > 0 and #bs <= 13 and #cs > 0 and #cs <= 10 and #ps > 0 and #ps <= 12 and #qs > 0 and #qs <= 13
+      and string.find(bs .. cs .. ps .. qs, '^%d+$')) then return nil end
+    local b, c, p, q = bs + 0, cs + 0, ps + 0, qs + 0
+    local unit = us_per * 1000
+    local T = p * unit
+    if not (b <= 1000000000000 and c >= 1 and c <= 4294967295 and p >= 1 and T <= 315360000000000000
+      and q <= 1000000000000) then
+      return nil
     end
+    local sec, usec = t[1] + 0, t[2] + 0
+    local raw = redis.pcall('GET', key)
+    local wh, wl, f, den
+    if raw then
+      if type(raw) == 'string' then
+        wh, wl, f, den = string.match(raw, '^G|(%d*)(%d%d%d%d%d%d%d%d%d)|(%d+)|(%d+)$')
+      end
+      if den ~= cs or #wh > 15 then return nil end
+      wh, wl, f = wh == '' and 0 or wh + 0, wl + 0, f + 0
+    end
+    local cap = b + 1
+    local k, limited, remaining, retry, reset, ms, hi, lo, frac = gcra(sec, usec, wh, wl, f, cap, c, T, q)
+    if limited == nil then return nil end
+    if retry == nil or retry == 'never' then retry = -1 else retry = ceil_div(retry, unit / k) end
+    local five = {limited and 1 or 0, cap, remaining, retry, ceil_div(reset, unit / k)}
+    local rus, rns = reset, 0 -- reset: whole µs, ns beyond
+    if k == 1 then rns = reset % 1000; rus = (reset - rns) / 1000 end
+    if hi then
+      return five, function()
+        local v = string.format('G|%.0f%09.0f|%.0f|%.0f', hi, lo, frac, c)
+        if raw then
+          redis.call('SET', key, v, 'KEEPTTL')
+          -- Later only; a key without an expiry gets one.
+          if redis.call('PEXPIREAT', key, ms, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
+            redis.call('PEXPIREAT', key, ms)
+          end
+        else
+          redis.call('SET', key, v, 'PXAT', ms)
+        end
+      end, nil, rus, rns
+    elseif limited and q > 0 and raw then
+      return five, nil, function() redis.call('PEXPIREAT', key, ms, 'GT') end, rus, rns
+    end
+    return five, nil, nil, rus, rns
   elseif kind == 'QUOTA' then
     -- The calendar's one segment naming the zone (no TZ option).
-    return function(key, limit, uw, cal, q, us_per, t)
-      local ui
-      if uw == 'HOUR' or uw == 'hour' then ui = 2 elseif uw == 'DAY' or uw == 'day' then ui = 3
-      elseif uw == 'MONTH' or uw == 'month' then ui = 5 elseif uw == 'MINUTE' or uw == 'minute' then ui = 1
-      elseif uw == 'WEEK' or uw == 'week' then ui = 4 elseif uw == 'YEAR' or uw == 'year' then ui = 6 end
-      if not (ui and #limit > 0 and #limit <= 16 and string.find(limit, '^%d+$')) then return nil end
-      limit = limit + 0
-      -- The calendar: zone|b0,d1,d2,... (boundaries in Unix s, then steps).
-      local zone, b0, d1, d2, d3 = string.match(cal, '^([^;!|]+)|(%d+),(%d+),?(%d*),?(%d*)$')
-      if not (limit >= 1 and limit <= 1000000000000000 and zone) then return nil end
-      local sec = t[1] + 0
-      local now = sec * 1000000 + t[2]
-      -- The period holding now: b1 <= sec < b2, two boundaries in a row.
-      local b1, b2 = b0 + 0, nil
-      b2 = b1 + d1
-      if b2 <= sec and d2 ~= '' then b1 = b2; b2 = b2 + d2 end
-      if b2 <= sec and d3 ~= '' then b1 = b2; b2 = b2 + d3 end
-      if not (b1 <= sec and sec < b2) then return nil end
-      local raw = redis.pcall('GET', key)
-      local used, start, fin, till, last, deadline = 0, b1, b2, b2, now, nil
-      if raw then
-        local u, a, e, c, l, ns, z
-        if type(raw) == 'string' then
-          u, a, e, c, l, ns, z = string.match(raw, '^Q|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d)|(.+)$')
-        end
-        if u == nil or ns + 0 ~= ui or z ~= zone then return nil end
-        u, c = u + 0, c + 0
-        if u > 0 and now < c * 1000000 then
-          deadline = c
-          used = u
-          l = l + 0
-          if l > now then last = l end
-          -- The stored period still holds the last unit; else the one
-          -- holding it (now's, when it is now).
-          if last < e * 1000000 then start, fin, till = a + 0, e + 0, c
-          elseif last ~= now then return nil
-          elseif c > b2 then till = c end
-        end
-      end
-      local fits = q <= limit
-      local allowed = fits and used + q <= limit
-      if allowed and q > 0 then
-        local five = {0, limit, limit - used - q, -1, ceil_div(till * 1000000 - now, us_per)}
-        return five, function()
-          local v = string.format('Q|%.0f|%.0f|%.0f|%.0f|%.0f|%d|%s', used + q, start, fin, till, last, ui, zone)
-          local ms = till * 1000
-          if raw then
-            local before = redis.call('PEXPIRETIME', key)
-            redis.call('SET', key, v, 'KEEPTTL')
-            if before < ms then redis.call('PEXPIREAT', key, ms) end
-          else
-            redis.call('SET', key, v, 'PXAT', ms)
-          end
-        end, nil, till * 1000000 - now, 1000
-      end
-      local reset, roff, retry = 0, 0, -1
-      if deadline then
-        roff = deadline * 1000000 - now
-        reset = ceil_div(roff, us_per)
-      end
-      if fits and not allowed then retry = reset end
-      local remaining = limit - used
-      if allowed then remaining = remaining - q end
-      if remaining < 0 then remaining = 0 end
-      local five = {allowed and 0 or 1, limit, remaining, retry, reset}
-      if not allowed and q > 0 and raw then
-        return five, nil, function()
-          redis.call('PEXPIREAT', key, deadline and deadline * 1000 or ceil_div(now, 1000), 'GT')
-        end, roff, 1000
-      end
-      return five, nil, nil, roff, 1000
+    local limit, uw, cal = a, b, c
+    local ui
+    if uw == 'HOUR' or uw == 'hour' then ui = 2 elseif uw == 'DAY' or uw == 'day' then ui = 3
+    elseif uw == 'MONTH' or uw == 'month' then ui = 5 elseif uw == 'MINUTE' or uw == 'minute' then ui = 1
+    elseif uw == 'WEEK' or uw == 'week' then ui = 4 elseif uw == 'YEAR' or uw == 'year' then ui = 6 end
+    if not (ui and #limit > 0 and #limit <= 16 and #qs > 0 and #qs <= 13 and string.find(limit .. qs, '^%d+$')) then
+      return nil
     end
+    local q = qs + 0
+    limit = limit + 0
+    -- The calendar: zone|b0,d1,d2,... (boundaries in Unix s, then steps).
+    local zone, b0, d1, d2, d3 = string.match(cal, '^([^;!|]+)|(%d+),(%d+),?(%d*),?(%d*)$')
+    if not (limit >= 1 and limit <= 1000000000000000 and q <= 1000000000000 and zone) then return nil end
+    local sec = t[1] + 0
+    local now = sec * 1000000 + t[2]
+    -- The period holding now: b1 <= sec < b2, two boundaries in a row.
+    local b1, b2 = b0 + 0, nil
+    b2 = b1 + d1
+    if b2 <= sec and d2 ~= '' then b1 = b2; b2 = b2 + d2 end
+    if b2 <= sec and d3 ~= '' then b1 = b2; b2 = b2 + d3 end
+    if not (b1 <= sec and sec < b2) then return nil end
+    local raw = redis.pcall('GET', key)
+    local used, start, fin, till, last, deadline = 0, b1, b2, b2, now, nil
+    if raw then
+      local u, a, e, c, l, ns, z
+      if type(raw) == 'string' then
+        u, a, e, c, l, ns, z = string.match(raw, '^Q|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d)|(.+)$')
+      end
+      if u == nil or ns + 0 ~= ui or z ~= zone then return nil end
+      u, c = u + 0, c + 0
+      if u > 0 and now < c * 1000000 then
+        deadline = c
+        used = u
+        l = l + 0
+        if l > now then last = l end
+        -- The stored period still holds the last unit; else the one
+        -- holding it (now's, when it is now).
+        if last < e * 1000000 then start, fin, till = a + 0, e + 0, c
+        elseif last ~= now then return nil
+        elseif c > b2 then till = c end
+      end
+    end
+    local fits = q <= limit
+    local allowed = fits and used + q <= limit
+    if allowed and q > 0 then
+      local five = {0, limit, limit - used - q, -1, ceil_div(till * 1000000 - now, us_per)}
+      return five, function()
+        local v = string.format('Q|%.0f|%.0f|%.0f|%.0f|%.0f|%d|%s', used + q, start, fin, till, last, ui, zone)
+        local ms = till * 1000
+        if raw then
+          local before = redis.call('PEXPIRETIME', key)
+          redis.call('SET', key, v, 'KEEPTTL')
+          if before < ms then redis.call('PEXPIREAT', key, ms) end
+        else
+          redis.call('SET', key, v, 'PXAT', ms)
+        end
+      end, nil, till * 1000000 - now, 0
+    end
+    local reset, roff, retry = 0, 0, -1
+    if deadline then
+      roff = deadline * 1000000 - now
+      reset = ceil_div(roff, us_per)
+    end
+    if fits and not allowed then retry = reset end
+    local remaining = limit - used
+    if allowed then remaining = remaining - q end
+    if remaining < 0 then remaining = 0 end
+    local five = {allowed and 0 or 1, limit, remaining, retry, reset}
+    if not allowed and q > 0 and raw then
+      return five, nil, function()
+        redis.call('PEXPIREAT', key, deadline and deadline * 1000 or ceil_div(now, 1000), 'GT')
+      end, roff, 0
+    end
+    return five, nil, nil, roff, 0
   elseif kind == 'SLIDE' then
     -- The list: element 0 the header S|base|clock|first|joined|units|entries|oldest
     -- (units: held by all entries; oldest: the oldest entry's offset from
@@ -1733,364 +1727,368 @@ local function fast(kind)
     -- dropped), the newest ones only when the new units may join them, and
     -- the front entries up to the one holding the limiting unit when
     -- limited.
-    return function(key, ls, ws, ps, q, us_per, t)
-      if not (#ls > 0 and #ls <= 13 and #ws > 0 and #ws <= 13 and #ps > 0 and #ps <= 13
-        and string.find(ls .. ws .. ps, '^%d+$')) then return nil end
-      local limit, win, prec = ls + 0, ws + 0, ps + 0
-      local maxt = us_per == 1000 and 315360000000 or 315360000
-      if not (limit >= 1 and limit <= 1000000 and win >= 1 and win <= maxt and prec <= win) then return nil end
-      local W, D = win * us_per, prec * us_per
-      local now = t[1] * 1000000 + t[2]
-      local h = redis.pcall('LINDEX', key, 0)
-      local base, clock, first, joined, units, cnt, oldest
-      if h then
-        if type(h) == 'string' then
-          base, clock, first, joined, units, cnt, oldest = string.match(h, '^S|(%d+)|(%d+)|(%d+)|([01])|(%d+)|(%d+)|(%d+)$')
+    local ls, ws, ps = a, b, c
+    if not (#ls > 0 and #ls <= 13 and #ws > 0 and #ws <= 13 and #ps > 0 and #ps <= 13 and #qs > 0 and #qs <= 13
+      and string.find(ls .. ws .. ps .. qs, '^%d+$')) then return nil end
+    local limit, win, prec, q = ls + 0, ws + 0, ps + 0, qs + 0
+    local maxt = us_per == 1000 and 315360000000 or 315360000
+    if not (limit >= 1 and limit <= 1000000 and win >= 1 and win <= maxt and prec <= win and q <= 1000000000000) then
+      return nil
+    end
+    local W, D = win * us_per, prec * us_per
+    local now = t[1] * 1000000 + t[2]
+    local h = redis.pcall('LINDEX', key, 0)
+    local base, clock, first, joined, units, cnt, oldest
+    if h then
+      if type(h) == 'string' then
+        base, clock, first, joined, units, cnt, oldest = string.match(h, '^S|(%d+)|(%d+)|(%d+)|([01])|(%d+)|(%d+)|(%d+)$')
+      end
+      if base == nil then return nil end
+      base, clock, first, joined, units, cnt = base + 0, clock + 0, first + 0, joined == '1', units + 0, cnt + 0
+      oldest = base + oldest
+    else
+      clock, first, joined, units, cnt = 0, 0, false, 0, 0
+    end
+    -- Entries from index `from` (1: the oldest), read in growing chunks,
+    -- given to f(t, count) until it returns true; false when one is
+    -- not an entry.
+    local function each(from, f)
+      local size = 16
+      while from <= cnt do
+        local last = from + size - 1
+        if last > cnt then last = cnt end
+        local chunk = redis.call('LRANGE', key, from, last)
+        for j = 1, #chunk do
+          local o, c = string.match(chunk[j], '^(%d+):?(%d*)$')
+          if o == nil then return false end
+          if f(base + o, c == '' and 1 or c + 0) then return true end
         end
-        if base == nil then return nil end
-        base, clock, first, joined, units, cnt = base + 0, clock + 0, first + 0, joined == '1', units + 0, cnt + 0
-        oldest = base + oldest
-      else
-        clock, first, joined, units, cnt = 0, 0, false, 0, 0
+        from = last + 1
+        if size < 1024 then size = size * 4 end
       end
-      -- Entries from index `from` (1: the oldest), read in growing chunks,
-      -- given to f(t, count) until it returns true; false when one is
-      -- not an entry.
-      local function each(from, f)
-        local size = 16
-        while from <= cnt do
-          local last = from + size - 1
-          if last > cnt then last = cnt end
-          local chunk = redis.call('LRANGE', key, from, last)
-          for j = 1, #chunk do
-            local o, c = string.match(chunk[j], '^(%d+):?(%d*)$')
-            if o == nil then return false end
-            if f(base + o, c == '' and 1 or c + 0) then return true end
-          end
-          from = last + 1
-          if size < 1024 then size = size * 4 end
-        end
-        return true
-      end
-      local at = now
-      if cnt > 0 and clock > now then at = clock end
-      -- The entries that left the window (at - W, at].
-      local cutoff = at - W
-      local expired, gone, live = 0, 0, nil -- entries, their units, the oldest kept
-      if cnt > 0 then
-        if cutoff >= 0 and clock <= cutoff then expired, gone = cnt, units
-        elseif cutoff >= 0 and oldest <= cutoff then
-          local ok = each(1, function(x, c)
-            if x > cutoff then live = x; return true end
-            expired, gone = expired + 1, gone + c
-            return false
-          end)
-          if not ok then return nil end
-        else live = oldest end
-      end
-      local used = units - gone
-      local function up(x, d) -- ceil(x / d)
-        local r = x % d
-        return (x - r) / d + (r > 0 and 1 or 0)
-      end
-      if q > 0 and used + q <= limit then
-        -- Allowed: drop the expired entries, record at `at`.
-        local kept = cnt - expired
-        local counted = used > kept -- an entry holds more than one unit
-        if expired > 0 and not counted then joined = false end
-        local nt, nn, twin = nil, nil, false -- the newest kept entry
-        if kept > 0 and (D > 0 or at == clock) then
-          local pair = redis.call('LRANGE', key, -2, -1)
-          local o, c = string.match(pair[#pair], '^(%d+):?(%d*)$')
-          if o == nil then return nil end
-          nt, nn = base + o, c == '' and 1 or c + 0
-          if D == 0 and nt == at and nn == 1 and kept >= 2 then
-            o, c = string.match(pair[1], '^(%d+):?(%d*)$')
-            if o == nil then return nil end
-            twin = base + o == at and (c == '' or c + 0 == 1)
-          end
-        end
-        if base == nil then base = at end
-        local function enc(x, c)
-          if c > 1 then return string.format('%.0f:%.0f', x - base, c) end
-          return string.format('%.0f', x - base)
-        end
-        local back, set, push = 0, nil, {} -- entries removed at the back, LSET -1, pushed
-        if D == 0 then
-          if nt == at then
-            if nn > 1 then set = enc(at, nn + q)
-            else
-              local singles = twin and 2 or 1
-              if singles + q >= 3 then
-                back = singles
-                if not counted then joined = false end
-                first = at
-                push[1] = enc(at, singles + q)
-              else push[1] = enc(at, 1) end
-            end
-          elseif q >= 3 then
-            if not counted then joined = false end
-            first = at
-            push[1] = enc(at, q)
-          else
-            for j = 1, q do push[j] = enc(at, 1) end
-          end
-        else
-          local fo = nt
-          if nt and nn > 1 and first < nt then fo = first end
-          if nt and at - fo < D then
-            if nn == 1 and not counted then joined = false end
-            set = enc(at, nn + q)
-            if kept == 1 then live = at end
-            first = fo
-            joined = true
-          elseif q > 1 then
-            if not counted then joined = false end
-            first = at
-            push[1] = enc(at, q)
-          else push[1] = enc(at, 1) end
-        end
-        local total = kept - back + #push
-        if live == nil or kept == back then live = at end
-        -- An entry older than base needs the list rewritten (the full code).
-        if live < base then return nil end
-        local five = {0, limit, limit - used - q, -1, up(at + W - now, us_per)}
-        return five, function()
-          local header = string.format('S|%.0f|%.0f|%.0f|%s|%.0f|%.0f|%.0f', base, at, first, joined and '1' or '0',
-            used + q, total, live - base)
-          local ms = up(at + W, 1000)
-          if h then
-            if expired > 0 or back > 0 then redis.call('LTRIM', key, expired, -1 - back) end
-            if set then redis.call('LSET', key, -1, set) end
-            if #push > 0 then redis.call('RPUSH', key, unpack(push)) end
-            redis.call('LSET', key, 0, header)
-            -- Later only; a key without an expiry gets one.
-            if redis.call('PEXPIREAT', key, ms, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
-              redis.call('PEXPIREAT', key, ms)
-            end
-          else
-            redis.call('RPUSH', key, header, unpack(push))
-            redis.call('PEXPIREAT', key, ms)
-          end
-        end, nil, at + W - now, 1000
-      end
-      -- Not recorded: q == 0, more than the limit, or limited.
-      local newest = nil
-      if used > 0 then
-        local o = string.match(redis.call('LINDEX', key, -1), '^(%d+):?%d*$')
-        if o == nil then return nil end
-        newest = base + o
-      end
-      local retry = -1
-      if q <= limit and used + q > limit then
-        -- The entry holding the kept unit of rank need - 1 (0-based).
-        local need, u, x = used + q - limit, 0, newest
-        local ok = each(expired + 1, function(y, c)
-          u = u + c
-          if u >= need then x = y; return true end
+      return true
+    end
+    local at = now
+    if cnt > 0 and clock > now then at = clock end
+    -- The entries that left the window (at - W, at].
+    local cutoff = at - W
+    local expired, gone, live = 0, 0, nil -- entries, their units, the oldest kept
+    if cnt > 0 then
+      if cutoff >= 0 and clock <= cutoff then expired, gone = cnt, units
+      elseif cutoff >= 0 and oldest <= cutoff then
+        local ok = each(1, function(x, c)
+          if x > cutoff then live = x; return true end
+          expired, gone = expired + 1, gone + c
           return false
         end)
         if not ok then return nil end
-        retry = x + W > now and up(x + W - now, us_per) or 0
-      end
-      local reset, rx = 0, now
-      if newest then
-        rx = newest + W
-        if rx > now then reset = up(rx - now, us_per) else rx = now end
-      end
-      local remaining = limit - used
-      if q <= limit and used + q <= limit then remaining = remaining - q end
-      if remaining < 0 then remaining = 0 end
-      if remaining > limit then remaining = limit end
-      local five = {(q > limit or used + q > limit) and 1 or 0, limit, remaining, retry, reset}
-      if q > 0 and h and used + q > limit then
-        return five, nil, function() redis.call('PEXPIREAT', key, up(rx, 1000), 'GT') end, rx - now, 1000
-      end
-      return five, nil, nil, rx - now, 1000
+      else live = oldest end
     end
+    local used = units - gone
+    local function up(x, d) -- ceil(x / d)
+      local r = x % d
+      return (x - r) / d + (r > 0 and 1 or 0)
+    end
+    if q > 0 and used + q <= limit then
+      -- Allowed: drop the expired entries, record at `at`.
+      local kept = cnt - expired
+      local counted = used > kept -- an entry holds more than one unit
+      if expired > 0 and not counted then joined = false end
+      local nt, nn, twin = nil, nil, false -- the newest kept entry
+      if kept > 0 and (D > 0 or at == clock) then
+        local pair = redis.call('LRANGE', key, -2, -1)
+        local o, c = string.match(pair[#pair], '^(%d+):?(%d*)$')
+        if o == nil then return nil end
+        nt, nn = base + o, c == '' and 1 or c + 0
+        if D == 0 and nt == at and nn == 1 and kept >= 2 then
+          o, c = string.match(pair[1], '^(%d+):?(%d*)$')
+          if o == nil then return nil end
+          twin = base + o == at and (c == '' or c + 0 == 1)
+        end
+      end
+      if base == nil then base = at end
+      local function enc(x, c)
+        if c > 1 then return string.format('%.0f:%.0f', x - base, c) end
+        return string.format('%.0f', x - base)
+      end
+      local back, set, push = 0, nil, {} -- entries removed at the back, LSET -1, pushed
+      if D == 0 then
+        if nt == at then
+          if nn > 1 then set = enc(at, nn + q)
+          else
+            local singles = twin and 2 or 1
+            if singles + q >= 3 then
+              back = singles
+              if not counted then joined = false end
+              first = at
+              push[1] = enc(at, singles + q)
+            else push[1] = enc(at, 1) end
+          end
+        elseif q >= 3 then
+          if not counted then joined = false end
+          first = at
+          push[1] = enc(at, q)
+        else
+          for j = 1, q do push[j] = enc(at, 1) end
+        end
+      else
+        local fo = nt
+        if nt and nn > 1 and first < nt then fo = first end
+        if nt and at - fo < D then
+          if nn == 1 and not counted then joined = false end
+          set = enc(at, nn + q)
+          if kept == 1 then live = at end
+          first = fo
+          joined = true
+        elseif q > 1 then
+          if not counted then joined = false end
+          first = at
+          push[1] = enc(at, q)
+        else push[1] = enc(at, 1) end
+      end
+      local total = kept - back + #push
+      if live == nil or kept == back then live = at end
+      -- An entry older than base needs the list rewritten (the full code).
+      if live < base then return nil end
+      local five = {0, limit, limit - used - q, -1, up(at + W - now, us_per)}
+      return five, function()
+        local header = string.format('S|%.0f|%.0f|%.0f|%s|%.0f|%.0f|%.0f', base, at, first, joined and '1' or '0',
+          used + q, total, live - base)
+        local ms = up(at + W, 1000)
+        if h then
+          if expired > 0 or back > 0 then redis.call('LTRIM', key, expired, -1 - back) end
+          if set then redis.call('LSET', key, -1, set) end
+          if #push > 0 then redis.call('RPUSH', key, unpack(push)) end
+          redis.call('LSET', key, 0, header)
+          -- Later only; a key without an expiry gets one.
+          if redis.call('PEXPIREAT', key, ms, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
+            redis.call('PEXPIREAT', key, ms)
+          end
+        else
+          redis.call('RPUSH', key, header, unpack(push))
+          redis.call('PEXPIREAT', key, ms)
+        end
+      end, nil, at + W - now, 0
+    end
+    -- Not recorded: q == 0, more than the limit, or limited.
+    local newest = nil
+    if used > 0 then
+      local o = string.match(redis.call('LINDEX', key, -1), '^(%d+):?%d*$')
+      if o == nil then return nil end
+      newest = base + o
+    end
+    local retry = -1
+    if q <= limit and used + q > limit then
+      -- The entry holding the kept unit of rank need - 1 (0-based).
+      local need, u, x = used + q - limit, 0, newest
+      local ok = each(expired + 1, function(y, c)
+        u = u + c
+        if u >= need then x = y; return true end
+        return false
+      end)
+      if not ok then return nil end
+      retry = x + W > now and up(x + W - now, us_per) or 0
+    end
+    local reset, rx = 0, now
+    if newest then
+      rx = newest + W
+      if rx > now then reset = up(rx - now, us_per) else rx = now end
+    end
+    local remaining = limit - used
+    if q <= limit and used + q <= limit then remaining = remaining - q end
+    if remaining < 0 then remaining = 0 end
+    if remaining > limit then remaining = limit end
+    local five = {(q > limit or used + q > limit) and 1 or 0, limit, remaining, retry, reset}
+    if q > 0 and h and used + q > limit then
+      return five, nil, function() redis.call('PEXPIREAT', key, up(rx, 1000), 'GT') end, rx - now, 0
+    end
+    return five, nil, nil, rx - now, 0
   elseif kind == 'SLICE' then
     -- The hash: field S holds window (µs)|slices|head, field j the units
     -- admitted in slice j (slice j begins ceil(j x window / slices) ns
     -- after the epoch), kept from head - slices to head. Only a key of
     -- the same window and slices is decided here.
-    return function(key, ls, ws, ss, q, us_per, t)
-      if not (#ls > 0 and #ls <= 10 and #ws > 0 and #ws <= 12 and #ss > 0 and #ss <= 5
-        and string.find(ls .. ws .. ss, '^%d+$')) then return nil end
-      local limit, S = ls + 0, ss + 0
-      local W = ws * us_per -- µs
-      local Wns = W * 1000
-      -- Every value below 2^52: a window up to 13 days, window x slices
-      -- in µs below 2^52, slices of at least 1 µs.
-      if not (limit >= 1 and limit <= 4294967295 and W >= us_per and S >= 1 and S <= 86400
-        and Wns <= 1125899906842624 and W * S <= 4503599627370496 and Wns >= S * 1000) then return nil end
-      local now = t[1] * 1000000 + t[2]
-      local h = redis.pcall('HGETALL', key)
-      local head, js, ns, fs = nil, {}, {}, {} -- slot numbers, units, field names
-      if type(h) ~= 'table' or h.err then return nil end
-      if #h > 0 then
-        local ok = pcall(function()
-          for i = 1, #h, 2 do
-            local f = h[i]
-            if f == 'S' then
-              local sw, sn, sh = string.match(h[i + 1], '^(%d+)|(%d+)|(%d+)$')
-              if sh and sw + 0 == W and sn + 0 == S then head = sh + 0 end
-            else
-              js[#js + 1] = f + 0
-              fs[#fs + 1] = f
-              ns[#ns + 1] = h[i + 1] + 0
-            end
-          end
-        end)
-        if not ok or head == nil then return nil end
-      end
-      -- The slice holding now: floor(now x S / W).
-      local r = now % W
-      local rs = r * S
-      local idx = (now - r) / W * S + (rs - rs % W) / W
-      local current = idx
-      if head and head > idx then current = head end
-      local first = current - S
-      if first < 0 then first = 0 end
-      local used = 0
-      for i = 1, #js do
-        local j = js[i]
-        if j >= first and j <= head then used = used + ns[i] end
-      end
-      local rW = Wns % S
-      local qW = (Wns - rW) / S
-      -- When slice j's units stop counting (slice j + S + 1 begins): ns
-      -- from now, and that instant in Unix ms rounded up.
-      local function ends(j)
-        local m = j + S + 1
-        local k = m % S
-        local b = (m - k) / S
-        local c = k * qW + ceil_div(k * rW, S)
-        return (b * W - now) * 1000 + c, b * W / 1000 + ceil_div(c, 1000000)
-      end
-      local unit = us_per * 1000
-      if q <= limit and used + q <= limit then
-        if q == 0 then
-          local off = 0
-          if used > 0 then off = ends(head) end
-          return {0, limit, limit - used, -1, ceil_div(off, unit)}, nil, nil, off, 1
-        end
-        local off, ms = ends(current)
-        return {0, limit, limit - used - q, -1, ceil_div(off, unit)}, function()
-          local slot = string.format('%.0f', current)
-          if head == nil then
-            redis.call('HSET', key, 'S', string.format('%.0f|%.0f|%s', W, S, slot), slot, q)
-            redis.call('PEXPIREAT', key, ms)
-            return
-          end
-          local n0 = 0
-          local dead = {}
-          for i = 1, #js do
-            local j = js[i]
-            if j == current then n0 = ns[i] elseif j < first and current > head then dead[#dead + 1] = fs[i] end
-          end
-          if current > head then
-            redis.call('HSET', key, 'S', string.format('%.0f|%.0f|%s', W, S, slot), slot, n0 + q)
+    local ls, ws, ss = a, b, c
+    if not (#ls > 0 and #ls <= 10 and #ws > 0 and #ws <= 12 and #ss > 0 and #ss <= 5 and #qs > 0 and #qs <= 13
+      and string.find(ls .. ws .. ss .. qs, '^%d+$')) then return nil end
+    local limit, S, q = ls + 0, ss + 0, qs + 0
+    local W = ws * us_per -- µs
+    -- Every value below 2^52: window x slices in µs below 2^52, slices of
+    -- at least 1 µs.
+    if not (limit >= 1 and limit <= 4294967295 and W >= us_per and S >= 1 and S <= 86400 and q <= 1000000000000
+      and W * S <= 4503599627370496 and W >= S) then return nil end
+    local now = t[1] * 1000000 + t[2]
+    local h = redis.pcall('HGETALL', key)
+    local head, js, ns, fs = nil, {}, {}, {} -- slot numbers, units, field names
+    if type(h) ~= 'table' or h.err then return nil end
+    if #h > 0 then
+      local ok = pcall(function()
+        for i = 1, #h, 2 do
+          local f = h[i]
+          if f == 'S' then
+            local sw, sn, sh = string.match(h[i + 1], '^(%d+)|(%d+)|(%d+)$')
+            if sh and sw + 0 == W and sn + 0 == S then head = sh + 0 end
           else
-            redis.call('HSET', key, slot, n0 + q)
+            js[#js + 1] = f + 0
+            fs[#fs + 1] = f
+            ns[#ns + 1] = h[i + 1] + 0
           end
-          if #dead > 0 then redis.call('HDEL', key, unpack(dead)) end
-          -- Later only; a key without an expiry gets one.
-          if redis.call('PEXPIRETIME', key) < ms then redis.call('PEXPIREAT', key, ms) end
-        end, nil, off, 1
+        end
+      end)
+      if not ok or head == nil then return nil end
+    end
+    -- The slice holding now: floor(now x S / W).
+    local r = now % W
+    local rs = r * S
+    local idx = (now - r) / W * S + (rs - rs % W) / W
+    local current = idx
+    if head and head > idx then current = head end
+    local first = current - S
+    if first < 0 then first = 0 end
+    local used = 0
+    for i = 1, #js do
+      local j = js[i]
+      if j >= first and j <= head then used = used + ns[i] end
+    end
+    -- Slice m begins ceil(m x W x 1000 / S) ns after the epoch: with m =
+    -- b x S + k and W = a x S + r0, that is 1000 x (b x W + k x a) + k x
+    -- qr + ceil(k x rW / S) ns, qr and rW the quotient and remainder of
+    -- 1000 x r0 by S.
+    local r0 = W % S
+    local aW = (W - r0) / S
+    local rW = 1000 * r0 % S
+    local qr = (1000 * r0 - rW) / S
+    -- When slice j's units stop counting (slice j + S + 1 begins): the
+    -- offset from now in whole µs and its ns beyond them, and that instant
+    -- in Unix ms rounded up.
+    local function ends(j)
+      local m = j + S + 1
+      local k = m % S
+      local b = (m - k) / S
+      local B = k * qr + ceil_div(k * rW, S)
+      local B0 = B % 1000
+      local at = b * W + k * aW + (B - B0) / 1000 -- µs
+      local ms = B0 > 0 and (at - at % 1000) / 1000 + 1 or ceil_div(at, 1000)
+      return at - now, B0, ms
+    end
+    -- ceil(x µs + r ns, in units of u µs), 0 <= r < 1000
+    local function up(x, r, u)
+      if r > 0 then return (x - x % u) / u + 1 end
+      return ceil_div(x, u)
+    end
+    if q <= limit and used + q <= limit then
+      if q == 0 then
+        local off, r = 0, 0
+        if used > 0 then off, r = ends(head) end
+        return {0, limit, limit - used, -1, up(off, r, us_per)}, nil, nil, off, r
       end
-      -- Limited: more than the limit, or until enough units leave.
-      local retry = -1
-      if q <= limit then
-        local live = {}
+      local off, r, ms = ends(current)
+      return {0, limit, limit - used - q, -1, up(off, r, us_per)}, function()
+        local slot = string.format('%.0f', current)
+        if head == nil then
+          redis.call('HSET', key, 'S', string.format('%.0f|%.0f|%s', W, S, slot), slot, q)
+          redis.call('PEXPIREAT', key, ms)
+          return
+        end
+        local n0 = 0
+        local dead = {}
         for i = 1, #js do
           local j = js[i]
-          if j >= first and j <= head and ns[i] > 0 then live[#live + 1] = i end
+          if j == current then n0 = ns[i] elseif j < first and current > head then dead[#dead + 1] = fs[i] end
         end
-        table.sort(live, function(a, b) return js[a] < js[b] end)
-        local need, freed, at = used + q - limit, 0, head
-        for x = 1, #live do
-          freed = freed + ns[live[x]]
-          if freed >= need then at = js[live[x]]; break end
+        if current > head then
+          redis.call('HSET', key, 'S', string.format('%.0f|%.0f|%s', W, S, slot), slot, n0 + q)
+        else
+          redis.call('HSET', key, slot, n0 + q)
         end
-        retry = ceil_div(ends(at), unit)
-      end
-      local off, ms = 0, ceil_div(now, 1000)
-      if used > 0 then off, ms = ends(head) end
-      local remaining = limit - used
-      if remaining < 0 then remaining = 0 end
-      local five = {1, limit, remaining, retry, ceil_div(off, unit)}
-      if q > 0 and head then
-        return five, nil, function() redis.call('PEXPIREAT', key, ms, 'GT') end, off, 1
-      end
-      return five, nil, nil, off, 1
+        if #dead > 0 then redis.call('HDEL', key, unpack(dead)) end
+        -- Later only; a key without an expiry gets one.
+        if redis.call('PEXPIRETIME', key) < ms then redis.call('PEXPIREAT', key, ms) end
+      end, nil, off, r
     end
+    -- Limited: more than the limit, or until enough units leave.
+    local retry = -1
+    if q <= limit then
+      local live = {}
+      for i = 1, #js do
+        local j = js[i]
+        if j >= first and j <= head and ns[i] > 0 then live[#live + 1] = i end
+      end
+      table.sort(live, function(a, b) return js[a] < js[b] end)
+      local need, freed, at = used + q - limit, 0, head
+      for x = 1, #live do
+        freed = freed + ns[live[x]]
+        if freed >= need then at = js[live[x]]; break end
+      end
+      local x, xr = ends(at)
+      retry = up(x, xr, us_per)
+    end
+    local off, r, ms = 0, 0, ceil_div(now, 1000)
+    if used > 0 then off, r, ms = ends(head) end
+    local remaining = limit - used
+    if remaining < 0 then remaining = 0 end
+    local five = {1, limit, remaining, retry, up(off, r, us_per)}
+    if q > 0 and head then
+      return five, nil, function() redis.call('PEXPIREAT', key, ms, 'GT') end, off, r
+    end
+    return five, nil, nil, off, r
   elseif kind == 'LEASE' then
     -- The hash: field L, and field #id = expiry (Unix µs)|units per lease.
     -- Decided here when allowed; a limited call takes the full code (it
     -- orders the leases).
-    return function(key, ls, ts, id, q, us_per, t)
-      if not (id and #id >= 1 and #id <= 128 and #ls > 0 and #ls <= 7 and #ts > 0 and #ts <= 12
-        and string.find(ls .. ts, '^%d+$')) then return nil end
-      local limit, ttl = ls + 0, ts + 0
-      if not (limit >= 1 and limit <= 1000000 and ttl >= 1 and ttl <= 315360000000000 / us_per and q <= limit) then
-        return nil
-      end
-      local now = t[1] * 1000000 + t[2]
-      local h = redis.pcall('HGETALL', key)
-      local own, marked = '#' .. id, false
-      local held, own_w, latest, others_latest = 0, 0, now, now
-      local dead = {}
-      if type(h) ~= 'table' or h.err then return nil end
-      if #h > 0 then
-        for i = 1, #h, 2 do
-          local f = h[i]
-          if f == 'L' then marked = true
-          elseif string.byte(f, 1) == 35 then -- '#'
-            local e, lw = string.match(h[i + 1], '^(%d+)|(%d+)$')
-            if e == nil then return nil end
-            e, lw = e + 0, lw + 0
-            if e > latest then latest = e end
-            if e > now then
-              held = held + lw
-              if f == own then own_w = lw elseif e > others_latest then others_latest = e end
-            elseif f ~= own then dead[#dead + 1] = f end
-          end
-        end
-        if not marked then return nil end
-      end
-      if held - own_w + q > limit then return nil end
-      if q == 0 then
-        local remaining = limit - held
-        if remaining < 0 then remaining = 0 end
-        return {0, limit, remaining, -1, ceil_div(latest - now, us_per)}, nil, nil, latest - now, 1000
-      end
-      local expiry = now + ttl * us_per
-      local x = expiry > others_latest and expiry or others_latest
-      return {0, limit, limit - (held - own_w) - q, -1, ceil_div(x - now, us_per)}, function()
-        local ms = ceil_div(x, 1000)
-        local v = string.format('%.0f|%.0f', expiry, q)
-        if #h == 0 then
-          redis.call('HSET', key, 'L', '1', own, v)
-          redis.call('PEXPIREAT', key, ms)
-          return
-        end
-        redis.call('HSET', key, own, v)
-        if #dead > 0 then redis.call('HDEL', key, unpack(dead)) end
-        -- Later only; a key without an expiry gets one.
-        if redis.call('PEXPIREAT', key, ms, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
-          redis.call('PEXPIREAT', key, ms)
-        end
-      end, nil, x - now, 1000
+    local ls, ts, id = a, b, c
+    if not (id and #id >= 1 and #id <= 128 and #ls > 0 and #ls <= 7 and #ts > 0 and #ts <= 12 and #qs > 0 and #qs <= 13
+      and string.find(ls .. ts .. qs, '^%d+$')) then return nil end
+    local limit, ttl, q = ls + 0, ts + 0, qs + 0
+    if not (limit >= 1 and limit <= 1000000 and ttl >= 1 and ttl <= 315360000000000 / us_per and q <= limit) then
+      return nil
     end
-  end
-  return nil
-end
-
--- A quantity as sent: digits, at most 10^12; nil otherwise.
-local function quantity(s)
-  if #s > 0 and #s <= 13 and string.find(s, '^%d+$') then
-    local q = s + 0
-    if q <= 1000000000000 then return q end
+    local now = t[1] * 1000000 + t[2]
+    local h = redis.pcall('HGETALL', key)
+    local own, marked = '#' .. id, false
+    local held, own_w, latest, others_latest = 0, 0, now, now
+    local dead = {}
+    if type(h) ~= 'table' or h.err then return nil end
+    if #h > 0 then
+      for i = 1, #h, 2 do
+        local f = h[i]
+        if f == 'L' then marked = true
+        elseif string.byte(f, 1) == 35 then -- '#'
+          local e, lw = string.match(h[i + 1], '^(%d+)|(%d+)$')
+          if e == nil then return nil end
+          e, lw = e + 0, lw + 0
+          if e > latest then latest = e end
+          if e > now then
+            held = held + lw
+            if f == own then own_w = lw elseif e > others_latest then others_latest = e end
+          elseif f ~= own then dead[#dead + 1] = f end
+        end
+      end
+      if not marked then return nil end
+    end
+    if held - own_w + q > limit then return nil end
+    if q == 0 then
+      local remaining = limit - held
+      if remaining < 0 then remaining = 0 end
+      return {0, limit, remaining, -1, ceil_div(latest - now, us_per)}, nil, nil, latest - now, 0
+    end
+    local expiry = now + ttl * us_per
+    local x = expiry > others_latest and expiry or others_latest
+    return {0, limit, limit - (held - own_w) - q, -1, ceil_div(x - now, us_per)}, function()
+      local ms = ceil_div(x, 1000)
+      local v = string.format('%.0f|%.0f', expiry, q)
+      if #h == 0 then
+        redis.call('HSET', key, 'L', '1', own, v)
+        redis.call('PEXPIREAT', key, ms)
+        return
+      end
+      redis.call('HSET', key, own, v)
+      if #dead > 0 then redis.call('HDEL', key, unpack(dead)) end
+      -- Later only; a key without an expiry gets one.
+      if redis.call('PEXPIREAT', key, ms, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
+        redis.call('PEXPIREAT', key, ms)
+      end
+    end, nil, x - now, 0
   end
   return nil
 end
@@ -2099,10 +2097,9 @@ end
 -- [MS], and PRECISION for RL.SLIDE), on a key it holds or none, decided
 -- in doubles with as few calls as can be. Anything else (errors
 -- included) goes to lib() before any write, and is answered there.
-local PARAMS = {THROTTLE = 3, SLIDE = 2, SLICE = 3, LEASE = 3, QUOTA = 2}
 local function limiter(name)
   local A = ARGV
-  local np = PARAMS[name]
+  local np = (name == 'SLIDE' or name == 'QUOTA') and 2 or 3
   if A[2 + np] then
     local i = 3 + np
     local qs, us_per, third = '1', 1000000, A[5]
@@ -2117,9 +2114,8 @@ local function limiter(name)
         p_seen = true; third = A[i + 1]; i = i + 2
       else ok = false end
     end
-    local q = ok and quantity(qs)
-    if q then
-      local five, commit, extend = fast(name)(KEYS[1], A[3], A[4], third, q, us_per, redis.call('TIME'))
+    if ok then
+      local five, commit, extend = fast(name, KEYS[1], A[3], A[4], third, qs, us_per, redis.call('TIME'))
       if five then
         if commit then commit() elseif extend then extend() end
         return five
@@ -2135,10 +2131,10 @@ end
 -- when no limit is limited: each decided by fast(), then, for RL.ALLOW
 -- with a quantity, every limit's writes. Anything else, a limited call
 -- included, goes to lib() before any write.
-local SPECS = {THROTTLE = 'THROTTLE', throttle = 'THROTTLE', SLIDE = 'SLIDE', slide = 'SLIDE',
-  SLICE = 'SLICE', slice = 'SLICE', LEASE = 'LEASE', lease = 'LEASE'}
 local function several(write)
   local A = ARGV
+  local SPECS = {THROTTLE = 'THROTTLE', throttle = 'THROTTLE', SLIDE = 'SLIDE', slide = 'SLIDE',
+    SLICE = 'SLICE', slice = 'SLICE', LEASE = 'LEASE', lease = 'LEASE'}
   local nk = A[2]
   nk = nk and #nk <= 2 and string.find(nk, '^%d+$') and nk + 0
   if nk and nk >= 1 and nk <= 16 and #KEYS == nk then
@@ -2173,35 +2169,24 @@ local function several(write)
       elseif (w == 'ID' or w == 'id') and id == nil and A[at + 1] then id = A[at + 1]; at = at + 2
       else ok = false end
     end
-    local q = ok and (leases == (id ~= nil)) and quantity(qs)
-    if q then
+    if ok and leases == (id ~= nil) then
       local t = redis.call('TIME')
-      local fives, commits, offs, ks = {}, {}, {}, {}
+      local fives, commits, offs, rests = {}, {}, {}, {}
       for s = 1, nk do
         local sp = specs[s]
-        local five, commit, _, off, k = fast(sp[1])(KEYS[s], sp[2], sp[3], sp[1] == 'LEASE' and id or sp[4], q, us_per, t)
+        local five, commit, _, off, r = fast(sp[1], KEYS[s], sp[2], sp[3], sp[1] == 'LEASE' and id or sp[4], qs, us_per, t)
         if five == nil or five[1] == 1 then ok = false; break end
-        fives[s], commits[s], offs[s], ks[s] = five, commit, off, k
+        fives[s], commits[s], offs[s], rests[s] = five, commit, off, r
       end
       if ok then
         -- The binding limit: the fewest remaining, then the latest reset
-        -- (exact: seconds, then ns), then the first.
-        local function split(off, k)
-          local per = 1000000000 / k
-          local lo = off % per
-          return (off - lo) / per, lo * k
-        end
+        -- (exact: µs, then ns), then the first.
         local b = 1
         for s = 2, nk do
           local x, y = fives[s][3], fives[b][3]
-          if x < y then b = s
-          elseif x == y then
-            local sh, sl = split(offs[s], ks[s])
-            local bh, bl = split(offs[b], ks[b])
-            if sh > bh or (sh == bh and sl > bl) then b = s end
-          end
+          if x < y or (x == y and (offs[s] > offs[b] or (offs[s] == offs[b] and rests[s] > rests[b]))) then b = s end
         end
-        if write and q > 0 then
+        if write and qs + 0 > 0 then
           for s = 1, nk do if commits[s] then commits[s]() end end
         end
         local f = fives[b]
