@@ -2139,9 +2139,10 @@ local function several(write)
   nk = nk and #nk <= 2 and string.find(nk, '^%d+$') and nk + 0
   if nk and nk >= 1 and nk <= 16 and #KEYS == nk then
     local ok = true
-    for i = 1, nk do
-      if A[2 + i] ~= KEYS[i] then ok = false end
-      for j = 1, i - 1 do if KEYS[i] == KEYS[j] then ok = false end end
+    -- A key named twice is an error (the full code's); the state is read
+    -- from KEYS, as there.
+    for i = 2, nk do
+      for j = 1, i - 1 do if A[2 + i] == A[2 + j] then ok = false end end
     end
     local at = 3 + nk
     local specs, leases = {}, false
