@@ -1629,15 +1629,9 @@ local function fast(kind, key, a, b, c, qs, us_per, t)
     if hi then
       return five, function()
         local v = string.format('G|%.0f%09.0f|%.0f|%.0f', hi, lo, frac, c)
-        if raw then
-          redis.call('SET', key, v, 'KEEPTTL')
-          -- Later only; a key without an expiry gets one.
-          if redis.call('PEXPIREAT', key, ms, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
-            redis.call('PEXPIREAT', key, ms)
-          end
-        else
-          redis.call('SET', key, v, 'PXAT', ms)
-        end
+        -- Later only; a key without an expiry (-1) gets one.
+        local at = raw and redis.call('PEXPIRETIME', key) or -1
+        redis.call('SET', key, v, 'PXAT', at > ms and at or ms)
       end, nil, rus, rns
     elseif limited and q > 0 and raw then
       return five, nil, function() redis.call('PEXPIREAT', key, ms, 'GT') end, rus, rns
