@@ -31,7 +31,12 @@ UNITS = ["MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "YEAR"]
 
 def spec(rng: random.Random, kind: str) -> list[Any]:
     if kind == "THROTTLE":
-        return ["THROTTLE", rng.choice([0, 1, 4, 9]), rng.choice([1, 3, 7, 10, 1000, 10000]), rng.choice([1, 2, 60, 3600, 10**7])]
+        return [
+            "THROTTLE",
+            rng.choice([0, 1, 4, 9]),
+            rng.choice([1, 3, 7, 10, 1000, 10000]),
+            rng.choice([1, 2, 60, 3600, 10**7]),
+        ]
     if kind == "SLIDE":
         out: list[Any] = ["SLIDE", rng.choice([1, 3, 5, 10]), rng.choice([1, 2, 10, 60])]
         if rng.random() < 0.4:

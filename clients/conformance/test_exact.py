@@ -67,7 +67,9 @@ def case(rng: random.Random) -> tuple[int, tuple[int, int, int] | None, int, int
         if rng.random() < 0.4:
             # A count dividing the period in whole ns or µs (the scripts'
             # shorter units).
-            count = rng.choice([d for d in (1, 2, 3, 4, 5, 8, 10, 16, 100, 1000, 10**4, 10**6) if period * unit % d == 0])
+            count = rng.choice(
+                [d for d in (1, 2, 3, 4, 5, 8, 10, 16, 100, 1000, 10**4, 10**6) if period * unit % d == 0]
+            )
         if (burst + 1) * period * unit <= MAX_TOLERANCE_NS * count:
             break
     now_us = rng.randrange(1_700_000_000_000_000, 1_900_000_000_000_000)
