@@ -91,7 +91,7 @@ test:
 	cargo build --release
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
-	cargo test --lib
+	CARGO_PROFILE_TEST_OPT_LEVEL=1 cargo test --lib
 	cargo build --example floor
 	tmp/node/node_modules/.bin/tsc -p clients/node/tsconfig.json --noEmit
 	tmp/node/node_modules/.bin/tsc -p clients/node/test/types/tsconfig.json
