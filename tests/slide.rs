@@ -445,12 +445,14 @@ fn memory_is_four_bytes_per_unit() {
     }
     assert_eq!(five(&mut con, &["RL.SLIDE", "one", "1000", "600"])[0], 1);
     expected.push(("one", 64 + 4 * 1_000));
-    // The same under the limit of a million: capacity 1,024, and 4.5
-    // bytes per unit or less with the key's own overhead.
+    // The same under the limit of a million: 4.5 bytes per unit or less
+    // with the key's own overhead (checked below). The ring's capacity,
+    // 1,024 when every call has its own microsecond, depends on how the
+    // calls fall into microseconds (a fast client sends two in one), so
+    // it is bounded rather than exact.
     for _ in 0..1_000 {
         assert_eq!(five(&mut con, &["RL.SLIDE", "big", "1000000", "600"])[0], 0);
     }
-    expected.push(("big", 64 + 4 * 1_024));
     // Three units under limit 5: two move to the ring (capacity 4) when
     // the third comes.
     five(&mut con, &["RL.SLIDE", "three", "5", "600"]);
@@ -460,7 +462,8 @@ fn memory_is_four_bytes_per_unit() {
     five(&mut con, &["RL.SLIDE", "two", "2", "600", "2"]);
     expected.push(("two", 64));
     assert_memory_usage(&mut con, &expected);
-    assert!(memory_usage(&mut con, "big") <= 4_500);
+    let big = memory_usage(&mut con, "big");
+    assert!((64 + 4 * 1_000..=4_500).contains(&big), "big: {big} bytes");
 
     // 100,000 units, one call each, pipelined (some calls share a
     // microsecond): 4.5 bytes per unit or less, all counted.
