@@ -16,7 +16,11 @@ local NOW_NS -- the same in ns, a big integer
 -- lib() take over when one is not. Lua function calls into C (string.*,
 -- math.*, tonumber) cost about as much as a dozen arithmetic steps, so
 -- the fast paths avoid them: strings of digits become numbers by
--- arithmetic coercion (s + 0).
+-- arithmetic coercion (s + 0). Numbers become strings through
+-- string.format's %d (a 64-bit integer: every value so written is an
+-- integer below 2^53), with as few fields as can be: %.0f, tostring and
+-- .. print through the C library's floating-point code, several times
+-- dearer. A number given to redis.call is printed by the server.
 
 -- RL.THROTTLE's decision (the module's GCRA in units of 1/count ns) in
 -- doubles, in the largest unit that holds the case exactly: µs or ns when
@@ -115,7 +119,7 @@ local function lib()
     local r = fmod(n, d)
     return (n - r) / d, r
   end
-  local function numstr(n) return string.format('%.0f', n) end
+  local function numstr(n) return string.format('%d', n) end
 
   -- Big integers: arrays of base-10^4 limbs, least significant first.
   local BASE = 10000
@@ -623,7 +627,7 @@ local function lib()
             if type(retry) == 'number' then retry = bmul(big(retry), big(k)) end
           end
           local d = {limited = limited, limit = P.cap, remaining = remaining, retry = retry, reset = reset}
-          if hi then return d, {whole = string.format('%.0f%09.0f', hi, lo), frac = frac} end
+          if hi then return d, {whole = string.format('%d%09.0f', hi, lo), frac = frac} end
           return d
         end
       end
@@ -1591,13 +1595,15 @@ end
 -- parameters as sent (THROTTLE: max_burst count period; SLIDE: limit
 -- window precision ('0' when none); SLICE: limit window slices; LEASE:
 -- limit ttl lease_id; QUOTA: limit unit calendar); qs the quantity as
--- sent; us_per µs per unit of the reply (1000: MS); t the server's TIME.
--- It reads and never writes, and
+-- sent; us_per µs per unit of the reply (1000: MS); t the server's TIME;
+-- direct: the call is the script's only decision (RL.THROTTLE then makes
+-- an allowed call's writes itself, without a closure).
+-- It reads (and writes only when direct), and
 -- returns the five values of the reply, then the writes of an allowed call
--- (a function; nil when none), those of a limited call (the key's expiry
--- moved out; nil when none), and the reset as an offset from now: whole
--- µs, then the ns beyond them; nil when the call needs the full code.
-local function fast(kind, key, a, b, c, qs, us_per, t)
+-- (a function; nil when none or made), those of a limited call (the key's
+-- expiry moved out; nil when none), and the reset as an offset from now:
+-- whole µs, then the ns beyond them; nil when the call needs the full code.
+local function fast(kind, key, a, b, c, qs, us_per, t, direct)
   if kind == 'THROTTLE' then
     local bs, cs, ps = a, b, c
     if not (#bs > 0 and #bs <= 13 and #cs > 0 and #cs <= 10 and #ps > 0 and #ps <= 12 and #qs > 0 and #qs <= 13
@@ -1613,11 +1619,19 @@ local function fast(kind, key, a, b, c, qs, us_per, t)
     local raw = redis.pcall('GET', key)
     local wh, wl, f, den
     if raw then
-      if type(raw) == 'string' then
-        wh, wl, f, den = string.match(raw, '^G|(%d*)(%d%d%d%d%d%d%d%d%d)|(%d+)|(%d+)$')
+      local tat
+      if type(raw) == 'string' then tat, f, den = string.match(raw, '^G|(%d+)|(%d+)|(%d+)$') end
+      if den ~= cs or #tat > 24 then return nil end
+      -- The TAT in ns as s x 10^9 + ns: the ns from its last nine digits,
+      -- the s from the whole as a double (within 256 ns of it), rounded.
+      if #tat > 9 then
+        wl = string.sub(tat, -9) + 0
+        wh = (tat - wl) / 1000000000 + 0.5
+        wh = wh - wh % 1
+      else
+        wh, wl = 0, tat + 0
       end
-      if den ~= cs or #wh > 15 then return nil end
-      wh, wl, f = wh == '' and 0 or wh + 0, wl + 0, f + 0
+      f = f + 0
     end
     local cap = b + 1
     local k, limited, remaining, retry, reset, ms, hi, lo, frac = gcra(sec, usec, wh, wl, f, cap, c, T, q)
@@ -1627,12 +1641,23 @@ local function fast(kind, key, a, b, c, qs, us_per, t)
     local rus, rns = reset, 0 -- reset: whole µs, ns beyond
     if k == 1 then rns = reset % 1000; rus = (reset - rns) / 1000 end
     if hi then
-      return five, function()
-        local v = string.format('G|%.0f%09.0f|%.0f|%.0f', hi, lo, frac, c)
+      -- The write, a function of its arguments only (no upvalues: made at
+      -- little cost). One string.format field where the TAT is whole µs;
+      -- the count as stored (den: it equals cs) when there is one.
+      local function put(key, raw, hi, lo, frac, den, c, ms)
+        local v
+        if lo % 1000 == 0 then v = string.format('G|%d000|', hi * 1000000 + lo / 1000)
+        else v = string.format('G|%d%09d|', hi, lo) end
+        v = v .. (frac == 0 and '0' or string.format('%d', frac)) .. '|' .. (den or string.format('%d', c))
         -- Later only; a key without an expiry (-1) gets one.
         local at = raw and redis.call('PEXPIRETIME', key) or -1
         redis.call('SET', key, v, 'PXAT', at > ms and at or ms)
-      end, nil, rus, rns
+      end
+      if direct then
+        put(key, raw, hi, lo, frac, den, c, ms)
+        return five, nil, nil, rus, rns
+      end
+      return five, function() put(key, raw, hi, lo, frac, den, c, ms) end, nil, rus, rns
     elseif limited and q > 0 and raw then
       return five, nil, function() redis.call('PEXPIREAT', key, ms, 'GT') end, rus, rns
     end
@@ -1686,7 +1711,7 @@ local function fast(kind, key, a, b, c, qs, us_per, t)
     if allowed and q > 0 then
       local five = {0, limit, limit - used - q, -1, ceil_div(till * 1000000 - now, us_per)}
       return five, function()
-        local v = string.format('Q|%.0f|%.0f|%.0f|%.0f|%.0f|%d|%s', used + q, start, fin, till, last, ui, zone)
+        local v = string.format('Q|%d|%d|%d|%d|%d|%d|%s', used + q, start, fin, till, last, ui, zone)
         local ms = till * 1000
         if raw then
           local before = redis.call('PEXPIRETIME', key)
@@ -1802,8 +1827,8 @@ local function fast(kind, key, a, b, c, qs, us_per, t)
       end
       if base == nil then base = at end
       local function enc(x, c)
-        if c > 1 then return string.format('%.0f:%.0f', x - base, c) end
-        return string.format('%.0f', x - base)
+        if c > 1 then return string.format('%d:%d', x - base, c) end
+        return string.format('%d', x - base)
       end
       local back, set, push = 0, nil, {} -- entries removed at the back, LSET -1, pushed
       if D == 0 then
@@ -1846,7 +1871,7 @@ local function fast(kind, key, a, b, c, qs, us_per, t)
       if live < base then return nil end
       local five = {0, limit, limit - used - q, -1, up(at + W - now, us_per)}
       return five, function()
-        local header = string.format('S|%.0f|%.0f|%.0f|%s|%.0f|%.0f|%.0f', base, at, first, joined and '1' or '0',
+        local header = string.format('S|%d|%d|%d|%s|%d|%d|%d', base, at, first, joined and '1' or '0',
           used + q, total, live - base)
         local ms = up(at + W, 1000)
         if h then
@@ -1978,9 +2003,9 @@ local function fast(kind, key, a, b, c, qs, us_per, t)
       end
       local off, r, ms = ends(current)
       return {0, limit, limit - used - q, -1, up(off, r, us_per)}, function()
-        local slot = string.format('%.0f', current)
+        local slot = string.format('%d', current)
         if head == nil then
-          redis.call('HSET', key, 'S', string.format('%.0f|%.0f|%s', W, S, slot), slot, q)
+          redis.call('HSET', key, 'S', string.format('%d|%d|%s', W, S, slot), slot, q)
           redis.call('PEXPIREAT', key, ms)
           return
         end
@@ -1991,7 +2016,7 @@ local function fast(kind, key, a, b, c, qs, us_per, t)
           if j == current then n0 = ns[i] elseif j < first and current > head then dead[#dead + 1] = fs[i] end
         end
         if current > head then
-          redis.call('HSET', key, 'S', string.format('%.0f|%.0f|%s', W, S, slot), slot, n0 + q)
+          redis.call('HSET', key, 'S', string.format('%d|%d|%s', W, S, slot), slot, n0 + q)
         else
           redis.call('HSET', key, slot, n0 + q)
         end
@@ -2070,7 +2095,7 @@ local function fast(kind, key, a, b, c, qs, us_per, t)
     local x = expiry > others_latest and expiry or others_latest
     return {0, limit, limit - (held - own_w) - q, -1, ceil_div(x - now, us_per)}, function()
       local ms = ceil_div(x, 1000)
-      local v = string.format('%.0f|%.0f', expiry, q)
+      local v = string.format('%d|%d', expiry, q)
       if #h == 0 then
         redis.call('HSET', key, 'L', '1', own, v)
         redis.call('PEXPIREAT', key, ms)
@@ -2098,8 +2123,9 @@ local function limiter(name)
     local i = 3 + np
     local qs, us_per, third = '1', 1000000, A[5]
     if name == 'SLIDE' then third = '0' elseif name == 'QUOTA' then third = A[1] end
+    -- Any word but an option is the quantity (fast() checks its digits).
     local w = A[i]
-    if w and string.find(w, '^[%d%-]') then qs = w; i = i + 1 end
+    if w and w ~= 'MS' and w ~= 'ms' and w ~= 'PRECISION' and w ~= 'precision' then qs = w; i = i + 1 end
     local ok, ms_seen, p_seen = true, false, false
     while ok and A[i] do
       w = A[i]
@@ -2109,7 +2135,7 @@ local function limiter(name)
       else ok = false end
     end
     if ok then
-      local five, commit, extend = fast(name, KEYS[1], A[3], A[4], third, qs, us_per, redis.call('TIME'))
+      local five, commit, extend = fast(name, KEYS[1], A[3], A[4], third, qs, us_per, redis.call('TIME'), true)
       if five then
         if commit then commit() elseif extend then extend() end
         return five
