@@ -1596,8 +1596,9 @@ end
 -- window precision ('0' when none); SLICE: limit window slices; LEASE:
 -- limit ttl lease_id; QUOTA: limit unit calendar); qs the quantity as
 -- sent; us_per µs per unit of the reply (1000: MS); t the server's TIME;
--- direct: the call is the script's only decision (RL.THROTTLE then makes
--- an allowed call's writes itself, without a closure).
+-- direct: the call is the script's only decision (RL.THROTTLE and
+-- RL.SLIDE then make an allowed call's writes themselves, without a
+-- closure).
 -- It reads (and writes only when direct), and
 -- returns the five values of the reply, then the writes of an allowed call
 -- (a function; nil when none or made), those of a limited call (the key's
@@ -1772,7 +1773,7 @@ local function fast(kind, key, a, b, c, qs, us_per, t, direct)
     -- given to f(t, count) until it returns true; false when one is
     -- not an entry.
     local function each(from, f)
-      local size = 16
+      local size = 4 -- a hot key drops about one entry a call
       while from <= cnt do
         local last = from + size - 1
         if last > cnt then last = cnt end
@@ -1870,10 +1871,11 @@ local function fast(kind, key, a, b, c, qs, us_per, t, direct)
       -- An entry older than base needs the list rewritten (the full code).
       if live < base then return nil end
       local five = {0, limit, limit - used - q, -1, up(at + W - now, us_per)}
-      return five, function()
-        local header = string.format('S|%d|%d|%d|%s|%d|%d|%d', base, at, first, joined and '1' or '0',
-          used + q, total, live - base)
-        local ms = up(at + W, 1000)
+      local header = string.format('S|%d|%d|%d|%s|%d|%d|%d', base, at, first, joined and '1' or '0',
+        used + q, total, live - base)
+      -- The writes, a function of its arguments only (no upvalues: made
+      -- at little cost); made here when direct.
+      local function put(key, h, expired, back, set, push, header, ms)
         if h then
           if expired > 0 or back > 0 then redis.call('LTRIM', key, expired, -1 - back) end
           if set then redis.call('LSET', key, -1, set) end
@@ -1887,7 +1889,13 @@ local function fast(kind, key, a, b, c, qs, us_per, t, direct)
           redis.call('RPUSH', key, header, unpack(push))
           redis.call('PEXPIREAT', key, ms)
         end
-      end, nil, at + W - now, 0
+      end
+      local ms = up(at + W, 1000)
+      if direct then
+        put(key, h, expired, back, set, push, header, ms)
+        return five, nil, nil, at + W - now, 0
+      end
+      return five, function() put(key, h, expired, back, set, push, header, ms) end, nil, at + W - now, 0
     end
     -- Not recorded: q == 0, more than the limit, or limited.
     local newest = nil
