@@ -1,0 +1,168 @@
+"""Instructions per call of the Lua backend's scripts beside the peer
+scripts doing the same job and beside the floors: scripts that make the
+backend's server calls and nothing else (bench/lua/floors/). A floor above
+its peer shows that no script making those calls can be as fast as the
+peer; a floor below it bounds what the backend's own Lua work may cost.
+
+    python3 bench/lua_floors.py [--calls N] [--warm N] [--server PATH]
+
+Each script runs on one hot key with the throughput benchmark's hot-key
+limit (1,000,000 units per second), `redis-benchmark -c 1 -P 16`, in a
+redis-server under valgrind's callgrind that has every script of the
+table loaded. A count is the server's total after the warm-up and N calls,
+less its total after the warm-up alone (each in a server of its own):
+what N calls cost, the garbage collector's share included. Counts move by
+about 2,000 between runs. Needs valgrind, redis-server and redis-benchmark
+(scripts/deps.sh --test)."""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import datetime
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PEERS = ROOT / "bench" / "lua"
+FLOORS = PEERS / "floors"
+BACKEND = ROOT / "clients" / "lua"
+KEY = "b:hot"
+
+# (command, peer script and its arguments, the backend's arguments after
+# the calendar, or the calendar and the arguments for RL.QUOTA)
+KINDS = [
+    ("RL.THROTTLE", "gcra", ["1000000", "1000000", "1000"], ["", KEY, "999999", "1000000", "1"]),
+    ("RL.SLIDE", "zset_log", ["1000000", "1000"], ["", KEY, "1000000", "1"]),
+    ("RL.QUOTA", "fixed_window", ["1000000", "1000"], None),
+]
+
+
+def quota_args() -> list:
+    """RL.QUOTA's hot-key arguments (3,600,000,000 an hour, UTC) with the
+    calendar the clients send: the hour boundaries around now."""
+    now = int(time.time())
+    start = now - now % 3600
+    return [f"UTC|{start - 3600},3600,3600,3600", KEY, "3600000000", "hour"]
+
+
+def backend_source(kind: str) -> str:
+    name = kind[3:].lower()
+    return (BACKEND / "prelude.lua").read_text() + "\n" + (BACKEND / (name + ".lua")).read_text()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cli(port: int, *args: str) -> str:
+    p = subprocess.run(
+        ["redis-cli", "-p", str(port)] + list(args), check=False, capture_output=True, text=True, timeout=120
+    )
+    if p.returncode != 0 or p.stdout.startswith("ERR"):
+        raise RuntimeError(f"redis-cli {args[0]}: {p.stdout}{p.stderr}")
+    return p.stdout.strip()
+
+
+def total(server: str, sources: list, script: int, args: list, calls: int, workdir: str) -> int:
+    """The instructions a redis-server under callgrind runs in all, with
+    every one of `sources` loaded and `calls` calls of sources[script]."""
+    port = free_port()
+    out = os.path.join(workdir, f"cg.{port}")
+    proc = subprocess.Popen(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, server, "--port", str(port)]
+        + ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(600):
+            try:
+                if cli(port, "PING") == "PONG":
+                    break
+            except (RuntimeError, subprocess.TimeoutExpired):
+                pass
+            time.sleep(0.2)
+        else:
+            raise RuntimeError(f"redis-server under callgrind did not answer on port {port}")
+        shas = [cli(port, "SCRIPT", "LOAD", src) for src in sources]
+        if calls:
+            bench = ["redis-benchmark", "-p", str(port), "-c", "1", "-P", "16", "-q", "-n", str(calls)]
+            subprocess.run(bench + ["EVALSHA", shas[script], "1", KEY] + args, check=True, capture_output=True)
+            reply = cli(port, "EVALSHA", shas[script], "1", KEY, *args)
+            if "ERR" in reply:
+                raise RuntimeError(f"script {script}: {reply}")
+        cli(port, "SHUTDOWN", "NOSAVE")
+    except RuntimeError:
+        proc.kill()
+        raise
+    finally:
+        proc.wait(timeout=300)
+    with open(out) as f:
+        for line in f:
+            m = re.match(r"(?:summary|totals):\s+(\d+)", line)
+            if m:
+                return int(m.group(1))
+    raise RuntimeError(f"no total in {out}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--calls", type=int, default=3000, help="calls counted per script (default 3,000)")
+    ap.add_argument("--warm", type=int, default=500, help="calls before the count (default 500)")
+    ap.add_argument("--server", default="redis-server", help="the server (default: redis-server on PATH)")
+    opts = ap.parse_args()
+    missing = [t for t in ("valgrind", "redis-cli", "redis-benchmark") if not shutil.which(t)]
+    if missing or not shutil.which(opts.server):
+        print(f"missing: {', '.join(missing or [opts.server])}: run scripts/deps.sh --test", file=sys.stderr)
+        return 1
+    version = subprocess.run([opts.server, "--version"], check=False, capture_output=True, text=True).stdout.strip()
+    # Every script in every server: the heap the garbage collector walks is
+    # the same for all of them.
+    names, sources, argv = [], [], []
+    for kind, peer, peer_args, be_args in KINDS:
+        be_args = be_args if be_args is not None else quota_args()
+        stem = kind[3:].lower()
+        for label, src, args in (
+            ("peer: " + peer, (PEERS / (peer + ".lua")).read_text(), peer_args),
+            ("backend: " + kind, backend_source(kind), be_args),
+            ("floor: its calls alone", (FLOORS / (stem + ".lua")).read_text(), []),
+        ):
+            names.append((kind, label))
+            sources.append(src)
+            argv.append(args)
+    counts = {}
+    with tempfile.TemporaryDirectory(prefix="rl-floors-") as workdir:
+        jobs = {}
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1))) as pool:
+            for i in range(len(sources)):
+                for n in (opts.warm, opts.warm + opts.calls):
+                    jobs[(i, n)] = pool.submit(total, opts.server, sources, i, argv[i], n, workdir)
+            for (i, n), job in jobs.items():
+                counts[(i, n)] = job.result()
+    print(
+        f"Instructions per call, hot key (1,000,000 per second), {version}, {opts.calls:,} calls after {opts.warm:,},"
+    )
+    print(f"{datetime.date.today().isoformat()} (`python3 bench/lua_floors.py`):\n")
+    print("| command | script | instructions per call | peer's count / this one |")
+    print("|---|---|---|---|")
+    peer_count = 0.0
+    for i, (kind, label) in enumerate(names):
+        per_call = (counts[(i, opts.warm + opts.calls)] - counts[(i, opts.warm)]) / opts.calls
+        if label.startswith("peer"):
+            peer_count = per_call
+        print(f"| {kind} | {label} | {per_call:,.0f} | {peer_count / per_call:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
