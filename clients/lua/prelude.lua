@@ -1596,8 +1596,8 @@ end
 -- window precision ('0' when none); SLICE: limit window slices; LEASE:
 -- limit ttl lease_id; QUOTA: limit unit calendar); qs the quantity as
 -- sent; us_per µs per unit of the reply (1000: MS); t the server's TIME;
--- direct: the call is the script's only decision (RL.THROTTLE and
--- RL.SLIDE then make an allowed call's writes themselves, without a
+-- direct: the call is the script's only decision (RL.THROTTLE, RL.SLIDE
+-- and RL.QUOTA then make an allowed call's writes themselves, without a
 -- closure).
 -- It reads (and writes only when direct), and
 -- returns the five values of the reply, then the writes of an allowed call
@@ -1711,9 +1711,11 @@ local function fast(kind, key, a, b, c, qs, us_per, t, direct)
     local allowed = fits and used + q <= limit
     if allowed and q > 0 then
       local five = {0, limit, limit - used - q, -1, ceil_div(till * 1000000 - now, us_per)}
-      return five, function()
-        local v = string.format('Q|%d|%d|%d|%d|%d|%d|%s', used + q, start, fin, till, last, ui, zone)
-        local ms = till * 1000
+      -- The write, a function of its arguments only (no upvalues: made at
+      -- little cost); made here when direct. The expiry moves only later
+      -- (a key without one, -1, gets one), and within a period it stays:
+      -- KEEPTTL, as an expiry argument costs the server more.
+      local function put(key, raw, v, ms)
         if raw then
           local before = redis.call('PEXPIRETIME', key)
           redis.call('SET', key, v, 'KEEPTTL')
@@ -1721,7 +1723,13 @@ local function fast(kind, key, a, b, c, qs, us_per, t, direct)
         else
           redis.call('SET', key, v, 'PXAT', ms)
         end
-      end, nil, till * 1000000 - now, 0
+      end
+      local v = string.format('Q|%d|%d|%d|%d|%d|%d|%s', used + q, start, fin, till, last, ui, zone)
+      if direct then
+        put(key, raw, v, till * 1000)
+        return five, nil, nil, till * 1000000 - now, 0
+      end
+      return five, function() put(key, raw, v, till * 1000) end, nil, till * 1000000 - now, 0
     end
     local reset, roff, retry = 0, 0, -1
     if deadline then
