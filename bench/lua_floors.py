@@ -12,23 +12,30 @@ redis-server under valgrind's callgrind that has every script of the
 table loaded. A count is the server's total after the warm-up and N calls,
 less its total after the warm-up alone (each in a server of its own):
 what N calls cost, the garbage collector's share included. Counts move by
-about 2,000 between runs. Needs valgrind, redis-server and redis-benchmark
-(scripts/deps.sh --test)."""
+up to 4,000 between runs. Needs valgrind, redis-server and redis-benchmark
+(scripts/deps.sh --test; REDIS_SERVER and REDIS_BENCHMARK name others, as
+for the benchmark)."""
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
 import datetime
+import hashlib
 import os
-import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+# Run as `python3 bench/lua_floors.py`: the harness package beside it.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness.instructions import summary
+from harness.regimes import BenchError
+from harness.resp import Client
+from harness.servers import Server, find_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 PEERS = ROOT / "bench" / "lua"
@@ -58,74 +65,48 @@ def backend_source(kind: str) -> str:
     return (BACKEND / "prelude.lua").read_text() + "\n" + (BACKEND / (name + ".lua")).read_text()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def cli(port: int, *args: str) -> str:
-    p = subprocess.run(
-        ["redis-cli", "-p", str(port)] + list(args), check=False, capture_output=True, text=True, timeout=120
-    )
-    if p.returncode != 0 or p.stdout.startswith("ERR"):
-        raise RuntimeError(f"redis-cli {args[0]}: {p.stdout}{p.stderr}")
-    return p.stdout.strip()
-
-
-def total(server: str, sources: list, script: int, args: list, calls: int, workdir: str) -> int:
+def total(server: str, benchmark: str, sources: list, script: int, args: list, calls: int, workdir: str) -> int:
     """The instructions a redis-server under callgrind runs in all, with
     every one of `sources` loaded and `calls` calls of sources[script]."""
-    port = free_port()
-    out = os.path.join(workdir, f"cg.{port}")
-    proc = subprocess.Popen(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, server, "--port", str(port)]
-        + ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    run = tempfile.mkdtemp(dir=workdir)
+    out = os.path.join(run, "callgrind.out")
+    srv = Server(
+        server, [], run, wrapper=["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out], start_timeout_s=120
     )
+    srv.start()
     try:
-        for _ in range(600):
-            try:
-                if cli(port, "PING") == "PONG":
-                    break
-            except (RuntimeError, subprocess.TimeoutExpired):
-                pass
-            time.sleep(0.2)
-        else:
-            raise RuntimeError(f"redis-server under callgrind did not answer on port {port}")
-        shas = [cli(port, "SCRIPT", "LOAD", src) for src in sources]
-        if calls:
-            bench = ["redis-benchmark", "-p", str(port), "-c", "1", "-P", "16", "-q", "-n", str(calls)]
-            subprocess.run(bench + ["EVALSHA", shas[script], "1", KEY] + args, check=True, capture_output=True)
-            reply = cli(port, "EVALSHA", shas[script], "1", KEY, *args)
-            if "ERR" in reply:
-                raise RuntimeError(f"script {script}: {reply}")
-        cli(port, "SHUTDOWN", "NOSAVE")
-    except RuntimeError:
-        proc.kill()
-        raise
+        con = Client(srv.port, timeout=120)
+        try:
+            for src in sources:
+                con.call("SCRIPT", "LOAD", src)
+            sha = hashlib.sha1(sources[script].encode()).hexdigest()
+            if calls:
+                bench = [benchmark, "-p", str(srv.port), "-c", "1", "-P", "16", "-q", "-n", str(calls)]
+                subprocess.run(bench + ["EVALSHA", sha, "1", KEY] + args, check=True, capture_output=True)
+                con.call("EVALSHA", sha, "1", KEY, *args)  # raises on an error reply
+        finally:
+            con.close()
     finally:
-        proc.wait(timeout=300)
-    with open(out) as f:
-        for line in f:
-            m = re.match(r"(?:summary|totals):\s+(\d+)", line)
-            if m:
-                return int(m.group(1))
-    raise RuntimeError(f"no total in {out}")
+        srv.stop()
+    return summary(out)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--calls", type=int, default=3000, help="calls counted per script (default 3,000)")
     ap.add_argument("--warm", type=int, default=500, help="calls before the count (default 500)")
-    ap.add_argument("--server", default="redis-server", help="the server (default: redis-server on PATH)")
+    ap.add_argument("--server", default="redis-server", help="the server (default: $REDIS_SERVER, else redis-server)")
     opts = ap.parse_args()
-    missing = [t for t in ("valgrind", "redis-cli", "redis-benchmark") if not shutil.which(t)]
-    if missing or not shutil.which(opts.server):
-        print(f"missing: {', '.join(missing or [opts.server])}: run scripts/deps.sh --test", file=sys.stderr)
+    try:
+        server = find_binary("REDIS_SERVER", opts.server)
+        benchmark = find_binary("REDIS_BENCHMARK", "redis-benchmark")
+    except BenchError as e:
+        print(e, file=sys.stderr)
         return 1
-    version = subprocess.run([opts.server, "--version"], check=False, capture_output=True, text=True).stdout.strip()
+    if not shutil.which("valgrind"):
+        print("valgrind not found: apt-get install valgrind", file=sys.stderr)
+        return 1
+    version = subprocess.run([server, "--version"], check=False, capture_output=True, text=True).stdout.strip()
     # Every script in every server: the heap the garbage collector walks is
     # the same for all of them.
     names, sources, argv = [], [], []
@@ -146,7 +127,7 @@ def main() -> int:
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1))) as pool:
             for i in range(len(sources)):
                 for n in (opts.warm, opts.warm + opts.calls):
-                    jobs[(i, n)] = pool.submit(total, opts.server, sources, i, argv[i], n, workdir)
+                    jobs[(i, n)] = pool.submit(total, server, benchmark, sources, i, argv[i], n, workdir)
             for (i, n), job in jobs.items():
                 counts[(i, n)] = job.result()
     print(
