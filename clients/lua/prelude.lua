@@ -627,7 +627,7 @@ local function lib()
             if type(retry) == 'number' then retry = bmul(big(retry), big(k)) end
           end
           local d = {limited = limited, limit = P.cap, remaining = remaining, retry = retry, reset = reset}
-          if hi then return d, {whole = string.format('%d%09.0f', hi, lo), frac = frac} end
+          if hi then return d, {whole = string.format('%d%09d', hi, lo), frac = frac} end
           return d
         end
       end
