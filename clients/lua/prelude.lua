@@ -1595,16 +1595,16 @@ end
 -- parameters as sent (THROTTLE: max_burst count period; SLIDE: limit
 -- window precision ('0' when none); SLICE: limit window slices; LEASE:
 -- limit ttl lease_id; QUOTA: limit unit calendar); qs the quantity as
--- sent; us_per µs per unit of the reply (1000: MS); t the server's TIME;
--- direct: the call is the script's only decision (RL.THROTTLE, RL.SLIDE
--- and RL.QUOTA then make an allowed call's writes themselves, without a
--- closure).
--- It reads (and writes only when direct), and
--- returns the five values of the reply, then the writes of an allowed call
--- (a function; nil when none or made), those of a limited call (the key's
--- expiry moved out; nil when none), and the reset as an offset from now:
--- whole µs, then the ns beyond them; nil when the call needs the full code.
-local function fast(kind, key, a, b, c, qs, us_per, t, direct)
+-- sent; us_per µs per unit of the reply (1000: MS); t the server's TIME.
+-- It only reads, and returns the five values of the reply (nil when the
+-- call needs the full code), the reset as an offset from now (whole µs,
+-- then the ns beyond them), then the call's writes, when it has any: a
+-- function of its arguments only, followed by those arguments. An allowed
+-- call's function is the kind's `put` (no upvalues: made at little cost,
+-- where a closure over the decision's locals costs several thousand
+-- instructions); a limited call's is redis.call itself, moving the key's
+-- expiry out (PEXPIREAT ... GT).
+local function fast(kind, key, a, b, c, qs, us_per, t)
   if kind == 'THROTTLE' then
     local bs, cs, ps = a, b, c
     if not (#bs > 0 and #bs <= 13 and #cs > 0 and #cs <= 10 and #ps > 0 and #ps <= 12 and #qs > 0 and #qs <= 13
@@ -1642,9 +1642,8 @@ local function fast(kind, key, a, b, c, qs, us_per, t, direct)
     local rus, rns = reset, 0 -- reset: whole µs, ns beyond
     if k == 1 then rns = reset % 1000; rus = (reset - rns) / 1000 end
     if hi then
-      -- The write, a function of its arguments only (no upvalues: made at
-      -- little cost). One string.format field where the TAT is whole µs;
-      -- the count as stored (den: it equals cs) when there is one.
+      -- One string.format field where the TAT is whole µs; the count as
+      -- stored (den: it equals cs) when there is one.
       local function put(key, raw, hi, lo, frac, den, c, ms)
         local v
         if lo % 1000 == 0 then v = string.format('G|%d000|', hi * 1000000 + lo / 1000)
@@ -1654,15 +1653,11 @@ local function fast(kind, key, a, b, c, qs, us_per, t, direct)
         local at = raw and redis.call('PEXPIRETIME', key) or -1
         redis.call('SET', key, v, 'PXAT', at > ms and at or ms)
       end
-      if direct then
-        put(key, raw, hi, lo, frac, den, c, ms)
-        return five, nil, nil, rus, rns
-      end
-      return five, function() put(key, raw, hi, lo, frac, den, c, ms) end, nil, rus, rns
+      return five, rus, rns, put, key, raw, hi, lo, frac, den, c, ms
     elseif limited and q > 0 and raw then
-      return five, nil, function() redis.call('PEXPIREAT', key, ms, 'GT') end, rus, rns
+      return five, rus, rns, redis.call, 'PEXPIREAT', key, ms, 'GT'
     end
-    return five, nil, nil, rus, rns
+    return five, rus, rns
   elseif kind == 'QUOTA' then
     -- The calendar's one segment naming the zone (no TZ option).
     local limit, uw, cal = a, b, c
@@ -1711,10 +1706,9 @@ local function fast(kind, key, a, b, c, qs, us_per, t, direct)
     local allowed = fits and used + q <= limit
     if allowed and q > 0 then
       local five = {0, limit, limit - used - q, -1, ceil_div(till * 1000000 - now, us_per)}
-      -- The write, a function of its arguments only (no upvalues: made at
-      -- little cost); made here when direct. The expiry moves only later
-      -- (a key without one, -1, gets one), and within a period it stays:
-      -- KEEPTTL, as an expiry argument costs the server more.
+      -- The expiry moves only later (a key without one, -1, gets one),
+      -- and within a period it stays: KEEPTTL, as an expiry argument costs
+      -- the server more.
       local function put(key, raw, v, ms)
         if raw then
           local before = redis.call('PEXPIRETIME', key)
@@ -1725,11 +1719,7 @@ local function fast(kind, key, a, b, c, qs, us_per, t, direct)
         end
       end
       local v = string.format('Q|%d|%d|%d|%d|%d|%d|%s', used + q, start, fin, till, last, ui, zone)
-      if direct then
-        put(key, raw, v, till * 1000)
-        return five, nil, nil, till * 1000000 - now, 0
-      end
-      return five, function() put(key, raw, v, till * 1000) end, nil, till * 1000000 - now, 0
+      return five, till * 1000000 - now, 0, put, key, raw, v, till * 1000
     end
     local reset, roff, retry = 0, 0, -1
     if deadline then
@@ -1742,11 +1732,9 @@ local function fast(kind, key, a, b, c, qs, us_per, t, direct)
     if remaining < 0 then remaining = 0 end
     local five = {allowed and 0 or 1, limit, remaining, retry, reset}
     if not allowed and q > 0 and raw then
-      return five, nil, function()
-        redis.call('PEXPIREAT', key, deadline and deadline * 1000 or ceil_div(now, 1000), 'GT')
-      end, roff, 0
+      return five, roff, 0, redis.call, 'PEXPIREAT', key, deadline and deadline * 1000 or ceil_div(now, 1000), 'GT'
     end
-    return five, nil, nil, roff, 0
+    return five, roff, 0
   elseif kind == 'SLIDE' then
     -- The list: element 0 the header S|base|clock|first|joined|units|entries|oldest
     -- (units: held by all entries; oldest: the oldest entry's offset from
@@ -1777,24 +1765,29 @@ local function fast(kind, key, a, b, c, qs, us_per, t, direct)
     else
       clock, first, joined, units, cnt = 0, 0, false, 0, 0
     end
-    -- Entries from index `from` (1: the oldest), read in growing chunks,
-    -- given to f(t, count) until it returns true; false when one is
-    -- not an entry.
-    local function each(from, f)
-      local size = 4 -- a hot key drops about one entry a call
+    -- The entries from index `from` (1: the oldest) to `cnt`, read in
+    -- growing chunks, up to the first that is later than `cutoff` or holds
+    -- the unit of rank `need` (1-based) among them: the entries and units
+    -- before that one, and its instant (nil: none). nil when one is not
+    -- an entry.
+    local function walk(key, base, from, cnt, cutoff, need)
+      local n, u, size = 0, 0, 4 -- a hot key drops about one entry a call
       while from <= cnt do
         local last = from + size - 1
         if last > cnt then last = cnt end
         local chunk = redis.call('LRANGE', key, from, last)
         for j = 1, #chunk do
           local o, c = string.match(chunk[j], '^(%d+):?(%d*)$')
-          if o == nil then return false end
-          if f(base + o, c == '' and 1 or c + 0) then return true end
+          if o == nil then return nil end
+          local x = base + o
+          c = c == '' and 1 or c + 0
+          if x > cutoff or u + c >= need then return n, u, x end
+          n, u = n + 1, u + c
         end
         from = last + 1
         if size < 1024 then size = size * 4 end
       end
-      return true
+      return n, u, nil
     end
     local at = now
     if cnt > 0 and clock > now then at = clock end
@@ -1804,19 +1797,11 @@ local function fast(kind, key, a, b, c, qs, us_per, t, direct)
     if cnt > 0 then
       if cutoff >= 0 and clock <= cutoff then expired, gone = cnt, units
       elseif cutoff >= 0 and oldest <= cutoff then
-        local ok = each(1, function(x, c)
-          if x > cutoff then live = x; return true end
-          expired, gone = expired + 1, gone + c
-          return false
-        end)
-        if not ok then return nil end
+        expired, gone, live = walk(key, base, 1, cnt, cutoff, math.huge)
+        if expired == nil then return nil end
       else live = oldest end
     end
     local used = units - gone
-    local function up(x, d) -- ceil(x / d)
-      local r = x % d
-      return (x - r) / d + (r > 0 and 1 or 0)
-    end
     if q > 0 and used + q <= limit then
       -- Allowed: drop the expired entries, record at `at`.
       local kept = cnt - expired
@@ -1835,54 +1820,52 @@ local function fast(kind, key, a, b, c, qs, us_per, t, direct)
         end
       end
       if base == nil then base = at end
-      local function enc(x, c)
+      local function enc(x, c, base)
         if c > 1 then return string.format('%d:%d', x - base, c) end
         return string.format('%d', x - base)
       end
       local back, set, push = 0, nil, {} -- entries removed at the back, LSET -1, pushed
       if D == 0 then
         if nt == at then
-          if nn > 1 then set = enc(at, nn + q)
+          if nn > 1 then set = enc(at, nn + q, base)
           else
             local singles = twin and 2 or 1
             if singles + q >= 3 then
               back = singles
               if not counted then joined = false end
               first = at
-              push[1] = enc(at, singles + q)
-            else push[1] = enc(at, 1) end
+              push[1] = enc(at, singles + q, base)
+            else push[1] = enc(at, 1, base) end
           end
         elseif q >= 3 then
           if not counted then joined = false end
           first = at
-          push[1] = enc(at, q)
+          push[1] = enc(at, q, base)
         else
-          for j = 1, q do push[j] = enc(at, 1) end
+          for j = 1, q do push[j] = enc(at, 1, base) end
         end
       else
         local fo = nt
         if nt and nn > 1 and first < nt then fo = first end
         if nt and at - fo < D then
           if nn == 1 and not counted then joined = false end
-          set = enc(at, nn + q)
+          set = enc(at, nn + q, base)
           if kept == 1 then live = at end
           first = fo
           joined = true
         elseif q > 1 then
           if not counted then joined = false end
           first = at
-          push[1] = enc(at, q)
-        else push[1] = enc(at, 1) end
+          push[1] = enc(at, q, base)
+        else push[1] = enc(at, 1, base) end
       end
       local total = kept - back + #push
       if live == nil or kept == back then live = at end
       -- An entry older than base needs the list rewritten (the full code).
       if live < base then return nil end
-      local five = {0, limit, limit - used - q, -1, up(at + W - now, us_per)}
+      local five = {0, limit, limit - used - q, -1, ceil_div(at + W - now, us_per)}
       local header = string.format('S|%d|%d|%d|%s|%d|%d|%d', base, at, first, joined and '1' or '0',
         used + q, total, live - base)
-      -- The writes, a function of its arguments only (no upvalues: made
-      -- at little cost); made here when direct.
       local function put(key, h, expired, back, set, push, header, ms)
         if h then
           if expired > 0 or back > 0 then redis.call('LTRIM', key, expired, -1 - back) end
@@ -1898,12 +1881,7 @@ local function fast(kind, key, a, b, c, qs, us_per, t, direct)
           redis.call('PEXPIREAT', key, ms)
         end
       end
-      local ms = up(at + W, 1000)
-      if direct then
-        put(key, h, expired, back, set, push, header, ms)
-        return five, nil, nil, at + W - now, 0
-      end
-      return five, function() put(key, h, expired, back, set, push, header, ms) end, nil, at + W - now, 0
+      return five, at + W - now, 0, put, key, h, expired, back, set, push, header, ceil_div(at + W, 1000)
     end
     -- Not recorded: q == 0, more than the limit, or limited.
     local newest = nil
@@ -1915,19 +1893,15 @@ local function fast(kind, key, a, b, c, qs, us_per, t, direct)
     local retry = -1
     if q <= limit and used + q > limit then
       -- The entry holding the kept unit of rank need - 1 (0-based).
-      local need, u, x = used + q - limit, 0, newest
-      local ok = each(expired + 1, function(y, c)
-        u = u + c
-        if u >= need then x = y; return true end
-        return false
-      end)
-      if not ok then return nil end
-      retry = x + W > now and up(x + W - now, us_per) or 0
+      local n, _, x = walk(key, base, expired + 1, cnt, math.huge, used + q - limit)
+      if n == nil then return nil end
+      if x == nil then x = newest end
+      retry = x + W > now and ceil_div(x + W - now, us_per) or 0
     end
     local reset, rx = 0, now
     if newest then
       rx = newest + W
-      if rx > now then reset = up(rx - now, us_per) else rx = now end
+      if rx > now then reset = ceil_div(rx - now, us_per) else rx = now end
     end
     local remaining = limit - used
     if q <= limit and used + q <= limit then remaining = remaining - q end
@@ -1935,9 +1909,9 @@ local function fast(kind, key, a, b, c, qs, us_per, t, direct)
     if remaining > limit then remaining = limit end
     local five = {(q > limit or used + q > limit) and 1 or 0, limit, remaining, retry, reset}
     if q > 0 and h and used + q > limit then
-      return five, nil, function() redis.call('PEXPIREAT', key, up(rx, 1000), 'GT') end, rx - now, 0
+      return five, rx - now, 0, redis.call, 'PEXPIREAT', key, ceil_div(rx, 1000), 'GT'
     end
-    return five, nil, nil, rx - now, 0
+    return five, rx - now, 0
   elseif kind == 'SLICE' then
     -- The hash: field S holds window (µs)|slices|head, field j the units
     -- admitted in slice j (slice j begins ceil(j x window / slices) ns
@@ -1957,7 +1931,10 @@ local function fast(kind, key, a, b, c, qs, us_per, t, direct)
     local head, js, ns, fs = nil, {}, {}, {} -- slot numbers, units, field names
     if type(h) ~= 'table' or h.err then return nil end
     if #h > 0 then
-      local ok = pcall(function()
+      -- The head (nil: another window or slices), the slots into js, ns
+      -- and fs; an error when a field or a count is not a number.
+      local function read(h, W, S, js, ns, fs)
+        local head
         for i = 1, #h, 2 do
           local f = h[i]
           if f == 'S' then
@@ -1969,7 +1946,10 @@ local function fast(kind, key, a, b, c, qs, us_per, t, direct)
             ns[#ns + 1] = h[i + 1] + 0
           end
         end
-      end)
+        return head
+      end
+      local ok
+      ok, head = pcall(read, h, W, S, js, ns, fs)
       if not ok or head == nil then return nil end
     end
     -- The slice holding now: floor(now x S / W).
@@ -1996,7 +1976,7 @@ local function fast(kind, key, a, b, c, qs, us_per, t, direct)
     -- When slice j's units stop counting (slice j + S + 1 begins): the
     -- offset from now in whole µs and its ns beyond them, and that instant
     -- in Unix ms rounded up.
-    local function ends(j)
+    local function ends(j, S, W, aW, qr, rW, now)
       local m = j + S + 1
       local k = m % S
       local b = (m - k) / S
@@ -2014,11 +1994,11 @@ local function fast(kind, key, a, b, c, qs, us_per, t, direct)
     if q <= limit and used + q <= limit then
       if q == 0 then
         local off, r = 0, 0
-        if used > 0 then off, r = ends(head) end
-        return {0, limit, limit - used, -1, up(off, r, us_per)}, nil, nil, off, r
+        if used > 0 then off, r = ends(head, S, W, aW, qr, rW, now) end
+        return {0, limit, limit - used, -1, up(off, r, us_per)}, off, r
       end
-      local off, r, ms = ends(current)
-      return {0, limit, limit - used - q, -1, up(off, r, us_per)}, function()
+      local off, r, ms = ends(current, S, W, aW, qr, rW, now)
+      local function put(key, head, current, first, js, ns, fs, q, W, S, ms)
         local slot = string.format('%d', current)
         if head == nil then
           redis.call('HSET', key, 'S', string.format('%d|%d|%s', W, S, slot), slot, q)
@@ -2039,7 +2019,9 @@ local function fast(kind, key, a, b, c, qs, us_per, t, direct)
         if #dead > 0 then redis.call('HDEL', key, unpack(dead)) end
         -- Later only; a key without an expiry gets one.
         if redis.call('PEXPIRETIME', key) < ms then redis.call('PEXPIREAT', key, ms) end
-      end, nil, off, r
+      end
+      return {0, limit, limit - used - q, -1, up(off, r, us_per)}, off, r,
+        put, key, head, current, first, js, ns, fs, q, W, S, ms
     end
     -- Limited: more than the limit, or until enough units leave.
     local retry = -1
@@ -2055,18 +2037,18 @@ local function fast(kind, key, a, b, c, qs, us_per, t, direct)
         freed = freed + ns[live[x]]
         if freed >= need then at = js[live[x]]; break end
       end
-      local x, xr = ends(at)
+      local x, xr = ends(at, S, W, aW, qr, rW, now)
       retry = up(x, xr, us_per)
     end
     local off, r, ms = 0, 0, ceil_div(now, 1000)
-    if used > 0 then off, r, ms = ends(head) end
+    if used > 0 then off, r, ms = ends(head, S, W, aW, qr, rW, now) end
     local remaining = limit - used
     if remaining < 0 then remaining = 0 end
     local five = {1, limit, remaining, retry, up(off, r, us_per)}
     if q > 0 and head then
-      return five, nil, function() redis.call('PEXPIREAT', key, ms, 'GT') end, off, r
+      return five, off, r, redis.call, 'PEXPIREAT', key, ms, 'GT'
     end
-    return five, nil, nil, off, r
+    return five, off, r
   elseif kind == 'LEASE' then
     -- The hash: field L, and field #id = expiry (Unix µs)|units per lease.
     -- Decided here when allowed; a limited call takes the full code (it
@@ -2105,14 +2087,13 @@ local function fast(kind, key, a, b, c, qs, us_per, t, direct)
     if q == 0 then
       local remaining = limit - held
       if remaining < 0 then remaining = 0 end
-      return {0, limit, remaining, -1, ceil_div(latest - now, us_per)}, nil, nil, latest - now, 0
+      return {0, limit, remaining, -1, ceil_div(latest - now, us_per)}, latest - now, 0
     end
     local expiry = now + ttl * us_per
     local x = expiry > others_latest and expiry or others_latest
-    return {0, limit, limit - (held - own_w) - q, -1, ceil_div(x - now, us_per)}, function()
-      local ms = ceil_div(x, 1000)
+    local function put(key, fresh, own, expiry, q, dead, ms)
       local v = string.format('%d|%d', expiry, q)
-      if #h == 0 then
+      if fresh then
         redis.call('HSET', key, 'L', '1', own, v)
         redis.call('PEXPIREAT', key, ms)
         return
@@ -2123,7 +2104,9 @@ local function fast(kind, key, a, b, c, qs, us_per, t, direct)
       if redis.call('PEXPIREAT', key, ms, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
         redis.call('PEXPIREAT', key, ms)
       end
-    end, nil, x - now, 0
+    end
+    return {0, limit, limit - (held - own_w) - q, -1, ceil_div(x - now, us_per)}, x - now, 0,
+      put, key, #h == 0, own, expiry, q, dead, ceil_div(x, 1000)
   end
   return nil
 end
@@ -2151,11 +2134,13 @@ local function limiter(name)
       else ok = false end
     end
     if ok then
-      local five, commit, extend = fast(name, KEYS[1], A[3], A[4], third, qs, us_per, redis.call('TIME'), true)
-      if five then
-        if commit then commit() elseif extend then extend() end
+      -- The decision's writes made; its reply (nil: the full code's).
+      local function decide(five, _, _, write, ...)
+        if write then write(...) end
         return five
       end
+      local five = decide(fast(name, KEYS[1], A[3], A[4], third, qs, us_per, redis.call('TIME')))
+      if five then return five end
     end
   end
   if G == nil then G = lib() end
@@ -2208,12 +2193,16 @@ local function several(write)
     end
     if ok and leases == (id ~= nil) then
       local t = redis.call('TIME')
-      local fives, commits, offs, rests = {}, {}, {}, {}
+      -- A decision kept whole: the reply, the reset, the writes and their
+      -- arguments, and how many values there are (an argument may be nil).
+      local function keep(...) return {n = select('#', ...), ...} end
+      local fives, ds, offs, rests = {}, {}, {}, {}
       for s = 1, nk do
         local sp = specs[s]
-        local five, commit, _, off, r = fast(sp[1], KEYS[s], sp[2], sp[3], sp[1] == 'LEASE' and id or sp[4], qs, us_per, t)
+        local d = keep(fast(sp[1], KEYS[s], sp[2], sp[3], sp[1] == 'LEASE' and id or sp[4], qs, us_per, t))
+        local five = d[1]
         if five == nil or five[1] == 1 then ok = false; break end
-        fives[s], commits[s], offs[s], rests[s] = five, commit, off, r
+        fives[s], ds[s], offs[s], rests[s] = five, d, d[2], d[3]
       end
       if ok then
         -- The binding limit: the fewest remaining, then the latest reset
@@ -2224,7 +2213,10 @@ local function several(write)
           if x < y or (x == y and (offs[s] > offs[b] or (offs[s] == offs[b] and rests[s] > rests[b]))) then b = s end
         end
         if write and qs + 0 > 0 then
-          for s = 1, nk do if commits[s] then commits[s]() end end
+          for s = 1, nk do
+            local d = ds[s]
+            if d[4] then d[4](unpack(d, 5, d.n)) end
+          end
         end
         local f = fives[b]
         return {f[1], f[2], f[3], f[4], f[5], b, fives}
