@@ -20,7 +20,9 @@ local NOW_NS -- the same in ns, a big integer
 -- string.format's %d (a 64-bit integer: every value so written is an
 -- integer below 2^53), with as few fields as can be: %.0f, tostring and
 -- .. print through the C library's floating-point code, several times
--- dearer. A number given to redis.call is printed by the server.
+-- dearer. So is a number given to redis.call, which the server prints
+-- with %.17g (about 2,800 instructions more than a string): the fast paths
+-- give it strings.
 
 -- RL.THROTTLE's decision (the module's GCRA in units of 1/count ns) in
 -- doubles, in the largest unit that holds the case exactly: µs or ns when
@@ -1649,13 +1651,20 @@ local function fast(kind, key, a, b, c, qs, us_per, t)
         if lo % 1000 == 0 then v = string.format('G|%d000|', hi * 1000000 + lo / 1000)
         else v = string.format('G|%d%09d|', hi, lo) end
         v = v .. (frac == 0 and '0' or string.format('%d', frac)) .. '|' .. (den or string.format('%d', c))
-        -- Later only; a key without an expiry (-1) gets one.
-        local at = raw and redis.call('PEXPIRETIME', key) or -1
-        redis.call('SET', key, v, 'PXAT', at > ms and at or ms)
+        -- Later only; a key without an expiry (-1) gets one. KEEPTTL
+        -- while the expiry stays: SET's PXAT costs the server more than
+        -- SET and PEXPIREAT together.
+        if raw then
+          local before = redis.call('PEXPIRETIME', key)
+          redis.call('SET', key, v, 'KEEPTTL')
+          if before < ms then redis.call('PEXPIREAT', key, string.format('%d', ms)) end
+        else
+          redis.call('SET', key, v, 'PXAT', string.format('%d', ms))
+        end
       end
       return five, rus, rns, put, key, raw, hi, lo, frac, den, c, ms
     elseif limited and q > 0 and raw then
-      return five, rus, rns, redis.call, 'PEXPIREAT', key, ms, 'GT'
+      return five, rus, rns, redis.call, 'PEXPIREAT', key, string.format('%d', ms), 'GT'
     end
     return five, rus, rns
   elseif kind == 'QUOTA' then
@@ -1707,15 +1716,14 @@ local function fast(kind, key, a, b, c, qs, us_per, t)
     if allowed and q > 0 then
       local five = {0, limit, limit - used - q, -1, ceil_div(till * 1000000 - now, us_per)}
       -- The expiry moves only later (a key without one, -1, gets one),
-      -- and within a period it stays: KEEPTTL, as an expiry argument costs
-      -- the server more.
+      -- and within a period it stays: KEEPTTL, as with RL.THROTTLE.
       local function put(key, raw, v, ms)
         if raw then
           local before = redis.call('PEXPIRETIME', key)
           redis.call('SET', key, v, 'KEEPTTL')
-          if before < ms then redis.call('PEXPIREAT', key, ms) end
+          if before < ms then redis.call('PEXPIREAT', key, string.format('%d', ms)) end
         else
-          redis.call('SET', key, v, 'PXAT', ms)
+          redis.call('SET', key, v, 'PXAT', string.format('%d', ms))
         end
       end
       local v = string.format('Q|%d|%d|%d|%d|%d|%d|%s', used + q, start, fin, till, last, ui, zone)
@@ -1732,7 +1740,8 @@ local function fast(kind, key, a, b, c, qs, us_per, t)
     if remaining < 0 then remaining = 0 end
     local five = {allowed and 0 or 1, limit, remaining, retry, reset}
     if not allowed and q > 0 and raw then
-      return five, roff, 0, redis.call, 'PEXPIREAT', key, deadline and deadline * 1000 or ceil_div(now, 1000), 'GT'
+      return five, roff, 0, redis.call, 'PEXPIREAT', key,
+        string.format('%d', deadline and deadline * 1000 or ceil_div(now, 1000)), 'GT'
     end
     return five, roff, 0
   elseif kind == 'SLIDE' then
@@ -1753,7 +1762,7 @@ local function fast(kind, key, a, b, c, qs, us_per, t)
     end
     local W, D = win * us_per, prec * us_per
     local now = t[1] * 1000000 + t[2]
-    local h = redis.pcall('LINDEX', key, 0)
+    local h = redis.pcall('LINDEX', key, '0')
     local base, clock, first, joined, units, cnt, oldest
     if h then
       if type(h) == 'string' then
@@ -1775,7 +1784,7 @@ local function fast(kind, key, a, b, c, qs, us_per, t)
       while from <= cnt do
         local last = from + size - 1
         if last > cnt then last = cnt end
-        local chunk = redis.call('LRANGE', key, from, last)
+        local chunk = redis.call('LRANGE', key, string.format('%d', from), string.format('%d', last))
         for j = 1, #chunk do
           local o, c = string.match(chunk[j], '^(%d+):?(%d*)$')
           if o == nil then return nil end
@@ -1809,7 +1818,7 @@ local function fast(kind, key, a, b, c, qs, us_per, t)
       if expired > 0 and not counted then joined = false end
       local nt, nn, twin = nil, nil, false -- the newest kept entry
       if kept > 0 and (D > 0 or at == clock) then
-        local pair = redis.call('LRANGE', key, -2, -1)
+        local pair = redis.call('LRANGE', key, '-2', '-1')
         local o, c = string.match(pair[#pair], '^(%d+):?(%d*)$')
         if o == nil then return nil end
         nt, nn = base + o, c == '' and 1 or c + 0
@@ -1868,17 +1877,20 @@ local function fast(kind, key, a, b, c, qs, us_per, t)
         used + q, total, live - base)
       local function put(key, h, expired, back, set, push, header, ms)
         if h then
-          if expired > 0 or back > 0 then redis.call('LTRIM', key, expired, -1 - back) end
-          if set then redis.call('LSET', key, -1, set) end
+          if expired > 0 or back > 0 then
+            redis.call('LTRIM', key, string.format('%d', expired), back == 0 and '-1' or string.format('%d', -1 - back))
+          end
+          if set then redis.call('LSET', key, '-1', set) end
           if #push > 0 then redis.call('RPUSH', key, unpack(push)) end
-          redis.call('LSET', key, 0, header)
+          redis.call('LSET', key, '0', header)
           -- Later only; a key without an expiry gets one.
-          if redis.call('PEXPIREAT', key, ms, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
-            redis.call('PEXPIREAT', key, ms)
+          local at = string.format('%d', ms)
+          if redis.call('PEXPIREAT', key, at, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
+            redis.call('PEXPIREAT', key, at)
           end
         else
           redis.call('RPUSH', key, header, unpack(push))
-          redis.call('PEXPIREAT', key, ms)
+          redis.call('PEXPIREAT', key, string.format('%d', ms))
         end
       end
       return five, at + W - now, 0, put, key, h, expired, back, set, push, header, ceil_div(at + W, 1000)
@@ -1886,7 +1898,7 @@ local function fast(kind, key, a, b, c, qs, us_per, t)
     -- Not recorded: q == 0, more than the limit, or limited.
     local newest = nil
     if used > 0 then
-      local o = string.match(redis.call('LINDEX', key, -1), '^(%d+):?%d*$')
+      local o = string.match(redis.call('LINDEX', key, '-1'), '^(%d+):?%d*$')
       if o == nil then return nil end
       newest = base + o
     end
@@ -1909,7 +1921,7 @@ local function fast(kind, key, a, b, c, qs, us_per, t)
     if remaining > limit then remaining = limit end
     local five = {(q > limit or used + q > limit) and 1 or 0, limit, remaining, retry, reset}
     if q > 0 and h and used + q > limit then
-      return five, rx - now, 0, redis.call, 'PEXPIREAT', key, ceil_div(rx, 1000), 'GT'
+      return five, rx - now, 0, redis.call, 'PEXPIREAT', key, string.format('%d', ceil_div(rx, 1000)), 'GT'
     end
     return five, rx - now, 0
   elseif kind == 'SLICE' then
@@ -2001,8 +2013,8 @@ local function fast(kind, key, a, b, c, qs, us_per, t)
       local function put(key, head, current, first, js, ns, fs, q, W, S, ms)
         local slot = string.format('%d', current)
         if head == nil then
-          redis.call('HSET', key, 'S', string.format('%d|%d|%s', W, S, slot), slot, q)
-          redis.call('PEXPIREAT', key, ms)
+          redis.call('HSET', key, 'S', string.format('%d|%d|%s', W, S, slot), slot, string.format('%d', q))
+          redis.call('PEXPIREAT', key, string.format('%d', ms))
           return
         end
         local n0 = 0
@@ -2012,13 +2024,13 @@ local function fast(kind, key, a, b, c, qs, us_per, t)
           if j == current then n0 = ns[i] elseif j < first and current > head then dead[#dead + 1] = fs[i] end
         end
         if current > head then
-          redis.call('HSET', key, 'S', string.format('%d|%d|%s', W, S, slot), slot, n0 + q)
+          redis.call('HSET', key, 'S', string.format('%d|%d|%s', W, S, slot), slot, string.format('%d', n0 + q))
         else
-          redis.call('HSET', key, slot, n0 + q)
+          redis.call('HSET', key, slot, string.format('%d', n0 + q))
         end
         if #dead > 0 then redis.call('HDEL', key, unpack(dead)) end
         -- Later only; a key without an expiry gets one.
-        if redis.call('PEXPIRETIME', key) < ms then redis.call('PEXPIREAT', key, ms) end
+        if redis.call('PEXPIRETIME', key) < ms then redis.call('PEXPIREAT', key, string.format('%d', ms)) end
       end
       return {0, limit, limit - used - q, -1, up(off, r, us_per)}, off, r,
         put, key, head, current, first, js, ns, fs, q, W, S, ms
@@ -2046,7 +2058,7 @@ local function fast(kind, key, a, b, c, qs, us_per, t)
     if remaining < 0 then remaining = 0 end
     local five = {1, limit, remaining, retry, up(off, r, us_per)}
     if q > 0 and head then
-      return five, off, r, redis.call, 'PEXPIREAT', key, ms, 'GT'
+      return five, off, r, redis.call, 'PEXPIREAT', key, string.format('%d', ms), 'GT'
     end
     return five, off, r
   elseif kind == 'LEASE' then
@@ -2095,14 +2107,15 @@ local function fast(kind, key, a, b, c, qs, us_per, t)
       local v = string.format('%d|%d', expiry, q)
       if fresh then
         redis.call('HSET', key, 'L', '1', own, v)
-        redis.call('PEXPIREAT', key, ms)
+        redis.call('PEXPIREAT', key, string.format('%d', ms))
         return
       end
       redis.call('HSET', key, own, v)
       if #dead > 0 then redis.call('HDEL', key, unpack(dead)) end
       -- Later only; a key without an expiry gets one.
-      if redis.call('PEXPIREAT', key, ms, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
-        redis.call('PEXPIREAT', key, ms)
+      local at = string.format('%d', ms)
+      if redis.call('PEXPIREAT', key, at, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
+        redis.call('PEXPIREAT', key, at)
       end
     end
     return {0, limit, limit - (held - own_w) - q, -1, ceil_div(x - now, us_per)}, x - now, 0,
