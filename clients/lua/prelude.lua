@@ -2209,21 +2209,20 @@ local function several(write)
       -- A decision kept whole: the reply, the reset, the writes and their
       -- arguments, and how many values there are (an argument may be nil).
       local function keep(...) return {n = select('#', ...), ...} end
-      local fives, ds, offs, rests = {}, {}, {}, {}
+      local ds, fives = {}, {}
       for s = 1, nk do
         local sp = specs[s]
         local d = keep(fast(sp[1], KEYS[s], sp[2], sp[3], sp[1] == 'LEASE' and id or sp[4], qs, us_per, t))
-        local five = d[1]
-        if five == nil or five[1] == 1 then ok = false; break end
-        fives[s], ds[s], offs[s], rests[s] = five, d, d[2], d[3]
+        if d[1] == nil or d[1][1] == 1 then ok = false; break end
+        ds[s], fives[s] = d, d[1]
       end
       if ok then
         -- The binding limit: the fewest remaining, then the latest reset
         -- (exact: µs, then ns), then the first.
         local b = 1
         for s = 2, nk do
-          local x, y = fives[s][3], fives[b][3]
-          if x < y or (x == y and (offs[s] > offs[b] or (offs[s] == offs[b] and rests[s] > rests[b]))) then b = s end
+          local x, y = ds[s], ds[b]
+          if x[1][3] < y[1][3] or (x[1][3] == y[1][3] and (x[2] > y[2] or (x[2] == y[2] and x[3] > y[3]))) then b = s end
         end
         if write and qs + 0 > 0 then
           for s = 1, nk do
