@@ -7,7 +7,8 @@ peer; a floor below it bounds what the backend's own Lua work may cost.
     python3 bench/lua_floors.py [--calls N] [--warm N] [--server PATH]
 
 Each script runs on one hot key with the throughput benchmark's hot-key
-limit (1,000,000 units per second), `redis-benchmark -c 1 -P 16`, in a
+limit (1,000,000 units per second; RL.SLICE 60 slices, RL.LEASE one lease
+renewed with a ttl of 1 s), `redis-benchmark -c 1 -P 16`, in a
 redis-server under valgrind's callgrind that has every script of the
 table loaded. A count is the server's total after the warm-up and N calls,
 less its total after the warm-up alone (each in a server of its own):
@@ -42,6 +43,7 @@ PEERS = ROOT / "bench" / "lua"
 FLOORS = PEERS / "floors"
 BACKEND = ROOT / "clients" / "lua"
 KEY = "b:hot"
+LEASE = "lease-0000000001"  # the benchmark's lease id
 
 # (command, peer script and its arguments, the backend's arguments after
 # the calendar, or the calendar and the arguments for RL.QUOTA)
@@ -49,6 +51,8 @@ KINDS = [
     ("RL.THROTTLE", "gcra", ["1000000", "1000000", "1000"], ["", KEY, "999999", "1000000", "1"]),
     ("RL.SLIDE", "zset_log", ["1000000", "1000"], ["", KEY, "1000000", "1"]),
     ("RL.QUOTA", "fixed_window", ["1000000", "1000"], None),
+    ("RL.SLICE", "hash_slices", ["1000000", "1000", "60"], ["", KEY, "1000000", "1", "60"]),
+    ("RL.LEASE", "zset_semaphore", ["1000000", "1000", LEASE], ["", KEY, "1000000", "1", LEASE]),
 ]
 
 

@@ -7,5 +7,5 @@ local t = redis.call('TIME')
 redis.call('GET', key)
 local at = redis.call('PEXPIRETIME', key)
 redis.call('SET', key, 'Q|1|1795896000|1795899600|1795899600|1795896000123456|2|UTC', 'KEEPTTL')
-if at < 0 then redis.call('PEXPIREAT', key, t[1] * 1000 + 3600000) end
+if at < 0 then redis.call('PEXPIREAT', key, string.format('%d', t[1] * 1000 + 3600000)) end
 return {0, 1000000, 999999, -1, 1}

@@ -8,10 +8,10 @@
 local key = KEYS[1]
 local header = 'S|1795896000000000|1795896000123456|0|0|2|2|0'
 local t = redis.call('TIME')
-if not redis.call('LINDEX', key, 0) then redis.call('RPUSH', key, header, '0', '1') end
-redis.call('LRANGE', key, 1, 16)
-redis.call('LTRIM', key, 1, -1)
+if not redis.call('LINDEX', key, '0') then redis.call('RPUSH', key, header, '0', '1') end
+redis.call('LRANGE', key, '1', '4')
+redis.call('LTRIM', key, '1', '-1')
 redis.call('RPUSH', key, '123456')
-redis.call('LSET', key, 0, header)
-redis.call('PEXPIREAT', key, t[1] * 1000 + 60000, 'GT')
+redis.call('LSET', key, '0', header)
+redis.call('PEXPIREAT', key, string.format('%d', t[1] * 1000 + 60000), 'GT')
 return {0, 1000000, 999999, -1, 1}
