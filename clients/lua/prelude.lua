@@ -2082,6 +2082,10 @@ local function fast(kind, key, a, b, c, qs, us_per, t)
       for i = 1, #h, 2 do
         local f = h[i]
         if f == 'L' then marked = true
+        elseif f == own and q > 0 then
+          -- A lease renewed or taken counts only its new units: its value
+          -- is checked, not read.
+          if not string.find(h[i + 1], '^%d+|%d+$') then return nil end
         elseif string.byte(f, 1) == 35 then -- '#'
           local e, lw = string.match(h[i + 1], '^(%d+)|(%d+)$')
           if e == nil then return nil end
