@@ -1602,148 +1602,141 @@ end
 -- call needs the full code), the reset as an offset from now (whole µs,
 -- then the ns beyond them), then the call's writes, when it has any: a
 -- function of its arguments only, followed by those arguments. An allowed
--- call's function is the kind's `put` (no upvalues: made at little cost,
--- where a closure over the decision's locals costs several thousand
--- instructions); a limited call's is redis.call itself, moving the key's
--- expiry out (PEXPIREAT ... GT).
+-- call's function is its kind's write (`put`; `set_state` for the two
+-- kept in a string), with no upvalues: made at little cost, where a
+-- closure over the decision's locals costs several thousand instructions.
+-- A limited call's is redis.call itself, moving the key's expiry out
+-- (PEXPIREAT ... GT).
 local function fast(kind, key, a, b, c, qs, us_per, t)
-  if kind == 'THROTTLE' then
-    local bs, cs, ps = a, b, c
-    if not (#bs > 0 and #bs <= 13 and #cs > 0 and #cs <= 10 and #ps > 0 and #ps <= 12 and #qs > 0 and #qs <= 13
-      and string.find(bs .. cs .. ps .. qs, '^%d+$')) then return nil end
-    local b, c, p, q = bs + 0, cs + 0, ps + 0, qs + 0
-    local unit = us_per * 1000
-    local T = p * unit
-    if not (b <= 1000000000000 and c >= 1 and c <= 4294967295 and p >= 1 and T <= 315360000000000000
-      and q <= 1000000000000) then
-      return nil
-    end
-    local sec, usec = t[1] + 0, t[2] + 0
-    local raw = redis.pcall('GET', key)
-    local wh, wl, f, den
-    if raw then
-      local tat
-      if type(raw) == 'string' then tat, f, den = string.match(raw, '^G|(%d+)|(%d+)|(%d+)$') end
-      if den ~= cs or #tat > 24 then return nil end
-      -- The TAT in ns as s x 10^9 + ns: the ns from its last nine digits,
-      -- the s from the whole as a double (within 256 ns of it), rounded.
-      if #tat > 9 then
-        wl = string.sub(tat, -9) + 0
-        wh = (tat - wl) / 1000000000 + 0.5
-        wh = wh - wh % 1
+  if kind == 'THROTTLE' or kind == 'QUOTA' then
+    -- The two kinds kept in a string. Their write: the state, its expiry
+    -- moved to ms (Unix ms) only when later (a key without one, -1, gets
+    -- one); KEEPTTL while it stays, as SET's PXAT costs the server more
+    -- than SET and PEXPIREAT together. raw: the state read (false: none).
+    local function set_state(key, raw, v, ms)
+      if raw then
+        local before = redis.call('PEXPIRETIME', key)
+        redis.call('SET', key, v, 'KEEPTTL')
+        if before < ms then redis.call('PEXPIREAT', key, string.format('%d', ms)) end
       else
-        wh, wl = 0, tat + 0
+        redis.call('SET', key, v, 'PXAT', string.format('%d', ms))
       end
-      f = f + 0
     end
-    local cap = b + 1
-    local k, limited, remaining, retry, reset, ms, hi, lo, frac = gcra(sec, usec, wh, wl, f, cap, c, T, q)
-    if limited == nil then return nil end
-    if retry == nil or retry == 'never' then retry = -1 else retry = ceil_div(retry, unit / k) end
-    local five = {limited and 1 or 0, cap, remaining, retry, ceil_div(reset, unit / k)}
-    local rus, rns = reset, 0 -- reset: whole µs, ns beyond
-    if k == 1 then rns = reset % 1000; rus = (reset - rns) / 1000 end
-    if hi then
-      -- One string.format field where the TAT is whole µs; the count as
-      -- stored (den: it equals cs) when there is one.
-      local function put(key, raw, hi, lo, frac, den, c, ms)
+    if kind == 'THROTTLE' then
+      local bs, cs, ps = a, b, c
+      if not (#bs > 0 and #bs <= 13 and #cs > 0 and #cs <= 10 and #ps > 0 and #ps <= 12 and #qs > 0 and #qs <= 13
+        and string.find(bs .. cs .. ps .. qs, '^%d+$')) then return nil end
+      local b, c, p, q = bs + 0, cs + 0, ps + 0, qs + 0
+      local unit = us_per * 1000
+      local T = p * unit
+      if not (b <= 1000000000000 and c >= 1 and c <= 4294967295 and p >= 1 and T <= 315360000000000000
+        and q <= 1000000000000) then
+        return nil
+      end
+      local sec, usec = t[1] + 0, t[2] + 0
+      local raw = redis.pcall('GET', key)
+      local wh, wl, f, den
+      if raw then
+        local tat
+        if type(raw) == 'string' then tat, f, den = string.match(raw, '^G|(%d+)|(%d+)|(%d+)$') end
+        if den ~= cs or #tat > 24 then return nil end
+        -- The TAT in ns as s x 10^9 + ns: the ns from its last nine digits,
+        -- the s from the whole as a double (within 256 ns of it), rounded.
+        if #tat > 9 then
+          wl = string.sub(tat, -9) + 0
+          wh = (tat - wl) / 1000000000 + 0.5
+          wh = wh - wh % 1
+        else
+          wh, wl = 0, tat + 0
+        end
+        f = f + 0
+      end
+      local cap = b + 1
+      local k, limited, remaining, retry, reset, ms, hi, lo, frac = gcra(sec, usec, wh, wl, f, cap, c, T, q)
+      if limited == nil then return nil end
+      if retry == nil or retry == 'never' then retry = -1 else retry = ceil_div(retry, unit / k) end
+      local five = {limited and 1 or 0, cap, remaining, retry, ceil_div(reset, unit / k)}
+      local rus, rns = reset, 0 -- reset: whole µs, ns beyond
+      if k == 1 then rns = reset % 1000; rus = (reset - rns) / 1000 end
+      if hi then
+        -- One string.format field where the TAT is whole µs; the count as
+        -- stored (den: it equals cs) when there is one.
         local v
         if lo % 1000 == 0 then v = string.format('G|%d000|', hi * 1000000 + lo / 1000)
         else v = string.format('G|%d%09d|', hi, lo) end
         v = v .. (frac == 0 and '0' or string.format('%d', frac)) .. '|' .. (den or string.format('%d', c))
-        -- Later only; a key without an expiry (-1) gets one. KEEPTTL
-        -- while the expiry stays: SET's PXAT costs the server more than
-        -- SET and PEXPIREAT together.
-        if raw then
-          local before = redis.call('PEXPIRETIME', key)
-          redis.call('SET', key, v, 'KEEPTTL')
-          if before < ms then redis.call('PEXPIREAT', key, string.format('%d', ms)) end
-        else
-          redis.call('SET', key, v, 'PXAT', string.format('%d', ms))
+        return five, rus, rns, set_state, key, raw, v, ms
+      elseif limited and q > 0 and raw then
+        return five, rus, rns, redis.call, 'PEXPIREAT', key, string.format('%d', ms), 'GT'
+      end
+      return five, rus, rns
+    else -- QUOTA
+      -- The calendar's one segment naming the zone (no TZ option).
+      local limit, uw, cal = a, b, c
+      local ui
+      if uw == 'HOUR' or uw == 'hour' then ui = 2 elseif uw == 'DAY' or uw == 'day' then ui = 3
+      elseif uw == 'MONTH' or uw == 'month' then ui = 5 elseif uw == 'MINUTE' or uw == 'minute' then ui = 1
+      elseif uw == 'WEEK' or uw == 'week' then ui = 4 elseif uw == 'YEAR' or uw == 'year' then ui = 6 end
+      if not (ui and #limit > 0 and #limit <= 16 and #qs > 0 and #qs <= 13 and string.find(limit .. qs, '^%d+$')) then
+        return nil
+      end
+      local q = qs + 0
+      limit = limit + 0
+      -- The calendar: zone|b0,d1,d2,... (boundaries in Unix s, then steps).
+      local zone, b0, d1, d2, d3 = string.match(cal, '^([^;!|]+)|(%d+),(%d+),?(%d*),?(%d*)$')
+      if not (limit >= 1 and limit <= 1000000000000000 and q <= 1000000000000 and zone) then return nil end
+      local sec = t[1] + 0
+      local now = sec * 1000000 + t[2]
+      -- The period holding now: b1 <= sec < b2, two boundaries in a row.
+      local b1, b2 = b0 + 0, nil
+      b2 = b1 + d1
+      if b2 <= sec and d2 ~= '' then b1 = b2; b2 = b2 + d2 end
+      if b2 <= sec and d3 ~= '' then b1 = b2; b2 = b2 + d3 end
+      if not (b1 <= sec and sec < b2) then return nil end
+      local raw = redis.pcall('GET', key)
+      local used, start, fin, till, last, deadline = 0, b1, b2, b2, now, nil
+      if raw then
+        local u, a, e, c, l, ns, z
+        if type(raw) == 'string' then
+          u, a, e, c, l, ns, z = string.match(raw, '^Q|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d)|(.+)$')
+        end
+        if u == nil or ns + 0 ~= ui or z ~= zone then return nil end
+        u, c = u + 0, c + 0
+        if u > 0 and now < c * 1000000 then
+          deadline = c
+          used = u
+          l = l + 0
+          if l > now then last = l end
+          -- The stored period still holds the last unit; else the one
+          -- holding it (now's, when it is now).
+          if last < e * 1000000 then start, fin, till = a + 0, e + 0, c
+          elseif last ~= now then return nil
+          elseif c > b2 then till = c end
         end
       end
-      return five, rus, rns, put, key, raw, hi, lo, frac, den, c, ms
-    elseif limited and q > 0 and raw then
-      return five, rus, rns, redis.call, 'PEXPIREAT', key, string.format('%d', ms), 'GT'
-    end
-    return five, rus, rns
-  elseif kind == 'QUOTA' then
-    -- The calendar's one segment naming the zone (no TZ option).
-    local limit, uw, cal = a, b, c
-    local ui
-    if uw == 'HOUR' or uw == 'hour' then ui = 2 elseif uw == 'DAY' or uw == 'day' then ui = 3
-    elseif uw == 'MONTH' or uw == 'month' then ui = 5 elseif uw == 'MINUTE' or uw == 'minute' then ui = 1
-    elseif uw == 'WEEK' or uw == 'week' then ui = 4 elseif uw == 'YEAR' or uw == 'year' then ui = 6 end
-    if not (ui and #limit > 0 and #limit <= 16 and #qs > 0 and #qs <= 13 and string.find(limit .. qs, '^%d+$')) then
-      return nil
-    end
-    local q = qs + 0
-    limit = limit + 0
-    -- The calendar: zone|b0,d1,d2,... (boundaries in Unix s, then steps).
-    local zone, b0, d1, d2, d3 = string.match(cal, '^([^;!|]+)|(%d+),(%d+),?(%d*),?(%d*)$')
-    if not (limit >= 1 and limit <= 1000000000000000 and q <= 1000000000000 and zone) then return nil end
-    local sec = t[1] + 0
-    local now = sec * 1000000 + t[2]
-    -- The period holding now: b1 <= sec < b2, two boundaries in a row.
-    local b1, b2 = b0 + 0, nil
-    b2 = b1 + d1
-    if b2 <= sec and d2 ~= '' then b1 = b2; b2 = b2 + d2 end
-    if b2 <= sec and d3 ~= '' then b1 = b2; b2 = b2 + d3 end
-    if not (b1 <= sec and sec < b2) then return nil end
-    local raw = redis.pcall('GET', key)
-    local used, start, fin, till, last, deadline = 0, b1, b2, b2, now, nil
-    if raw then
-      local u, a, e, c, l, ns, z
-      if type(raw) == 'string' then
-        u, a, e, c, l, ns, z = string.match(raw, '^Q|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d)|(.+)$')
+      local fits = q <= limit
+      local allowed = fits and used + q <= limit
+      if allowed and q > 0 then
+        local five = {0, limit, limit - used - q, -1, ceil_div(till * 1000000 - now, us_per)}
+        local v = string.format('Q|%d|%d|%d|%d|%d|%d|%s', used + q, start, fin, till, last, ui, zone)
+        return five, till * 1000000 - now, 0, set_state, key, raw, v, till * 1000
       end
-      if u == nil or ns + 0 ~= ui or z ~= zone then return nil end
-      u, c = u + 0, c + 0
-      if u > 0 and now < c * 1000000 then
-        deadline = c
-        used = u
-        l = l + 0
-        if l > now then last = l end
-        -- The stored period still holds the last unit; else the one
-        -- holding it (now's, when it is now).
-        if last < e * 1000000 then start, fin, till = a + 0, e + 0, c
-        elseif last ~= now then return nil
-        elseif c > b2 then till = c end
+      local reset, roff, retry = 0, 0, -1
+      if deadline then
+        roff = deadline * 1000000 - now
+        reset = ceil_div(roff, us_per)
       end
-    end
-    local fits = q <= limit
-    local allowed = fits and used + q <= limit
-    if allowed and q > 0 then
-      local five = {0, limit, limit - used - q, -1, ceil_div(till * 1000000 - now, us_per)}
-      -- The expiry moves only later (a key without one, -1, gets one),
-      -- and within a period it stays: KEEPTTL, as with RL.THROTTLE.
-      local function put(key, raw, v, ms)
-        if raw then
-          local before = redis.call('PEXPIRETIME', key)
-          redis.call('SET', key, v, 'KEEPTTL')
-          if before < ms then redis.call('PEXPIREAT', key, string.format('%d', ms)) end
-        else
-          redis.call('SET', key, v, 'PXAT', string.format('%d', ms))
-        end
+      if fits and not allowed then retry = reset end
+      local remaining = limit - used
+      if allowed then remaining = remaining - q end
+      if remaining < 0 then remaining = 0 end
+      local five = {allowed and 0 or 1, limit, remaining, retry, reset}
+      if not allowed and q > 0 and raw then
+        return five, roff, 0, redis.call, 'PEXPIREAT', key,
+          string.format('%d', deadline and deadline * 1000 or ceil_div(now, 1000)), 'GT'
       end
-      local v = string.format('Q|%d|%d|%d|%d|%d|%d|%s', used + q, start, fin, till, last, ui, zone)
-      return five, till * 1000000 - now, 0, put, key, raw, v, till * 1000
+      return five, roff, 0
     end
-    local reset, roff, retry = 0, 0, -1
-    if deadline then
-      roff = deadline * 1000000 - now
-      reset = ceil_div(roff, us_per)
-    end
-    if fits and not allowed then retry = reset end
-    local remaining = limit - used
-    if allowed then remaining = remaining - q end
-    if remaining < 0 then remaining = 0 end
-    local five = {allowed and 0 or 1, limit, remaining, retry, reset}
-    if not allowed and q > 0 and raw then
-      return five, roff, 0, redis.call, 'PEXPIREAT', key,
-        string.format('%d', deadline and deadline * 1000 or ceil_div(now, 1000)), 'GT'
-    end
-    return five, roff, 0
   elseif kind == 'SLIDE' then
     -- The list: element 0 the header S|base|clock|first|joined|units|entries|oldest
     -- (units: held by all entries; oldest: the oldest entry's offset from
