@@ -1660,7 +1660,9 @@ local function fast(kind, key, a, b, c, qs, us_per, t)
       if k == 1 then rns = reset % 1000; rus = (reset - rns) / 1000 end
       if hi then
         -- One string.format field where the TAT is whole µs; the count as
-        -- stored (den: it equals cs) when there is one.
+        -- stored (den: it equals cs) when there is one. Made here, also
+        -- for a caller that will not write (RL.PEEK, a refused RL.ALLOW):
+        -- formatting at write time would cost every call a closure.
         local v
         if lo % 1000 == 0 then v = string.format('G|%d000|', hi * 1000000 + lo / 1000)
         else v = string.format('G|%d%09d|', hi, lo) end
