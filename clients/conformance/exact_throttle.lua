@@ -2,12 +2,13 @@
 -- decision on many cases at once: ARGV[2] holds them, one per line:
 -- now_us whole_ns|- frac den max_burst count period unit_ns quantity.
 -- Replies, per case, the five fields and the TAT stored ('' when none).
+local L = run('lib')
+local big, bmul, bparse, numstr, reply_of, throttle = L.big, L.bmul, L.bparse, L.numstr, L.reply_of, L.throttle
 local out = {}
 for line in string.gmatch(ARGV[2], '[^\n]+') do
   local f = {}
   for w in string.gmatch(line, '%S+') do f[#f + 1] = w end
-  NOW = tonumber(f[1])
-  NOW_NS = bmul(big(NOW), big(1000))
+  L.set_clock(tonumber(f[1]))
   local st = nil
   if f[2] ~= '-' then st = {whole = bparse(f[2]), frac = tonumber(f[3]), den = tonumber(f[4])} end
   local unit = tonumber(f[8])

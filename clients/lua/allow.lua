@@ -1,1 +1,1 @@
-return several(true)
+return run('several', true)

@@ -1,2 +1,2 @@
 #!lua flags=no-writes
-return (G or lib()).inspect()
+return run('inspect')

@@ -1,1 +1,1 @@
-return limiter('LEASE')
+return run('limiter', 'LEASE')

@@ -1,2 +1,2 @@
 #!lua flags=no-writes
-return several(false)
+return run('several', false)

@@ -1,1 +1,1 @@
-return limiter('QUOTA')
+return run('limiter', 'QUOTA')

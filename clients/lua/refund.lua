@@ -1,1 +1,1 @@
-return (G or lib()).refund()
+return run('refund')

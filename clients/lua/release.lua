@@ -1,1 +1,1 @@
-return (G or lib()).release()
+return run('release')

@@ -1,1 +1,1 @@
-return limiter('SLICE')
+return run('limiter', 'SLICE')

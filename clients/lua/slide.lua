@@ -1,1 +1,1 @@
-return limiter('SLIDE')
+return run('limiter', 'SLIDE')

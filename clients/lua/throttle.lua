@@ -1,1 +1,1 @@
-return limiter('THROTTLE')
+return run('limiter', 'THROTTLE')
