@@ -1,8 +1,9 @@
 """Instructions per call of the Lua backend's scripts beside the peer
 scripts doing the same job and beside the floors: scripts that make the
-backend's server calls and nothing else (bench/lua/floors/). A floor above
-its peer shows that no script making those calls can be as fast as the
-peer; a floor below it bounds what the backend's own Lua work may cost.
+backend's server calls and nothing else (bench/lua/floors/), called with
+the backend's arguments, which they do not read. A floor above its peer
+shows that no script making those calls can be as fast as the peer; a
+floor below it bounds what the backend's own Lua work may cost.
 
     python3 bench/lua_floors.py [--calls N] [--warm N] [--server PATH]
 
@@ -10,10 +11,12 @@ Each script runs on one hot key with the throughput benchmark's hot-key
 limit (1,000,000 units per second; RL.SLICE 60 slices, RL.LEASE one lease
 renewed with a ttl of 1 s), `redis-benchmark -c 1 -P 16`, in a
 redis-server under valgrind's callgrind that has every script of the
-table loaded. A count is the server's total after the warm-up and N calls,
-less its total after the warm-up alone (each in a server of its own):
-what N calls cost, the garbage collector's share included. Counts move by
-up to 4,000 between runs. Needs valgrind, redis-server and redis-benchmark
+table loaded, with `hz 1`: the server's timer work runs by the clock, and
+callgrind slows the calls down, so at the default hz 10 it would add
+thousands of instructions to each call, more the busier the machine. A
+count is the server's total after the warm-up and N calls, less its total
+after the warm-up alone (each in a server of its own): what N calls cost,
+the garbage collector's share included. Needs valgrind, redis-server and redis-benchmark
 (scripts/deps.sh --test; REDIS_SERVER and REDIS_BENCHMARK name others, as
 for the benchmark)."""
 
@@ -75,7 +78,12 @@ def total(server: str, benchmark: str, sources: list, script: int, args: list, c
     run = tempfile.mkdtemp(dir=workdir)
     out = os.path.join(run, "callgrind.out")
     srv = Server(
-        server, [], run, wrapper=["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out], start_timeout_s=120
+        server,
+        [],
+        run,
+        wrapper=["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out],
+        start_timeout_s=120,
+        extra=["--hz", "1"],
     )
     srv.start()
     try:
@@ -120,7 +128,7 @@ def main() -> int:
         for label, src, args in (
             ("peer: " + peer, (PEERS / (peer + ".lua")).read_text(), peer_args),
             ("backend: " + kind, backend_source(kind), be_args),
-            ("floor: its calls alone", (FLOORS / (stem + ".lua")).read_text(), []),
+            ("floor: its calls alone", (FLOORS / (stem + ".lua")).read_text(), be_args),
         ):
             names.append((kind, label))
             sources.append(src)

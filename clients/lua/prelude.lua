@@ -1328,7 +1328,7 @@ local function run(entry, arg)
     -- RL.SLIDE: the log, instants in µs ---------------------------------------
     -- state: {entries = {{t, n}, ...} oldest first, clock, first, joined}; the
     -- header stored also holds the units of all entries, their number and
-    -- the oldest one's offset, which the fast path (limiter()) reads instead
+    -- the oldest one's offset, which the fast path (fast()) reads instead
     -- of the entries.
 
     local slide = {}
