@@ -94,7 +94,12 @@ def total(server: str, benchmark: str, sources: list, script: int, args: list, c
             sha = hashlib.sha1(sources[script].encode()).hexdigest()
             if calls:
                 bench = [benchmark, "-p", str(srv.port), "-c", "1", "-P", "16", "-q", "-n", str(calls)]
-                subprocess.run(bench + ["EVALSHA", sha, "1", KEY] + args, check=True, capture_output=True)
+                done = subprocess.run(
+                    bench + ["EVALSHA", sha, "1", KEY] + args, check=False, capture_output=True, text=True
+                )
+                if done.returncode != 0:
+                    said = (done.stderr.strip() or done.stdout.strip())[-500:]
+                    raise BenchError(f"redis-benchmark exited with {done.returncode}: {said}")
                 con.call("EVALSHA", sha, "1", KEY, *args)  # raises on an error reply
         finally:
             con.close()
@@ -141,7 +146,12 @@ def main() -> int:
                 for n in (opts.warm, opts.warm + opts.calls):
                     jobs[(i, n)] = pool.submit(total, server, benchmark, sources, i, argv[i], n, workdir)
             for (i, n), job in jobs.items():
-                counts[(i, n)] = job.result()
+                try:
+                    counts[(i, n)] = job.result()
+                except BenchError as e:
+                    print(f"{names[i][0]}, {names[i][1]}: {e}", file=sys.stderr)
+                    pool.shutdown(cancel_futures=True)
+                    return 1
     print(
         f"Instructions per call, hot key (1,000,000 per second), {version}, {opts.calls:,} calls after {opts.warm:,},"
     )
