@@ -108,11 +108,6 @@ local function run(entry, arg)
     return k, false, remaining, retry, reset, ms, sec + (x - lo) / per_s, lo * k, frac
   end
 
-  -- The fast paths: a limiter's usual call (its parameters, [quantity] [MS],
-  -- no option), on a key it holds or none, decided in doubles, each with
-  -- as few calls as can be. Anything else (errors included) goes to lib()
-  -- before any write, and is answered there.
-
   -- ceil(a / b), a >= 0 and b >= 1 integers below 2^52.
   local function ceil_div(a, b)
     local r = a % b
@@ -646,10 +641,10 @@ local function run(entry, arg)
   end
 
   if entry == 'limiter' then
-    -- The fast paths: a limiter's usual call (its parameters, [quantity],
-    -- [MS], and PRECISION for RL.SLIDE), on a key it holds or none, decided
-    -- in doubles with as few calls as can be. Anything else (errors
-    -- included) goes to lib() before any write, and is answered there.
+    -- A limiter's usual call (its parameters, [quantity], [MS], and
+    -- PRECISION for RL.SLIDE), on a key it holds or none, decided by fast()
+    -- with as few calls as can be. Anything else (errors included) goes to
+    -- lib() before any write, and is answered there.
     local name = arg
     local A = ARGV
     local np = (name == 'SLIDE' or name == 'QUOTA') and 2 or 3
