@@ -48,14 +48,14 @@ BACKEND = ROOT / "clients" / "lua"
 KEY = "b:hot"
 LEASE = "lease-0000000001"  # the benchmark's lease id
 
-# (command, peer script and its arguments, the backend's arguments after
-# the calendar, or the calendar and the arguments for RL.QUOTA)
+# (command, peer script and its arguments, the backend's arguments, or
+# None for RL.QUOTA's: its calendar, then its arguments), the key aside
 KINDS = [
-    ("RL.THROTTLE", "gcra", ["1000000", "1000000", "1000"], ["", KEY, "999999", "1000000", "1"]),
-    ("RL.SLIDE", "zset_log", ["1000000", "1000"], ["", KEY, "1000000", "1"]),
+    ("RL.THROTTLE", "gcra", ["1000000", "1000000", "1000"], ["999999", "1000000", "1"]),
+    ("RL.SLIDE", "zset_log", ["1000000", "1000"], ["1000000", "1"]),
     ("RL.QUOTA", "fixed_window", ["1000000", "1000"], None),
-    ("RL.SLICE", "hash_slices", ["1000000", "1000", "60"], ["", KEY, "1000000", "1", "60"]),
-    ("RL.LEASE", "zset_semaphore", ["1000000", "1000", LEASE], ["", KEY, "1000000", "1", LEASE]),
+    ("RL.SLICE", "hash_slices", ["1000000", "1000", "60"], ["1000000", "1", "60"]),
+    ("RL.LEASE", "zset_semaphore", ["1000000", "1000", LEASE], ["1000000", "1", LEASE]),
 ]
 
 
@@ -64,7 +64,7 @@ def quota_args() -> list:
     calendar the clients send: the hour boundaries around now."""
     now = int(time.time())
     start = now - now % 3600
-    return [f"UTC|{start - 3600},3600,3600,3600", KEY, "3600000000", "hour"]
+    return [f"UTC|{start - 3600},3600,3600,3600", "3600000000", "hour"]
 
 
 def backend_source(kind: str) -> str:

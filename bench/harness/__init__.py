@@ -241,8 +241,9 @@ repetitions. Above 1 the module is faster.
 The module, its Lua backend and the peers (aggregate.lua_backend). The
 Lua backend's scripts (clients/lua: the command's `#!lua` line if any,
 prelude.lua, a newline, the command's file) are rows of their own,
-`backend:RL.<NAME>`, `EVALSHA sha numkeys keys... calendar args...` with
-the module command's arguments as they are; RL.QUOTA's calendar argument
+`backend:RL.<NAME>`, `EVALSHA sha numkeys keys... [calendar] args...`
+with the module command's arguments as they are, the keys in KEYS only
+(clients/lua/README.md); RL.QUOTA's calendar argument
 is computed once when the rows are made, in UTC, as the clients compute
 it (rows.utc_calendar: boundaries from an hour before to an hour after,
 so a run must end within the hour). RL.LEASE renewing one lease per key

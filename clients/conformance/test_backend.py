@@ -1,6 +1,7 @@
-"""lua_backend's own promises: EVALSHA with EVAL once on NOSCRIPT, the
-asyncio twin, errors as ResponseError with the module's text, RL.INSPECT
-as a map under RESP3, and the calendar argument's encoding."""
+"""lua_backend's own promises: what it sends, EVALSHA with EVAL once on
+NOSCRIPT, the asyncio twin, errors as ResponseError with the module's
+text, RL.INSPECT as a map under RESP3, and the calendar argument's
+encoding."""
 
 from __future__ import annotations
 
@@ -34,6 +35,45 @@ def test_the_calendar_argument() -> None:
     assert calendar_argument(["RL.REFUND", "k", "QUOTA", 5, "DAY", "TZ", "Asia/Kolkata", 1], now=at) == (
         "Asia/Kolkata|1774722600,86400"
     )
+
+
+def test_what_is_sent_keys_once_and_the_calendar_where_a_quota_may_be() -> None:
+    sent: list[tuple[Any, ...]] = []
+
+    class Recording(redis.Redis):
+        def execute_command(self, *args: Any, **options: Any) -> Any:
+            sent.append(args)
+            run: Callable[..., Any] = super().execute_command
+            return run(*args, **options)
+
+    with server("redis-server", faked=False) as srv:
+        r = Recording(port=srv.port)
+        line: list[str | int] = [
+            "RL.ALLOW",
+            2,
+            "{u}a",
+            "{u}b",
+            "SLIDE",
+            1,
+            60,
+            "QUOTA",
+            1,
+            "DAY",
+            "TZ",
+            "Europe/Berlin",
+        ]
+        reply = execute(r, *line, lua_dir=LUA_DIR)
+        assert reply[:4] == [0, 1, 0, -1] and reply[5] == 2  # the day's quota binds: the latest reset
+        assert execute(r, "RL.INSPECT", "x", lua_dir=LUA_DIR) is None  # no key: nil, as the module
+        with pytest.raises(redis.ResponseError) as e:
+            execute(r, "RL.ALLOW", "many", "a", "SLIDE", 1, 1, lua_dir=LUA_DIR)
+        assert str(e.value) == "numkeys must be an integer from 1 to 16"
+        allow, inspect, bad = [c[2:] for c in sent if c[0] == "EVALSHA"]
+        assert allow[:3] == (2, b"{u}a", b"{u}b")
+        assert allow[3].startswith(b"Europe/Berlin|")
+        assert allow[4:] == (b"2", b"SLIDE", b"1", b"60", b"QUOTA", b"1", b"DAY", b"TZ", b"Europe/Berlin")
+        assert inspect == (1, b"x")
+        assert bad == (0, b"", b"many", b"a", b"SLIDE", b"1", b"1")
 
 
 def test_noscript_falls_back_to_eval_once_and_errors_carry_the_modules_text() -> None:

@@ -52,7 +52,8 @@ def reference(
     reset = ceil_div(ceil_div(ttl, c), unit)
     stored = ""
     if not limited and q > 0:
-        stored = f"G|{now_us * 1000 + ttl_after // c}|{ttl_after % c}|{c}"
+        frac = ttl_after % c
+        stored = f"G|{now_us * 1000 + ttl_after // c}" + (f"|{frac}|{c}" if frac else "")
     return f"{int(limited)} {cap} {remaining} {retry} {reset} {stored}".rstrip(" ")
 
 

@@ -1,8 +1,11 @@
 -- redis-ratelimit's Lua backend: the code every command's script shares.
 -- The script sent to the server is this file followed by the command's own
 -- file (throttle.lua, ...), which calls run() below.
--- KEYS: the command's keys. ARGV[1]: the calendar (see README.md);
--- ARGV[2..]: the module command's arguments, exactly as the module gets them.
+-- KEYS: the command's keys. ARGV: the module command's other arguments,
+-- exactly as the module gets them, after the calendar (see README.md) for
+-- the commands that may name a QUOTA limit (RL.QUOTA, RL.ALLOW, RL.PEEK,
+-- RL.REFUND): RL.THROTTLE k 10 20 30 is KEYS {k}, ARGV {10, 20, 30};
+-- RL.ALLOW 2 a b spec... is KEYS {a, b}, ARGV {calendar, 2, spec...}.
 -- Numbers are Lua doubles: integers are exact below 2^53; anything larger
 -- (nanosecond instants, GCRA's scaled arithmetic) goes through the small
 -- decimal big-integer helpers of lib().
@@ -161,12 +164,19 @@ local function run(entry, arg)
         local wh, wl, f, den
         if raw then
           -- The TAT in ns as s x 10^9 + ns, when it has 19 digits (the
-          -- years 2001 to 2286; any other goes to the full code).
+          -- years 2001 to 2286; any other goes to the full code), then
+          -- nothing (no fraction) or |frac|den with den the count as sent.
+          local rest
           if type(raw) == 'string' then
-            wh, wl, f, den = string.match(raw, '^G|(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d%d)|(%d+)|(%d+)$')
+            wh, wl, rest = string.match(raw, '^G|(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d%d)(.*)$')
           end
-          if den ~= cs then return nil end
-          wh, wl, f = wh + 0, wl + 0, f + 0
+          if rest == '' then f = 0
+          elseif rest then
+            f, den = string.match(rest, '^|(%d+)|(%d+)$')
+            if den ~= cs then return nil end
+            f = f + 0
+          else return nil end
+          wh, wl = wh + 0, wl + 0
         end
         local cap = b + 1
         local k, limited, remaining, retry, reset, ms, hi, lo, frac = gcra(sec, usec, wh, wl, f, cap, c, T, q)
@@ -176,14 +186,15 @@ local function run(entry, arg)
         local rus, rns = reset, 0 -- reset: whole µs, ns beyond
         if k == 1 then rns = reset % 1000; rus = (reset - rns) / 1000 end
         if hi then
-          -- One string.format field where the TAT is whole µs; the count as
-          -- stored (den: it equals cs) when there is one. Made here, also
-          -- for a caller that will not write (RL.PEEK, a refused RL.ALLOW):
-          -- formatting at write time would cost every call a closure.
+          -- One string.format field where the TAT is whole µs; the
+          -- fraction and the count (as stored, den, when it was) only when
+          -- the fraction is not 0. Made here, also for a caller that will
+          -- not write (RL.PEEK, a refused RL.ALLOW): formatting at write
+          -- time would cost every call a closure.
           local v
-          if lo % 1000 == 0 then v = string.format('G|%d000|', hi * 1000000 + lo / 1000)
-          else v = string.format('G|%d%09d|', hi, lo) end
-          v = v .. (frac == 0 and '0' or string.format('%d', frac)) .. '|' .. (den or string.format('%d', c))
+          if lo % 1000 == 0 then v = string.format('G|%d000', hi * 1000000 + lo / 1000)
+          else v = string.format('G|%d%09d', hi, lo) end
+          if frac ~= 0 then v = v .. '|' .. string.format('%d', frac) .. '|' .. (den or string.format('%d', c)) end
           return five, rus, rns, set_state, key, raw, v, ms
         elseif limited and q > 0 and raw then
           return five, rus, rns, redis.call, 'PEXPIREAT', key, string.format('%d', ms), 'GT'
@@ -647,10 +658,11 @@ local function run(entry, arg)
     -- lib() before any write, and is answered there.
     local name = arg
     local A = ARGV
+    local o = name == 'QUOTA' and 1 or 0 -- the parameters follow RL.QUOTA's calendar
     local np = (name == 'SLIDE' or name == 'QUOTA') and 2 or 3
-    if A[2 + np] then
-      local i = 3 + np
-      local qs, us_per, third = '1', 1000000, A[5]
+    if A[o + np] then
+      local i = o + np + 1
+      local qs, us_per, third = '1', 1000000, A[3]
       if name == 'SLIDE' then third = '0' elseif name == 'QUOTA' then third = A[1] end
       -- Any word but an option is the quantity (fast() checks its digits).
       local w = A[i]
@@ -669,7 +681,7 @@ local function run(entry, arg)
           if write then write(...) end
           return five
         end
-        local five = decide(fast(name, KEYS[1], A[3], A[4], third, qs, us_per, redis.call('TIME'), gcra,
+        local five = decide(fast(name, KEYS[1], A[o + 1], A[o + 2], third, qs, us_per, redis.call('TIME'), gcra,
           ceil_div))
         if five then return five end
       end
@@ -688,12 +700,11 @@ local function run(entry, arg)
     nk = nk and #nk <= 2 and string.find(nk, '^%d+$') and nk + 0
     if nk and nk >= 1 and nk <= 16 and #KEYS == nk then
       local ok = true
-      -- A key named twice is an error (the full code's); the state is read
-      -- from KEYS, as there.
+      -- A key named twice is an error (the full code's).
       for i = 2, nk do
-        for j = 1, i - 1 do if A[2 + i] == A[2 + j] then ok = false end end
+        for j = 1, i - 1 do if KEYS[i] == KEYS[j] then ok = false end end
       end
-      local at = 3 + nk
+      local at = 3 -- ARGV: the calendar, numkeys, then the specs
       local specs, leases = {}, false
       for s = 1, nk do
         if not ok then break end
@@ -757,8 +768,20 @@ local function run(entry, arg)
   local function lib()
     local NOW -- µs since the epoch, from the server's TIME
     local NOW_NS -- the same in ns, a big integer
-    local A = ARGV
-    local NARGS = #ARGV - 1 -- the module's argv[1..n] is ARGV[2..n+1]
+    -- A: the calendar ('' when the command has none), then the module's
+    -- argv[1..n] (the keys back in their places) as A[2..n+1].
+    local A = {}
+    local NARGS
+    do
+      local n, i = 1, 1
+      if entry == 'several' or entry == 'refund' or (entry == 'limiter' and arg == 'QUOTA') then
+        A[1] = ARGV[1]; i = 2
+      else A[1] = '' end
+      if entry == 'several' and ARGV[i] then n = 2; A[2] = ARGV[i]; i = i + 1 end
+      for k = 1, #KEYS do n = n + 1; A[n] = KEYS[k] end
+      for j = i, #ARGV do n = n + 1; A[n] = ARGV[j] end
+      NARGS = n - 1
+    end
     local function arg(i) return A[i + 1] end
 
     local fmod = math.fmod
@@ -981,7 +1004,7 @@ local function run(entry, arg)
       return table.concat(names, ' ')
     end
 
-    -- The calendar: ARGV[1] holds one segment per QUOTA spec, in order,
+    -- The calendar: A[1] holds one segment per QUOTA spec, in order,
     -- separated by ';'. A segment is '!' (a zone the client does not know) or
     -- 'zone|b0,d1,d2,...': the zone's canonical name, then period boundaries
     -- in Unix seconds, the first absolute and each next as the step from the
@@ -1237,17 +1260,21 @@ local function run(entry, arg)
     -- RL.THROTTLE: GCRA, in units of 1/count ns (exact big integers) --------
 
     local throttle = {}
-    -- state: {whole = big ns, frac, den}, or nil
+    -- state: {whole = big ns, frac, den}, or nil. Stored as G|whole, or
+    -- G|whole|frac|den when frac is not 0 (den: the count it is a part of).
     function throttle.parse(s)
-      local w, f, d = string.match(s, '^G|(%d+)|(%d+)|(%d+)$')
-      if w == nil then throw(WRONGTYPE.err) end
+      local w, rest = string.match(s, '^G|(%d+)(.*)$')
+      local f, d = '0', '1'
+      if rest ~= '' then f, d = string.match(rest or '', '^|(%d+)|(%d+)$') end
+      if w == nil or f == nil then throw(WRONGTYPE.err) end
       return {whole = bparse(w), frac = tonumber(f), den = tonumber(d)}
     end
     local function tat_scaled(st, P)
       if st == nil then return BZERO end
       local c = P.count
       local frac
-      if st.den == c then frac = big(st.frac) else frac = bdiv_ceil(bmul(big(st.frac), big(c)), st.den) end
+      if st.den == c or st.frac == 0 then frac = big(st.frac)
+      else frac = bdiv_ceil(bmul(big(st.frac), big(c)), st.den) end
       return badd(bmul(st.whole, big(c)), frac)
     end
     local function from_scaled(s, P)
@@ -1258,7 +1285,7 @@ local function run(entry, arg)
       return bdiv(bdiv(x, P.p), P.unit)
     end
     function throttle.decide(st, P, q)
-      if st == nil or st.den == P.count then
+      if st == nil or st.den == P.count or st.frac == 0 then
         local sec = (NOW - NOW % 1000000) / 1000000
         local wh, wl
         if st then
@@ -1310,6 +1337,7 @@ local function run(entry, arg)
       return from_scaled(bmax(bsub(tat_s, back), now_s), P)
     end
     function throttle.encode(st)
+      if st.frac == 0 then return 'G|' .. bstr(st.whole) end
       return 'G|' .. bstr(st.whole) .. '|' .. numstr(st.frac) .. '|' .. numstr(st.den)
     end
     function throttle.inspect(st)

@@ -1,7 +1,7 @@
 // RL.QUOTA's calendar for the Lua backend. The scripts have no time-zone
 // database, so the client computes the period boundaries around its own
-// clock and passes them as the scripts' first argument (ARGV[1]); the
-// script picks the period that holds the server's TIME and refuses when
+// clock and passes them as the first argument (ARGV[1]) of the scripts
+// that may meet a QUOTA limit; the script picks the period that holds the server's TIME and refuses when
 // the server's time is outside them. clients/lua/README.md describes the
 // encoding; this file is a line-by-line port of the Python package's
 // calendar (redis_ratelimit_client.lua_backend), which ports the module's

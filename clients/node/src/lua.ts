@@ -19,7 +19,8 @@
 // `luaDir` or in REDIS_RATELIMIT_LUA_DIR.
 //
 // RL.QUOTA's calendar: the client's clock and Intl give the period
-// boundaries, the scripts' first argument (calendar.ts).
+// boundaries (calendar.ts), the first argument of the scripts that may
+// meet a QUOTA limit (RL.QUOTA, RL.ALLOW, RL.PEEK, RL.REFUND).
 
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -107,6 +108,9 @@ export function scriptSource(command: string, luaDir?: string): Buffer {
   return script(fileOf(command.toUpperCase()), luaDirOf(luaDir)).source;
 }
 
+// The commands whose scripts take the calendar as their first argument.
+const WITH_CALENDAR = new Set(['RL.QUOTA', 'RL.ALLOW', 'RL.PEEK', 'RL.REFUND']);
+
 // The keys the script declares: RL.ALLOW and RL.PEEK's numkeys keys (none
 // when numkeys is not 1 to 16: the script answers the module's error), the
 // first argument of the others.
@@ -168,7 +172,11 @@ async function run(
   const { source, sha } = script(fileOf(name), luaDirOf(options.luaDir));
   const args = command.slice(1);
   const keys = keysOf(name, args);
-  const tail = [String(keys.length), ...keys.map(wire), calendarArgument(command, options.now), ...args.map(wire)];
+  // The keys go in KEYS only: the script puts them back in their places.
+  const at = name === 'RL.ALLOW' || name === 'RL.PEEK' ? 1 : 0;
+  const rest = [...args.slice(0, at), ...args.slice(at + keys.length)].map(wire);
+  const calendar = WITH_CALENDAR.has(name) ? [calendarArgument(command, options.now)] : [];
+  const tail = [String(keys.length), ...keys.map(wire), ...calendar, ...rest];
   const reply = { buffers: options.buffers === true };
   let answer: unknown;
   try {

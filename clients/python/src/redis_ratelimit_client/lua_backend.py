@@ -16,7 +16,8 @@ the directory given as ``lua_dir`` or in ``REDIS_RATELIMIT_LUA_DIR``.
 RL.QUOTA's calendar: the scripts have no time-zone database, so this
 module computes the period boundaries around the client's own clock with
 ``zoneinfo`` (``tzdata`` where the system has no zone files) and passes
-them as the scripts' first argument; the script picks the period by the
+them as the first argument of the scripts that may meet a QUOTA limit
+(RL.QUOTA, RL.ALLOW, RL.PEEK, RL.REFUND); the script picks the period by the
 server's ``TIME`` and refuses when the server's time is outside them
 (clocks more than ``MARGIN_SECONDS`` apart). clients/lua/README.md
 describes the encoding.
@@ -59,6 +60,8 @@ _COMMANDS = {
     "RL.REFUND": "refund",
     "RL.INSPECT": "inspect",
 }
+# The commands whose scripts take the calendar as their first argument.
+_WITH_CALENDAR = {"RL.QUOTA", "RL.ALLOW", "RL.PEEK", "RL.REFUND"}
 _PARAMS = {"THROTTLE": 3, "SLIDE": 2, "SLICE": 3, "LEASE": 2, "QUOTA": 2}
 _OPTIONS = {"SLIDE": ("PRECISION",), "QUOTA": ("TZ",)}
 _UNITS = ("MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "YEAR")
@@ -390,7 +393,11 @@ def _prepare(
     source, sha = _source(_COMMANDS[name], _lua_dir(lua_dir))
     args = [_bytes(a) for a in command[1:]]
     keys = _keys(name, args)
-    argv = [calendar_argument(command, now).encode(), *args]
+    # The keys go in KEYS only: the script puts them back in their places.
+    at = 1 if name in ("RL.ALLOW", "RL.PEEK") else 0
+    argv = [*args[:at], *args[at + len(keys) :]]
+    if name in _WITH_CALENDAR:
+        argv.insert(0, calendar_argument(command, now).encode())
     return source, sha, keys, argv
 
 
