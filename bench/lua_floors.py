@@ -3,7 +3,10 @@ scripts doing the same job and beside the floors: scripts that make the
 backend's server calls and nothing else (bench/lua/floors/), called with
 the backend's arguments, which they do not read. A floor above its peer
 shows that no script making those calls can be as fast as the peer; a
-floor below it bounds what the backend's own Lua work may cost.
+floor below it bounds what the backend's own Lua work may cost. RL.SLIDE
+also has its hot path alone (bench/lua/floors/slide_hot.lua): the
+backend's work on its list layout for this call and no other, in one
+straight block, what that layout costs at best.
 
     python3 bench/lua_floors.py [--calls N] [--warm N] [--server PATH]
 
@@ -69,7 +72,7 @@ def quota_args() -> list:
 
 def backend_source(kind: str) -> str:
     name = kind[3:].lower()
-    return (BACKEND / "prelude.lua").read_text() + "\n" + (BACKEND / (name + ".lua")).read_text()
+    return (BACKEND / (name + ".lua")).read_text() + "\n" + (BACKEND / "prelude.lua").read_text()
 
 
 def total(server: str, benchmark: str, sources: list, script: int, args: list, calls: int, workdir: str) -> int:
@@ -134,6 +137,11 @@ def main() -> int:
             ("peer: " + peer, (PEERS / (peer + ".lua")).read_text(), peer_args),
             ("backend: " + kind, backend_source(kind), be_args),
             ("floor: its calls alone", (FLOORS / (stem + ".lua")).read_text(), be_args),
+            *(
+                [("hot path alone, one block", (FLOORS / (stem + "_hot.lua")).read_text(), be_args)]
+                if (FLOORS / (stem + "_hot.lua")).exists()
+                else []
+            ),
         ):
             names.append((kind, label))
             sources.append(src)

@@ -239,8 +239,8 @@ by the script's in the same repetition and regime, median over the
 repetitions. Above 1 the module is faster.
 
 The module, its Lua backend and the peers (aggregate.lua_backend). The
-Lua backend's scripts (clients/lua: the command's `#!lua` line if any,
-prelude.lua, a newline, the command's file) are rows of their own,
+Lua backend's scripts (clients/lua: the command's file, a newline,
+prelude.lua) are rows of their own,
 `backend:RL.<NAME>`, `EVALSHA sha numkeys keys... [calendar] args...`
 with the module command's arguments as they are, the keys in KEYS only
 (clients/lua/README.md); RL.QUOTA's calendar argument

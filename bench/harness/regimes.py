@@ -69,9 +69,8 @@ SCRIPT_TITLES = {
     "fixed_window": "INCR+EXPIRE fixed window",
     "zset_semaphore": "sorted-set semaphore",
 }
-# The Lua backend's scripts (clients/lua): the script of a command is the
-# optional `#!lua flags=` line of its file, prelude.lua, a newline, then
-# the rest of its file.
+# The Lua backend's scripts (clients/lua): the script of a command is its
+# file, a newline, then prelude.lua.
 BACKEND_DIR = ROOT / "clients" / "lua"
 BACKEND_SCRIPTS = ["throttle", "slide", "slice", "quota", "lease", "allow", "peek"]
 # Each kind: the module's row, its Lua backend's row, and the peer scripts

@@ -335,8 +335,8 @@ def print_lua_backend(report: dict, p) -> None:
     p("## The module, its Lua backend and the peer scripts")
     p()
     p(
-        "Each command of the module next to its own Lua backend's script (clients/lua: prelude.lua and the "
-        "command's file, `EVALSHA sha numkeys keys... calendar args...`, the calendar computed once for RL.QUOTA "
+        "Each command of the module next to its own Lua backend's script (clients/lua: the command's file and "
+        "prelude.lua, `EVALSHA sha numkeys keys... [calendar] args...`, the calendar computed once for RL.QUOTA "
         "in UTC) and the fastest peer script doing the same job in that regime (bench/lua: RL.THROTTLE: GCRA "
         "or token bucket; RL.SLIDE: sorted-set log; RL.SLICE: hash of slices; RL.QUOTA: fixed window; RL.LEASE: "
         "sorted-set semaphore; RL.ALLOW: the three single calls of its limits' fastest peers one after the "

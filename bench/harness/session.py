@@ -281,12 +281,6 @@ def measure(opts, server, benchmark, settings, progress) -> dict:
 
 
 def backend_source(name: str) -> bytes:
-    """The Lua backend's script of a command (clients/lua/README.md): the
-    `#!lua flags=` line of its file if it has one, prelude.lua, a newline,
-    then the rest of its file."""
-    body = (BACKEND_DIR / (name + ".lua")).read_bytes()
-    shebang = b""
-    if body.startswith(b"#!"):
-        shebang, _, body = body.partition(b"\n")
-        shebang += b"\n"
-    return shebang + (BACKEND_DIR / "prelude.lua").read_bytes() + b"\n" + body
+    """The Lua backend's script of a command (clients/lua/README.md): its
+    file, a newline, then prelude.lua."""
+    return (BACKEND_DIR / (name + ".lua")).read_bytes() + b"\n" + (BACKEND_DIR / "prelude.lua").read_bytes()

@@ -97,6 +97,34 @@ def test_noscript_falls_back_to_eval_once_and_errors_carry_the_modules_text() ->
         assert str(e.value) == str(m.value)
 
 
+def test_a_refund_keeps_a_throttle_keys_later_expiry_until_its_tat_passes_it() -> None:
+    # The scripts move a G| key's expiry to its TAT's ms without asking the
+    # key; a refund that keeps a later expiry writes the state as g|...,
+    # which the full code handles until a new TAT passes that expiry.
+    with server(FAKED_SERVER, faked=True) as srv:
+        r = srv.client
+        run: Callable[..., Any] = r.execute_command
+
+        def both(second: int, *line: Any) -> Any:
+            srv.set_clock(f"2026-05-01 12:00:{second:02d}.000000")
+            module = run(line[0], "m", *line[1:])
+            lua = execute(r, line[0], "l", *line[1:], lua_dir=LUA_DIR)
+            assert lua == module
+            assert r.pexpiretime("l") == r.pexpiretime("m")
+            return r.get("l")
+
+        for second in range(5):
+            assert both(second, "RL.THROTTLE", 9, 1, 60).startswith(b"G|")
+        assert both(5, "RL.REFUND", "THROTTLE", 9, 1, 60, 4).startswith(b"g|")
+        assert both(6, "RL.THROTTLE", 9, 1, 60).startswith(b"g|")
+        assert both(7, "RL.THROTTLE", 9, 1, 60, 0).startswith(b"g|")
+        for second in range(8, 11):
+            both(second, "RL.THROTTLE", 9, 1, 60)
+        assert both(11, "RL.THROTTLE", 9, 1, 60, 2).startswith(b"G|")
+        assert both(12, "RL.THROTTLE", 9, 1, 60, 20) is not None  # limited: more than the burst
+        assert both(13, "RL.INSPECT")
+
+
 def test_the_asyncio_twin_and_resp3_maps() -> None:
     with server(FAKED_SERVER, faked=True) as srv:
         srv.set_clock("2026-05-01 12:00:00.000000")

@@ -98,8 +98,8 @@ def test_throttle_arithmetic_is_exact() -> None:
     seed = int(os.environ.get("RL_EXACT_SEED", str(random.randrange(1 << 30))))
     rng = random.Random(seed)
     lua = Path(LUA_DIR) if LUA_DIR else resources.files("redis_ratelimit_client").joinpath("lua")
-    source = lua.joinpath("prelude.lua").read_bytes() + b"\n"
-    source += (Path(__file__).resolve().parent / "exact_throttle.lua").read_bytes()
+    source = (Path(__file__).resolve().parent / "exact_throttle.lua").read_bytes() + b"\n"
+    source += lua.joinpath("prelude.lua").read_bytes()
     diffs: list[str] = []
     done = 0
     with server("redis-server", faked=False) as srv:

@@ -1,1 +1,1 @@
-return run('several', true)
+local entry, arg = 'several', true -- RL.ALLOW: prelude.lua follows

@@ -1,2 +1,2 @@
 #!lua flags=no-writes
-return run('inspect')
+local entry, arg = 'inspect', nil -- RL.INSPECT: prelude.lua follows

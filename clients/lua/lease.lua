@@ -1,1 +1,1 @@
-return run('limiter', 'LEASE')
+local entry, arg = 'limiter', 'LEASE' -- RL.LEASE: prelude.lua follows

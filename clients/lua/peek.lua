@@ -1,2 +1,2 @@
 #!lua flags=no-writes
-return run('several', false)
+local entry, arg = 'several', false -- RL.PEEK: prelude.lua follows

@@ -1,6 +1,7 @@
 -- redis-ratelimit's Lua backend: the code every command's script shares.
--- The script sent to the server is this file followed by the command's own
--- file (throttle.lua, ...), which calls run() below.
+-- The script sent to the server is the command's own file (throttle.lua,
+-- ...), a newline, then this file: the command's file names the path this
+-- code takes, in two locals (below).
 -- KEYS: the command's keys. ARGV: the module command's other arguments,
 -- exactly as the module gets them, after the calendar (see README.md) for
 -- the commands that may name a QUOTA limit (RL.QUOTA, RL.ALLOW, RL.PEEK,
@@ -10,17 +11,18 @@
 -- (nanosecond instants, GCRA's scaled arithmetic) goes through the small
 -- decimal big-integer helpers of lib().
 
--- Every command's script calls run(entry, arg) once: `limiter` with the
--- kind's name (RL.THROTTLE ... RL.QUOTA), `several` with whether to write
--- (RL.ALLOW, RL.PEEK), or `inspect`, `refund`, `release`. Everything is
--- made inside it, and only on the path a call takes: a script keeps
--- nothing between calls, so a function defined at the top level would be
--- made again on every call (a closure and its upvalues cost about 700 and
--- 400 instructions). The full code, lib(), is made only when a fast path
--- gives the call up, or for the commands without one. `lib` returns
--- lib()'s names (test code appended to this file,
--- clients/conformance/exact_throttle.lua, uses them).
-local function run(entry, arg)
+-- The command's file sets `entry` and `arg`: `limiter` with the kind's
+-- name (RL.THROTTLE ... RL.QUOTA), `several` with whether to write
+-- (RL.ALLOW, RL.PEEK), or `inspect`, `refund`, `release`; or `lib` with a
+-- function that is given lib()'s names and answers the call (test code:
+-- clients/conformance/exact_throttle.lua). Everything is made in the
+-- block below, and only on the path a call takes: a script keeps nothing
+-- between calls, so each function it defines is made again on every call
+-- (a closure and its upvalues cost about 700 and 400 instructions; a
+-- function wrapping this block, another closure and call, about 1,300).
+-- The full code, lib(), is made only when a fast path gives the call up,
+-- or for the commands without one.
+do
   -- Exact arithmetic in doubles, used wherever every value is an integer
   -- below 2^52 (a double holds it, and a % b is exact); the big integers of
   -- lib() take over when one is not. Lua function calls into C (string.*,
@@ -122,23 +124,85 @@ local function run(entry, arg)
   -- parameters as sent (THROTTLE: max_burst count period; SLIDE: limit
   -- window precision ('0' when none); SLICE: limit window slices; LEASE:
   -- limit ttl lease_id; QUOTA: limit unit calendar); qs the quantity as
-  -- sent; us_per µs per unit of the reply (1000: MS); t the server's TIME.
-  -- It only reads, and returns the five values of the reply (nil when the
-  -- call needs the full code), the reset as an offset from now (whole µs,
-  -- then the ns beyond them), then the call's writes, when it has any: a
-  -- function of its arguments only, followed by those arguments. An allowed
-  -- call's function is its kind's write (`put`; `set_state` for the two
-  -- kept in a string), with no upvalues: made at little cost, where a
-  -- closure over the decision's locals costs several thousand instructions.
-  -- A limited call's is redis.call itself, moving the key's expiry out
-  -- (PEXPIREAT ... GT). gcra and ceil_div are the functions above, given
-  -- as arguments: an upvalue would cost each call about 400 instructions.
-  local function fast(kind, key, a, b, c, qs, us_per, t, gcra, ceil_div)
-    if kind == 'THROTTLE' or kind == 'QUOTA' then
-      -- The two kinds kept in a string. Their write: the state, its expiry
-      -- moved to ms (Unix ms) only when later (a key without one, -1, gets
-      -- one); KEEPTTL while it stays, as SET's PXAT costs the server more
-      -- than SET and PEXPIREAT together. raw: the state read (false: none).
+  -- sent; us_per µs per unit of the reply (1000: MS); t the server's TIME;
+  -- commit: whether to make the call's writes (one decision). It returns
+  -- the five values of the reply (nil when the call needs the full code,
+  -- before any write); with commit, after its writes and alone (handing
+  -- them back through a helper of varargs cost a call about 900
+  -- instructions); without, it only reads, and returns the reset as an
+  -- offset from now (whole µs, then the ns beyond them), then the call's
+  -- writes, when it has any: a function of its arguments only, followed by
+  -- those arguments. An allowed
+  -- call's function is its kind's write (`put`; `set_state` for RL.QUOTA),
+  -- with no upvalues: made at little cost, where a closure over the
+  -- decision's locals costs several thousand instructions; or redis.call
+  -- itself (RL.THROTTLE's SET, a limited call's PEXPIREAT ... GT moving the
+  -- key's expiry out). gcra and ceil_div are the functions above, given as
+  -- arguments: an upvalue would cost each call about 400 instructions.
+  local function fast(kind, key, a, b, c, qs, us_per, t, gcra, ceil_div, commit)
+    if kind == 'THROTTLE' then
+      -- A G| key's expiry is its TAT's (Unix ms, rounded up): every write
+      -- leaves it so, but where a refund keeps a later one (the full code
+      -- then writes the state as g|..., which this path leaves to it). A
+      -- new TAT is never earlier, so the module's rule (the expiry only
+      -- moves later; a key without one gets one) is SET ... PXAT the new
+      -- TAT's ms, and a limited call changes nothing.
+      local bs, cs, ps = a, b, c
+      if not (#bs > 0 and #bs <= 13 and #cs > 0 and #cs <= 10 and #ps > 0 and #ps <= 12 and #qs > 0 and #qs <= 13
+        and string.find(bs .. cs .. ps .. qs, '^%d+$')) then return nil end
+      local b, c, p, q = bs + 0, cs + 0, ps + 0, qs + 0
+      local unit = us_per * 1000
+      local T = p * unit
+      if not (b <= 1000000000000 and c >= 1 and c <= 4294967295 and p >= 1 and T <= 315360000000000000
+        and q <= 1000000000000) then
+        return nil
+      end
+      local sec, usec = t[1] + 0, t[2] + 0
+      local raw = redis.pcall('GET', key)
+      local wh, wl, f, den
+      if raw then
+        -- The TAT in ns as s x 10^9 + ns, when it has 19 digits (the
+        -- years 2001 to 2286; any other goes to the full code), then
+        -- nothing (no fraction) or |frac|den with den the count as sent.
+        local rest
+        if type(raw) == 'string' then
+          wh, wl, rest = string.match(raw, '^G|(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d%d)(.*)$')
+        end
+        if rest == '' then f = 0
+        elseif rest then
+          f, den = string.match(rest, '^|(%d+)|(%d+)$')
+          if den ~= cs then return nil end
+          f = f + 0
+        else return nil end
+        wh, wl = wh + 0, wl + 0
+      end
+      local cap = b + 1
+      local k, limited, remaining, retry, reset, ms, hi, lo, frac = gcra(sec, usec, wh, wl, f, cap, c, T, q)
+      if limited == nil then return nil end
+      if retry == nil or retry == 'never' then retry = -1 else retry = ceil_div(retry, unit / k) end
+      local five = {limited and 1 or 0, cap, remaining, retry, ceil_div(reset, unit / k)}
+      local rus, rns = reset, 0 -- reset: whole µs, ns beyond
+      if k == 1 then rns = reset % 1000; rus = (reset - rns) / 1000 end
+      if hi then
+        -- One string.format field where the TAT is whole µs; the
+        -- fraction and the count (as stored, den, when it was) only when
+        -- the fraction is not 0. Made here, also for a caller that will
+        -- not write (RL.PEEK, a refused RL.ALLOW): formatting at write
+        -- time would cost every call a closure.
+        local v
+        if lo % 1000 == 0 then v = string.format('G|%d000', hi * 1000000 + lo / 1000)
+        else v = string.format('G|%d%09d', hi, lo) end
+        if frac ~= 0 then v = v .. '|' .. string.format('%d', frac) .. '|' .. (den or string.format('%d', c)) end
+        local at = string.format('%d', ms)
+        if commit then redis.call('SET', key, v, 'PXAT', at) return five end
+        return five, rus, rns, redis.call, 'SET', key, v, 'PXAT', at
+      end
+      return five, rus, rns
+    elseif kind == 'QUOTA' then
+      -- The write: the state, its expiry moved to ms (Unix ms) only when
+      -- later (a key without one, -1, gets one); KEEPTTL while it stays,
+      -- as SET's PXAT costs the server more than SET and PEXPIREAT
+      -- together. raw: the state read (false: none).
       local function set_state(key, raw, v, ms)
         if raw then
           local before = redis.call('PEXPIRETIME', key)
@@ -148,125 +212,73 @@ local function run(entry, arg)
           redis.call('SET', key, v, 'PXAT', string.format('%d', ms))
         end
       end
-      if kind == 'THROTTLE' then
-        local bs, cs, ps = a, b, c
-        if not (#bs > 0 and #bs <= 13 and #cs > 0 and #cs <= 10 and #ps > 0 and #ps <= 12 and #qs > 0 and #qs <= 13
-          and string.find(bs .. cs .. ps .. qs, '^%d+$')) then return nil end
-        local b, c, p, q = bs + 0, cs + 0, ps + 0, qs + 0
-        local unit = us_per * 1000
-        local T = p * unit
-        if not (b <= 1000000000000 and c >= 1 and c <= 4294967295 and p >= 1 and T <= 315360000000000000
-          and q <= 1000000000000) then
-          return nil
-        end
-        local sec, usec = t[1] + 0, t[2] + 0
-        local raw = redis.pcall('GET', key)
-        local wh, wl, f, den
-        if raw then
-          -- The TAT in ns as s x 10^9 + ns, when it has 19 digits (the
-          -- years 2001 to 2286; any other goes to the full code), then
-          -- nothing (no fraction) or |frac|den with den the count as sent.
-          local rest
-          if type(raw) == 'string' then
-            wh, wl, rest = string.match(raw, '^G|(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d%d)(.*)$')
-          end
-          if rest == '' then f = 0
-          elseif rest then
-            f, den = string.match(rest, '^|(%d+)|(%d+)$')
-            if den ~= cs then return nil end
-            f = f + 0
-          else return nil end
-          wh, wl = wh + 0, wl + 0
-        end
-        local cap = b + 1
-        local k, limited, remaining, retry, reset, ms, hi, lo, frac = gcra(sec, usec, wh, wl, f, cap, c, T, q)
-        if limited == nil then return nil end
-        if retry == nil or retry == 'never' then retry = -1 else retry = ceil_div(retry, unit / k) end
-        local five = {limited and 1 or 0, cap, remaining, retry, ceil_div(reset, unit / k)}
-        local rus, rns = reset, 0 -- reset: whole µs, ns beyond
-        if k == 1 then rns = reset % 1000; rus = (reset - rns) / 1000 end
-        if hi then
-          -- One string.format field where the TAT is whole µs; the
-          -- fraction and the count (as stored, den, when it was) only when
-          -- the fraction is not 0. Made here, also for a caller that will
-          -- not write (RL.PEEK, a refused RL.ALLOW): formatting at write
-          -- time would cost every call a closure.
-          local v
-          if lo % 1000 == 0 then v = string.format('G|%d000', hi * 1000000 + lo / 1000)
-          else v = string.format('G|%d%09d', hi, lo) end
-          if frac ~= 0 then v = v .. '|' .. string.format('%d', frac) .. '|' .. (den or string.format('%d', c)) end
-          return five, rus, rns, set_state, key, raw, v, ms
-        elseif limited and q > 0 and raw then
-          return five, rus, rns, redis.call, 'PEXPIREAT', key, string.format('%d', ms), 'GT'
-        end
-        return five, rus, rns
-      else -- QUOTA
-        -- The calendar's one segment naming the zone (no TZ option).
-        local limit, uw, cal = a, b, c
-        local ui
-        if uw == 'HOUR' or uw == 'hour' then ui = 2 elseif uw == 'DAY' or uw == 'day' then ui = 3
-        elseif uw == 'MONTH' or uw == 'month' then ui = 5 elseif uw == 'MINUTE' or uw == 'minute' then ui = 1
-        elseif uw == 'WEEK' or uw == 'week' then ui = 4 elseif uw == 'YEAR' or uw == 'year' then ui = 6 end
-        if not (ui and #limit > 0 and #limit <= 16 and #qs > 0 and #qs <= 13 and string.find(limit .. qs, '^%d+$')) then
-          return nil
-        end
-        local q = qs + 0
-        limit = limit + 0
-        -- The calendar: zone|b0,d1,d2,... (boundaries in Unix s, then steps).
-        local zone, b0, d1, d2, d3 = string.match(cal, '^([^;!|]+)|(%d+),(%d+),?(%d*),?(%d*)$')
-        if not (limit >= 1 and limit <= 1000000000000000 and q <= 1000000000000 and zone) then return nil end
-        local sec = t[1] + 0
-        local now = sec * 1000000 + t[2]
-        -- The period holding now: b1 <= sec < b2, two boundaries in a row.
-        local b1, b2 = b0 + 0, nil
-        b2 = b1 + d1
-        if b2 <= sec and d2 ~= '' then b1 = b2; b2 = b2 + d2 end
-        if b2 <= sec and d3 ~= '' then b1 = b2; b2 = b2 + d3 end
-        if not (b1 <= sec and sec < b2) then return nil end
-        local raw = redis.pcall('GET', key)
-        local used, start, fin, till, last, deadline = 0, b1, b2, b2, now, nil
-        if raw then
-          local u, a, e, c, l, ns, z
-          if type(raw) == 'string' then
-            u, a, e, c, l, ns, z = string.match(raw, '^Q|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d)|(.+)$')
-          end
-          if u == nil or ns + 0 ~= ui or z ~= zone then return nil end
-          u, c = u + 0, c + 0
-          if u > 0 and now < c * 1000000 then
-            deadline = c
-            used = u
-            l = l + 0
-            if l > now then last = l end
-            -- The stored period still holds the last unit; else the one
-            -- holding it (now's, when it is now).
-            if last < e * 1000000 then start, fin, till = a + 0, e + 0, c
-            elseif last ~= now then return nil
-            elseif c > b2 then till = c end
-          end
-        end
-        local fits = q <= limit
-        local allowed = fits and used + q <= limit
-        if allowed and q > 0 then
-          local five = {0, limit, limit - used - q, -1, ceil_div(till * 1000000 - now, us_per)}
-          local v = string.format('Q|%d|%d|%d|%d|%d|%d|%s', used + q, start, fin, till, last, ui, zone)
-          return five, till * 1000000 - now, 0, set_state, key, raw, v, till * 1000
-        end
-        local reset, roff, retry = 0, 0, -1
-        if deadline then
-          roff = deadline * 1000000 - now
-          reset = ceil_div(roff, us_per)
-        end
-        if fits and not allowed then retry = reset end
-        local remaining = limit - used
-        if allowed then remaining = remaining - q end
-        if remaining < 0 then remaining = 0 end
-        local five = {allowed and 0 or 1, limit, remaining, retry, reset}
-        if not allowed and q > 0 and raw then
-          return five, roff, 0, redis.call, 'PEXPIREAT', key,
-            string.format('%d', deadline and deadline * 1000 or ceil_div(now, 1000)), 'GT'
-        end
-        return five, roff, 0
+      -- The calendar's one segment naming the zone (no TZ option).
+      local limit, uw, cal = a, b, c
+      local ui
+      if uw == 'HOUR' or uw == 'hour' then ui = 2 elseif uw == 'DAY' or uw == 'day' then ui = 3
+      elseif uw == 'MONTH' or uw == 'month' then ui = 5 elseif uw == 'MINUTE' or uw == 'minute' then ui = 1
+      elseif uw == 'WEEK' or uw == 'week' then ui = 4 elseif uw == 'YEAR' or uw == 'year' then ui = 6 end
+      if not (ui and #limit > 0 and #limit <= 16 and #qs > 0 and #qs <= 13 and string.find(limit .. qs, '^%d+$')) then
+        return nil
       end
+      local q = qs + 0
+      limit = limit + 0
+      -- The calendar: zone|b0,d1,d2,... (boundaries in Unix s, then steps).
+      local zone, b0, d1, d2, d3 = string.match(cal, '^([^;!|]+)|(%d+),(%d+),?(%d*),?(%d*)$')
+      if not (limit >= 1 and limit <= 1000000000000000 and q <= 1000000000000 and zone) then return nil end
+      local sec = t[1] + 0
+      local now = sec * 1000000 + t[2]
+      -- The period holding now: b1 <= sec < b2, two boundaries in a row.
+      local b1, b2 = b0 + 0, nil
+      b2 = b1 + d1
+      if b2 <= sec and d2 ~= '' then b1 = b2; b2 = b2 + d2 end
+      if b2 <= sec and d3 ~= '' then b1 = b2; b2 = b2 + d3 end
+      if not (b1 <= sec and sec < b2) then return nil end
+      local raw = redis.pcall('GET', key)
+      local used, start, fin, till, last, deadline = 0, b1, b2, b2, now, nil
+      if raw then
+        local u, a, e, c, l, ns, z
+        if type(raw) == 'string' then
+          u, a, e, c, l, ns, z = string.match(raw, '^Q|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d)|(.+)$')
+        end
+        if u == nil or ns + 0 ~= ui or z ~= zone then return nil end
+        u, c = u + 0, c + 0
+        if u > 0 and now < c * 1000000 then
+          deadline = c
+          used = u
+          l = l + 0
+          if l > now then last = l end
+          -- The stored period still holds the last unit; else the one
+          -- holding it (now's, when it is now).
+          if last < e * 1000000 then start, fin, till = a + 0, e + 0, c
+          elseif last ~= now then return nil
+          elseif c > b2 then till = c end
+        end
+      end
+      local fits = q <= limit
+      local allowed = fits and used + q <= limit
+      if allowed and q > 0 then
+        local five = {0, limit, limit - used - q, -1, ceil_div(till * 1000000 - now, us_per)}
+        local v = string.format('Q|%d|%d|%d|%d|%d|%d|%s', used + q, start, fin, till, last, ui, zone)
+        if commit then set_state(key, raw, v, till * 1000) return five end
+        return five, till * 1000000 - now, 0, set_state, key, raw, v, till * 1000
+      end
+      local reset, roff, retry = 0, 0, -1
+      if deadline then
+        roff = deadline * 1000000 - now
+        reset = ceil_div(roff, us_per)
+      end
+      if fits and not allowed then retry = reset end
+      local remaining = limit - used
+      if allowed then remaining = remaining - q end
+      if remaining < 0 then remaining = 0 end
+      local five = {allowed and 0 or 1, limit, remaining, retry, reset}
+      if not allowed and q > 0 and raw then
+        local at = string.format('%d', deadline and deadline * 1000 or ceil_div(now, 1000))
+        if commit then redis.call('PEXPIREAT', key, at, 'GT') return five end
+        return five, roff, 0, redis.call, 'PEXPIREAT', key, at, 'GT'
+      end
+      return five, roff, 0
     elseif kind == 'SLIDE' then
       -- The list: element 0 the header S|base|clock|first|joined|units|entries|oldest
       -- (units: held by all entries; oldest: the oldest entry's offset from
@@ -416,7 +428,9 @@ local function run(entry, arg)
             redis.call('PEXPIREAT', key, string.format('%d', ms))
           end
         end
-        return five, at + W - now, 0, put, key, h, expired, back, set, push, header, ceil_div(at + W, 1000)
+        local ms = ceil_div(at + W, 1000)
+        if commit then put(key, h, expired, back, set, push, header, ms) return five end
+        return five, at + W - now, 0, put, key, h, expired, back, set, push, header, ms
       end
       -- Not recorded: q == 0, more than the limit, or limited.
       local newest = nil
@@ -444,7 +458,9 @@ local function run(entry, arg)
       if remaining > limit then remaining = limit end
       local five = {(q > limit or used + q > limit) and 1 or 0, limit, remaining, retry, reset}
       if q > 0 and h and used + q > limit then
-        return five, rx - now, 0, redis.call, 'PEXPIREAT', key, string.format('%d', ceil_div(rx, 1000)), 'GT'
+        local at = string.format('%d', ceil_div(rx, 1000))
+        if commit then redis.call('PEXPIREAT', key, at, 'GT') return five end
+        return five, rx - now, 0, redis.call, 'PEXPIREAT', key, at, 'GT'
       end
       return five, rx - now, 0
     elseif kind == 'SLICE' then
@@ -555,8 +571,9 @@ local function run(entry, arg)
           -- Later only; a key without an expiry gets one.
           if redis.call('PEXPIRETIME', key) < ms then redis.call('PEXPIREAT', key, string.format('%d', ms)) end
         end
-        return {0, limit, limit - used - q, -1, up(off, r, us_per)}, off, r,
-          put, key, head, current, first, js, ns, fs, q, W, S, ms
+        local five = {0, limit, limit - used - q, -1, up(off, r, us_per)}
+        if commit then put(key, head, current, first, js, ns, fs, q, W, S, ms) return five end
+        return five, off, r, put, key, head, current, first, js, ns, fs, q, W, S, ms
       end
       -- Limited: more than the limit, or until enough units leave.
       local retry = -1
@@ -581,7 +598,9 @@ local function run(entry, arg)
       if remaining < 0 then remaining = 0 end
       local five = {1, limit, remaining, retry, up(off, r, us_per)}
       if q > 0 and head then
-        return five, off, r, redis.call, 'PEXPIREAT', key, string.format('%d', ms), 'GT'
+        local at = string.format('%d', ms)
+        if commit then redis.call('PEXPIREAT', key, at, 'GT') return five end
+        return five, off, r, redis.call, 'PEXPIREAT', key, at, 'GT'
       end
       return five, off, r
     elseif kind == 'LEASE' then
@@ -645,8 +664,9 @@ local function run(entry, arg)
           redis.call('PEXPIREAT', key, at)
         end
       end
-      return {0, limit, limit - (held - own_w) - q, -1, ceil_div(x - now, us_per)}, x - now, 0,
-        put, key, #h == 0, own, expiry, q, dead, ceil_div(x, 1000)
+      local five, ms = {0, limit, limit - (held - own_w) - q, -1, ceil_div(x - now, us_per)}, ceil_div(x, 1000)
+      if commit then put(key, #h == 0, own, expiry, q, dead, ms) return five end
+      return five, x - now, 0, put, key, #h == 0, own, expiry, q, dead, ms
     end
     return nil
   end
@@ -676,13 +696,9 @@ local function run(entry, arg)
         else ok = false end
       end
       if ok then
-        -- The decision's writes made; its reply (nil: the full code's).
-        local function decide(five, _, _, write, ...)
-          if write then write(...) end
-          return five
-        end
-        local five = decide(fast(name, KEYS[1], A[o + 1], A[o + 2], third, qs, us_per, redis.call('TIME'), gcra,
-          ceil_div))
+        -- The decision, its writes made; its reply (nil: the full code's).
+        local five = fast(name, KEYS[1], A[o + 1], A[o + 2], third, qs, us_per, redis.call('TIME'), gcra, ceil_div,
+          true)
         if five then return five end
       end
     end
@@ -1204,7 +1220,8 @@ local function run(entry, arg)
       if kind == 'THROTTLE' or kind == 'QUOTA' then
         if t ~= 'string' then throw(WRONGTYPE.err) end
         local s = redis.call('GET', key)
-        if string.sub(s, 1, 2) ~= TAGS[kind] then throw(WRONGTYPE.err) end
+        local tag = string.sub(s, 1, 2)
+        if tag ~= TAGS[kind] and not (kind == 'THROTTLE' and tag == 'g|') then throw(WRONGTYPE.err) end
         return s
       elseif kind == 'SLIDE' then
         if t ~= 'list' then throw(WRONGTYPE.err) end
@@ -1261,9 +1278,11 @@ local function run(entry, arg)
 
     local throttle = {}
     -- state: {whole = big ns, frac, den}, or nil. Stored as G|whole, or
-    -- G|whole|frac|den when frac is not 0 (den: the count it is a part of).
+    -- G|whole|frac|den when frac is not 0 (den: the count it is a part of);
+    -- the tag g| in place of G| when the key's expiry is later than the
+    -- TAT's own (throttle.store).
     function throttle.parse(s)
-      local w, rest = string.match(s, '^G|(%d+)(.*)$')
+      local w, rest = string.match(s, '^[Gg]|(%d+)(.*)$')
       local f, d = '0', '1'
       if rest ~= '' then f, d = string.match(rest or '', '^|(%d+)|(%d+)$') end
       if w == nil or f == nil then throw(WRONGTYPE.err) end
@@ -1340,13 +1359,24 @@ local function run(entry, arg)
       if st.frac == 0 then return 'G|' .. bstr(st.whole) end
       return 'G|' .. bstr(st.whole) .. '|' .. numstr(st.frac) .. '|' .. numstr(st.den)
     end
+    local function tat_ceil(st) -- whole ns, rounded up
+      if st.frac > 0 then return badd(st.whole, {1}) end
+      return st.whole
+    end
     function throttle.inspect(st)
-      local tat = st.whole
-      if st.frac > 0 then tat = badd(tat, {1}) end
+      local tat = tat_ceil(st)
       return {'tat_ahead_ms', bnum(bdiv_ceil(bsub(tat, NOW_NS), 1000000)),
         'tat_unix_ms', bnum(bdiv_ceil(tat, 1000000))}
     end
-    function throttle.store(key, st) redis.call('SET', key, throttle.encode(st), 'KEEPTTL') end
+    -- `before`: the key's expiry before the call (Unix ms; -1 none, -2 no
+    -- key), which the call moves to the TAT's ms when later. Where it stays
+    -- later (a refund), the tag g| sends the next calls to this code, which
+    -- keeps it; fast() moves a G| key's expiry to the new TAT's ms.
+    function throttle.store(key, st, before)
+      local v = throttle.encode(st)
+      if before > bnum(bdiv_ceil(tat_ceil(st), 1000000)) then v = 'g' .. string.sub(v, 2) end
+      redis.call('SET', key, v, 'KEEPTTL')
+    end
 
     -- RL.SLIDE: the log, instants in µs ---------------------------------------
     -- state: {entries = {{t, n}, ...} oldest first, clock, first, joined}; the
@@ -1944,8 +1974,8 @@ local function run(entry, arg)
       for id, l in pairs(st or {}) do out[id] = {l[1], l[2]} end
       return out
     end
-    local function store_state(algo, key, new, old)
-      if algo == lease then lease.store(key, new, old) else algo.store(key, new) end
+    local function store_state(algo, key, new, old, before)
+      if algo == lease then lease.store(key, new, old) else algo.store(key, new, before) end
     end
 
     -- RL.<NAME> key <params> [lease_id] [quantity] [MS] [options]
@@ -1995,7 +2025,7 @@ local function run(entry, arg)
         local d, u = algo.decide(st, P, q, id)
         if u then
           local new = algo.apply(st, u, P)
-          store_state(algo, key, new, old)
+          store_state(algo, key, new, old, before)
           expire_later(key, before, d.reset, true)
         elseif d.limited and q > 0 and raw ~= nil then
           expire_later(key, before, d.reset, false)
@@ -2045,7 +2075,7 @@ local function run(entry, arg)
       if t == 'string' then
         local s = redis.call('GET', key)
         local tag = string.sub(s, 1, 2)
-        if tag == 'G|' then return 'THROTTLE', throttle.parse(s) end
+        if tag == 'G|' or tag == 'g|' then return 'THROTTLE', throttle.parse(s) end
         if tag == 'Q|' then return 'QUOTA', quota.parse(s) end
       elseif t == 'list' then
         local all = redis.call('LRANGE', key, 0, -1)
@@ -2109,7 +2139,7 @@ local function run(entry, arg)
         if d.reset == 0 or (type(d.reset) == 'table' and biszero(d.reset)) then
           redis.call('DEL', key)
         else
-          algo.store(key, st)
+          algo.store(key, st, before)
           expire_later(key, before, d.reset, true)
         end
         return reply_of(d, tail.unit)
@@ -2223,7 +2253,7 @@ local function run(entry, arg)
           for index, l in ipairs(limits) do
             local before = expire_ms(l.key)
             if allowed then
-              if l.u then store_state(l.algo, l.key, l.algo.apply(l.st, l.u, l.P), l.old) end
+              if l.u then store_state(l.algo, l.key, l.algo.apply(l.st, l.u, l.P), l.old, before) end
               expire_later(l.key, before, ds[index].reset, true)
             elseif l.raw ~= nil then
               local d0 = l.algo.decide(parse_state(l.algo, l.raw), l.P, 0, nil)
@@ -2248,6 +2278,6 @@ local function run(entry, arg)
       several = several}
   end
   local G = lib()
-  if entry == 'lib' then return G end
+  if entry == 'lib' then return arg(G) end
   return G[entry](arg)
 end

@@ -1,1 +1,1 @@
-return run('limiter', 'QUOTA')
+local entry, arg = 'limiter', 'QUOTA' -- RL.QUOTA: prelude.lua follows

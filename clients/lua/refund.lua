@@ -1,1 +1,1 @@
-return run('refund')
+local entry, arg = 'refund', nil -- RL.REFUND: prelude.lua follows

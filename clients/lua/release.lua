@@ -1,1 +1,1 @@
-return run('release')
+local entry, arg = 'release', nil -- RL.RELEASE: prelude.lua follows

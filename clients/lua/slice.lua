@@ -1,1 +1,1 @@
-return run('limiter', 'SLICE')
+local entry, arg = 'limiter', 'SLICE' -- RL.SLICE: prelude.lua follows

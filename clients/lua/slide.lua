@@ -1,1 +1,1 @@
-return run('limiter', 'SLIDE')
+local entry, arg = 'limiter', 'SLIDE' -- RL.SLIDE: prelude.lua follows

@@ -1,1 +1,1 @@
-return run('limiter', 'THROTTLE')
+local entry, arg = 'limiter', 'THROTTLE' -- RL.THROTTLE: prelude.lua follows

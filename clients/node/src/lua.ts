@@ -11,10 +11,8 @@
 // module's text. On a cluster the command goes to the node of its first
 // key, as the module backend's does.
 //
-// The script of a command is the command's file (`lua/throttle.lua`, ...)
-// after `lua/prelude.lua` and a newline; a first line `#!lua flags=...` of
-// the command's file goes first, before the prelude
-// (clients/lua/README.md). The files are the package's own `lib/lua/`
+// The script of a command is the command's file (`lua/throttle.lua`, ...),
+// a newline, then `lua/prelude.lua` (clients/lua/README.md). The files are the package's own `lib/lua/`
 // (copied from clients/lua at build), or those of the directory given as
 // `luaDir` or in REDIS_RATELIMIT_LUA_DIR.
 //
@@ -83,15 +81,7 @@ function script(file: string, dir: string): Script {
       );
     }
   };
-  let body = read(`${file}.lua`);
-  // A first line `#!lua flags=...` of the command's file goes first.
-  let shebang = Buffer.alloc(0);
-  if (body.subarray(0, 2).toString('latin1') === '#!') {
-    const nl = body.indexOf(0x0a);
-    shebang = Buffer.concat([nl < 0 ? body : body.subarray(0, nl), Buffer.from('\n')]);
-    body = nl < 0 ? Buffer.alloc(0) : body.subarray(nl + 1);
-  }
-  const source = Buffer.concat([shebang, read('prelude.lua'), Buffer.from('\n'), body]);
+  const source = Buffer.concat([read(`${file}.lua`), Buffer.from('\n'), read('prelude.lua')]);
   found = { source, sha: createHash('sha1').update(source).digest('hex') };
   scripts.set(id, found);
   return found;

@@ -8,9 +8,8 @@ every key declared. Error replies are raised as redis-py's
 ``ResponseError`` with the module's text. ``execute_async`` is the same
 for ``redis.asyncio`` clients.
 
-The scripts are ``lua/prelude.lua`` followed by the command's own file
-(``lua/throttle.lua``, ...; a first line ``#!lua flags=...`` of that file
-goes before the prelude), read from this package's resources, or from
+The script of a command is its own file (``lua/throttle.lua``, ...), a
+newline, then ``lua/prelude.lua``, read from this package's resources, or from
 the directory given as ``lua_dir`` or in ``REDIS_RATELIMIT_LUA_DIR``.
 
 RL.QUOTA's calendar: the scripts have no time-zone database, so this
@@ -89,13 +88,7 @@ def _source(name: str, lua_dir: Path | None) -> tuple[bytes, str]:
             .read_bytes()
         )
 
-    body = read(name + ".lua")
-    # A first line `#!lua flags=...` of the command's file goes first.
-    shebang = b""
-    if body.startswith(b"#!"):
-        shebang, _, body = body.partition(b"\n")
-        shebang += b"\n"
-    text = shebang + read("prelude.lua") + b"\n" + body
+    text = read(name + ".lua") + b"\n" + read("prelude.lua")
     return text, hashlib.sha1(text).hexdigest()
 
 
