@@ -12,6 +12,11 @@ RateLimit header fields (examples/README.md). Configuration (environment):
     RL_LIMITS        `name key ALGORITHM numbers...; ...` (keys may name
                      $client, $ip, $path, $method); default
                      `default rl:http:$client THROTTLE 9 10 60`
+    RL_TRUSTED_PROXIES    none: $client and $ip are the peer address;
+                     `127.0.0.1,10.0.0.0/8` (or `*`): from those peers the
+                     X-Forwarded-For address counts (docs/middleware.md)
+    RL_CLIENT_HEADER none; `X-Client-Id`: $client is that header, from a
+                     trusted proxy only
     RL_TIMEOUT_MS    250   the longest the limiter may take, from the request's start
     RL_FAIL_OPEN     no    yes: let requests through when Redis cannot answer
     RL_REFUND_5XX    no    yes: give the units back on a 5xx answer
@@ -50,6 +55,9 @@ def create_app() -> FastAPI:
         RateLimitMiddleware,
         limiter=AsyncRateLimiter(client),
         policy=policy,
+        trusted_proxies=os.environ.get("RL_TRUSTED_PROXIES", ""),
+        client_header=os.environ.get("RL_CLIENT_HEADER") or None,
+        skip=lambda request: request.path == "/health",
         timeout=timeout,
         fail_open=flag("RL_FAIL_OPEN"),
         refund_5xx=flag("RL_REFUND_5XX"),
@@ -57,6 +65,10 @@ def create_app() -> FastAPI:
 
     @app.get("/")
     async def root() -> Response:
+        return Response("ok\n", media_type="text/plain")
+
+    @app.get("/health")
+    async def health() -> Response:
         return Response("ok\n", media_type="text/plain")
 
     @app.get("/status/{code}")

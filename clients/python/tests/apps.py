@@ -30,6 +30,10 @@ RATE_FIELDS = ("ratelimit-policy", "ratelimit", "x-ratelimit-limit", "x-ratelimi
                "x-ratelimit-reset", "retry-after")
 
 
+# The fields an application sets itself (/own): they win over the middleware's.
+OWN_FIELDS = {"RateLimit": '"own";r=0;t=9', "Retry-After": "9"}
+
+
 def rate_fields(headers: Any) -> Dict[str, str]:
     return {k.lower(): v for k, v in headers.items() if k.lower() in RATE_FIELDS}
 
@@ -50,6 +54,8 @@ def asgi_app(policy: Policy, port: int, gate: Optional[Gate] = None, cluster: bo
             return PlainTextResponse(f"status {parts[2]}\n", status_code=int(parts[2]))
         if parts[1:2] == ["raise"]:
             raise RuntimeError("the application failed")
+        if parts[1:2] == ["own"]:
+            return PlainTextResponse("own fields\n", status_code=429, headers=OWN_FIELDS)
         if parts[1:2] == ["slow"] and gate is not None:
             gate.arrived.release()
             while not gate.event.is_set():
@@ -80,6 +86,8 @@ def wsgi_app(policy: Policy, port: int, gate: Optional[Gate] = None, cluster: bo
             return f"status {parts[1]}\n", int(parts[1])
         if parts[0] == "raise":
             raise RuntimeError("the application failed")
+        if parts[0] == "own":
+            return "own fields\n", 429, OWN_FIELDS
         if parts[0] == "slow" and gate is not None:
             gate.arrived.release()
             gate.event.wait(10)
@@ -99,7 +107,13 @@ class Driver:
     """One interface over Starlette's TestClient and Flask's test client."""
 
     def __init__(self, kind: str, policy: Policy, port: int, gate: Optional[Gate] = None,
-                 cluster: bool = False, **options: Any) -> None:
+                 cluster: bool = False, trust: bool = True, **options: Any) -> None:
+        # trust: the test client is a trusted proxy whose X-Client-Id names
+        # the client (the tests' clients alice, bob ...); False: the
+        # middleware's defaults (the peer address, no header believed).
+        if trust:
+            options.setdefault("trusted_proxies", "*")
+            options.setdefault("client_header", "X-Client-Id")
         self.kind = kind
         if kind == "asgi":
             self.asgi = TestClient(asgi_app(policy, port, gate, cluster, **options),
@@ -108,14 +122,21 @@ class Driver:
         else:
             self.flask = wsgi_app(policy, port, gate, cluster, **options).test_client()
 
-    def get(self, path: str = "/", client_id: Optional[str] = "alice") -> Answer:
-        headers = {"X-Client-Id": client_id} if client_id else {}
+    def get(self, path: str = "/", client_id: Optional[str] = "alice",
+            headers: Optional[Dict[str, str]] = None) -> Answer:
+        headers = {**({"X-Client-Id": client_id} if client_id else {}), **(headers or {})}
         if self.kind == "asgi":
             r = self.asgi.get(path, headers=headers)
             return r.status_code, rate_fields(r.headers), r.text
         with self.flask.get(path, headers=headers) as resp:
             answer = resp.status_code, rate_fields(resp.headers), resp.get_data(as_text=True)
         return answer
+
+    def raw(self, path: str) -> Any:
+        """The response itself (every field line)."""
+        if self.kind == "asgi":
+            return self.asgi.get(path, headers={"X-Client-Id": "alice"})
+        return self.flask.get(path, headers={"X-Client-Id": "alice"})
 
     def close(self) -> None:
         if self.kind == "asgi":

@@ -149,7 +149,7 @@ def test_inspect_every_kind(r: redis.Redis) -> None:
     assert (s.window_ms, s.slices, s.units, len(s.counts)) == (10000, 2, 1, 3)
     lease = limiter.inspect("l")
     assert isinstance(lease, rl.LeaseState) and (lease.held, lease.leases) == (1, 1)
-    assert lease.holders[0].lease_id == b"a" and lease.holders[0].weight == 1
+    assert lease.holders[0].lease_id == "a" and lease.holders[0].weight == 1
     q = limiter.inspect("q")
     assert isinstance(q, rl.QuotaState)
     assert (q.unit, q.zone, q.used) == ("day", "Europe/Berlin", 1) and q.end > q.start

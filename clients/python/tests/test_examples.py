@@ -50,7 +50,8 @@ def load_app(monkeypatch: Any, **env: str) -> ModuleType:
 
 def test_fastapi_app(r: redis.Redis, server: Server, monkeypatch: Any) -> None:
     module = load_app(monkeypatch, REDIS_URL=server.url(),
-                      RL_LIMITS="default rl:http:$client THROTTLE 2 1 60", RL_REFUND_5XX="yes")
+                      RL_LIMITS="default rl:http:$client THROTTLE 2 1 60", RL_REFUND_5XX="yes",
+                      RL_TRUSTED_PROXIES="*", RL_CLIENT_HEADER="X-Client-Id")
     with TestClient(module.app) as client:
         got = [client.get("/", headers={"X-Client-Id": "alice"}) for _ in range(4)]
         assert [g.status_code for g in got] == [200, 200, 200, 429]
@@ -66,6 +67,18 @@ def test_fastapi_app(r: redis.Redis, server: Server, monkeypatch: Any) -> None:
 
         time.sleep(0.02)
     assert not r.exists("rl:http:bob")
+
+
+def test_fastapi_app_default_identity(r: redis.Redis, server: Server, monkeypatch: Any) -> None:
+    """Without RL_TRUSTED_PROXIES no header picks the bucket; /health is
+    skipped."""
+    module = load_app(monkeypatch, REDIS_URL=server.url(),
+                      RL_LIMITS="default rl:http:$client THROTTLE 2 1 60")
+    with TestClient(module.app) as client:
+        got = [client.get("/", headers={"X-Client-Id": f"c{i}"}).status_code for i in range(4)]
+        health = client.get("/health")
+    assert got == [200, 200, 200, 429]
+    assert health.status_code == 200 and "RateLimit" not in health.headers
 
 
 def test_fastapi_app_fails_closed(monkeypatch: Any, unused_port: int) -> None:

@@ -167,7 +167,8 @@ async def test_asgi_releases_on_disconnect(r: redis.Redis, server: Server) -> No
         await asyncio.sleep(0.1)  # the app goes on a little after the disconnect
 
     client = redis.asyncio.Redis(port=server.port)
-    mw = RateLimitMiddleware(app, limiter=AsyncRateLimiter(client), policy=concurrency())
+    mw = RateLimitMiddleware(app, limiter=AsyncRateLimiter(client), policy=concurrency(),
+                             trusted_proxies="127.0.0.1", client_header="X-Client-Id")
 
     async def receive() -> Any:
         await asyncio.sleep(0.05)
@@ -283,12 +284,15 @@ def test_nothing_accepts(kind: str, unaccepting: int, caplog: Any) -> None:
 def test_a_wrongtype_key_is_a_configuration_error(r: redis.Redis, server: Server, kind: str,
                                                   caplog: Any) -> None:
     caplog.set_level(logging.WARNING, LOGGER)
-    r.set("rl:http:alice", "a string")
-    d = Driver(kind, one_limit(), server.port)
+    peer = "testclient" if kind == "asgi" else "127.0.0.1"
+    r.set(f"rl:http:{peer}:/", "a string")
+    d = Driver(kind, Policy([Rule("default", "rl:http:$client:$path", T(2, 1, 60))]),
+               server.port, trust=False)
     try:
-        assert d.get("/")[0] == 503
-        assert d.get("/")[0] == 503
-        assert d.get("/", client_id="bob")[0] == 200
+        # One status for every language (docs/middleware.md): 500, not 503.
+        assert d.get("/", None)[:3:2] == (500, "rate limiter misconfigured\n")
+        assert d.get("/", None)[0] == 500
+        assert d.get("/other", None)[0] == 200
     finally:
         d.close()
     records = [rec for rec in caplog.records if rec.name == LOGGER]
@@ -296,6 +300,7 @@ def test_a_wrongtype_key_is_a_configuration_error(r: redis.Redis, server: Server
     assert records[0].levelno == logging.ERROR
     assert records[0].getMessage().startswith("rate limiter configuration error (WrongTypeError")
     assert "not an outage" in records[0].getMessage()
+    assert records[0].getMessage().endswith("answering 500 meanwhile")
 
 
 def test_releases_never_hold_up_answers_when_redis_hangs(kind: str, caplog: Any) -> None:

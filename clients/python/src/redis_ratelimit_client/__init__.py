@@ -37,26 +37,30 @@ from ._results import (
 )
 from .client import AsyncRateLimiter, RateLimiter
 from .headers import rate_limit_headers
-from .policy import Decision, Policy, RequestInfo, Rule
+from .policy import Decision, Identity, Policy, RequestInfo, Route, Rule
 
 __version__ = "0.4.0"
 
 
 def bounded_client_options(timeout: float, *, asyncio: bool = False) -> Dict[str, Any]:
     """redis-py client options for a limiter in a request path: connect and
-    read within ``timeout`` seconds, and no retries (a middleware's deadline
-    covers the whole decision). ``redis.Redis(**bounded_client_options(0.25))``."""
+    read within ``timeout`` seconds, and one retry, at once, on a fresh
+    connection when the one taken from the pool was closed under us (a
+    server restart, an idle timeout): that is not an outage. No retry after
+    a timeout (a middleware's deadline covers the whole decision).
+    ``redis.Redis(**bounded_client_options(0.25))``."""
+    from redis.backoff import NoBackoff
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
     if asyncio:
         from redis.asyncio.retry import Retry as AsyncRetry
-        from redis.backoff import NoBackoff
 
         return {"socket_connect_timeout": timeout, "socket_timeout": timeout,
-                "retry": AsyncRetry(NoBackoff(), 0)}
-    from redis.backoff import NoBackoff
+                "retry": AsyncRetry(NoBackoff(), 1, supported_errors=(RedisConnectionError,))}
     from redis.retry import Retry
 
     return {"socket_connect_timeout": timeout, "socket_timeout": timeout,
-            "retry": Retry(NoBackoff(), 0)}
+            "retry": Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,))}
 
 
 __all__ = [
@@ -71,6 +75,7 @@ __all__ = [
     "Decision",
     "HeldLease",
     "Holder",
+    "Identity",
     "Inspection",
     "Lease",
     "LeaseRefused",
@@ -85,6 +90,7 @@ __all__ = [
     "RateLimiter",
     "RequestInfo",
     "Result",
+    "Route",
     "Rule",
     "Slice",
     "SliceState",

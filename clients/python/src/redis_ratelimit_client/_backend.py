@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, MutableMapping, Optional, Protocol, Sequ
 
 import redis
 import redis.asyncio
+import redis.exceptions
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
 
@@ -98,6 +99,29 @@ def _prefix_from(names: Any) -> Optional[str]:
 
 
 _DETECT = ("COMMAND LIST", "FILTERBY", "MODULE", MODULE_NAME)
+# Where an ACL refuses COMMAND LIST (or a server lacks it): COMMAND INFO of
+# the default-prefix command, which finds the module under "RL" only.
+_DETECT_INFO = ("COMMAND INFO", "RL.THROTTLE")
+
+
+def _refused(error: redis.exceptions.ResponseError) -> bool:
+    text = str(error)
+    return (isinstance(error, redis.exceptions.NoPermissionError)
+            or text.startswith("NOPERM") or "unknown subcommand" in text.lower()
+            or "no permissions" in text.lower())
+
+
+def _info_found(reply: Any) -> Optional[str]:
+    if isinstance(reply, dict):  # redis-py's parsed COMMAND reply, or a cluster's per node
+        values = list(reply.values())
+        if values and isinstance(values[0], dict) and "rl.throttle" not in reply \
+                and "RL.THROTTLE" not in reply and not any("name" in v for v in values):
+            values = [v for node in values for v in (node.values() if isinstance(node, dict)
+                                                     else [node])]
+        return "RL" if any(v for v in values) else None
+    if isinstance(reply, (list, tuple)):
+        return "RL" if reply and reply[0] else None
+    return None
 
 
 def _detect_options(client: Any) -> Dict[str, Any]:
@@ -125,7 +149,12 @@ def detect_prefix(client: SyncClient) -> Optional[str]:
         if owner in _detected:
             return _detected[owner]
     send: Any = client.execute_command
-    prefix = _prefix_from(send(*_DETECT, **_detect_options(client)))
+    try:
+        prefix = _prefix_from(send(*_DETECT, **_detect_options(client)))
+    except redis.exceptions.ResponseError as e:
+        if not _refused(e):
+            raise
+        prefix = _info_found(send(*_DETECT_INFO, **_detect_options(client)))
     with _detected_lock:
         _detected[owner] = prefix
     return prefix
@@ -137,8 +166,12 @@ async def detect_prefix_async(client: AsyncClient) -> Optional[str]:
     if owner in _detected:
         return _detected[owner]
     send: Any = client.execute_command
-    names = await send(*_DETECT, **_detect_options(client))
-    prefix = _prefix_from(names)
+    try:
+        prefix = _prefix_from(await send(*_DETECT, **_detect_options(client)))
+    except redis.exceptions.ResponseError as e:
+        if not _refused(e):
+            raise
+        prefix = _info_found(await send(*_DETECT_INFO, **_detect_options(client)))
     _detected[owner] = prefix
     return prefix
 

@@ -9,14 +9,32 @@ import secrets
 import threading
 import time
 from types import TracebackType
-from typing import TYPE_CHECKING, List, Optional, Tuple, Type, Union
+from typing import List, Optional, Protocol, Tuple, Type, Union
 
 from ._errors import LeaseRefused
 from ._limits import Lease
 from ._results import Result
 
-if TYPE_CHECKING:
-    from .client import AsyncRateLimiter, RateLimiter
+LeaseId = Union[str, bytes]
+
+
+class LeaseCalls(Protocol):
+    """What a held lease needs of a RateLimiter (no import of client.py,
+    which imports this module)."""
+
+    def lease(self, key: str, limit: int, ttl: int, lease_id: LeaseId, quantity: int = 1,
+              *, ms: bool = False) -> Result: ...
+
+    def release(self, key: str, lease_id: LeaseId) -> bool: ...
+
+
+class AsyncLeaseCalls(Protocol):
+    """What an async held lease needs of an AsyncRateLimiter."""
+
+    async def lease(self, key: str, limit: int, ttl: int, lease_id: LeaseId,
+                    quantity: int = 1, *, ms: bool = False) -> Result: ...
+
+    async def release(self, key: str, lease_id: LeaseId) -> bool: ...
 
 RENEW_FRACTION = 1 / 3
 
@@ -111,7 +129,7 @@ _renewer = _Renewer()
 class HeldLease(_Held):
     """``with limiter.hold(key, Lease(limit, ttl)) as held:`` (RateLimiter.hold)."""
 
-    def __init__(self, limiter: RateLimiter, key: str, limit: Lease, quantity: int, ms: bool,
+    def __init__(self, limiter: LeaseCalls, key: str, limit: Lease, quantity: int, ms: bool,
                  lease_id: Union[str, bytes, None], renew_every: Optional[float]) -> None:
         super().__init__(key, limit, quantity, ms, lease_id, renew_every)
         self._limiter = limiter
@@ -159,7 +177,7 @@ class HeldLease(_Held):
 class AsyncHeldLease(_Held):
     """``async with limiter.hold(key, Lease(limit, ttl)) as held:``"""
 
-    def __init__(self, limiter: AsyncRateLimiter, key: str, limit: Lease, quantity: int,
+    def __init__(self, limiter: AsyncLeaseCalls, key: str, limit: Lease, quantity: int,
                  ms: bool, lease_id: Union[str, bytes, None],
                  renew_every: Optional[float]) -> None:
         super().__init__(key, limit, quantity, ms, lease_id, renew_every)

@@ -110,9 +110,11 @@ class SliceState:
 
 @dataclass(frozen=True)
 class Holder:
-    """One lease of an RL.LEASE key: its id, weight and milliseconds left."""
+    """One lease of an RL.LEASE key: its id (a string, as in every language:
+    bytes that are not UTF-8 decoded with ``surrogateescape``), weight and
+    milliseconds left."""
 
-    lease_id: bytes
+    lease_id: str
     weight: int
     ttl_ms: int
 
@@ -150,8 +152,8 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _bytes(value: Any) -> bytes:
-    return value if isinstance(value, bytes) else str(value).encode()
+def _id(value: Any) -> str:
+    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else str(value)
 
 
 def parse_inspect(reply: Any) -> Optional[Inspection]:
@@ -187,7 +189,7 @@ def parse_inspect(reply: Any) -> Optional[Inspection]:
             tuple(_int(c) for c in fields["counts"]),
         )
     if kind == "lease":
-        holders = tuple(Holder(_bytes(h[0]), _int(h[1]), _int(h[2])) for h in fields["holders"])
+        holders = tuple(Holder(_id(h[0]), _int(h[1]), _int(h[2])) for h in fields["holders"])
         return LeaseState(ttl, memory, _int(fields["held"]), _int(fields["leases"]), holders)
     if kind == "quota":
         return QuotaState(

@@ -11,20 +11,39 @@ import logging
 import secrets
 import sys
 import time
-from typing import Any, Awaitable, Callable, Dict, List, MutableMapping, Optional, Set, Tuple
+from typing import (
+    Any,
+    Awaitable,
+    Callable,
+    Dict,
+    List,
+    MutableMapping,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+    Union,
+)
 
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
+from ._limits import Lease
 from .client import AsyncRateLimiter
 from .policy import (
     OUTAGES,
     Decision,
     Health,
+    Identity,
+    Plan,
     Policy,
     RequestInfo,
+    Route,
     decide,
+    decision_headers,
+    failure_answer,
     give_back,
     leases,
+    merge_fields,
     release,
     run_steps_async,
 )
@@ -38,24 +57,41 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 FAILURES: Tuple[type[BaseException], ...] = (*OUTAGES, asyncio.TimeoutError)
 
 
-def request_info(scope: Scope) -> RequestInfo:
-    headers = {k.decode("latin-1").lower(): v.decode("latin-1")
-               for k, v in scope.get("headers", [])}
+def request_info(scope: Scope, identity: Optional[Identity] = None) -> RequestInfo:
+    """The request of ``scope``, its client found by ``identity`` (default:
+    the peer address, no header believed)."""
+    headers: Dict[str, str] = {}
+    for k, v in scope.get("headers", []):
+        name, value = k.decode("latin-1").lower(), v.decode("latin-1")
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
     client = scope.get("client") or ("", 0)
-    return RequestInfo(scope.get("method", "GET"), scope.get("path", "/"), str(client[0]),
-                       headers)
+    return (identity or _PEER).resolve(scope.get("method", "GET"), scope.get("path", "/"),
+                                       str(client[0]), headers)
+
+
+_PEER = Identity()
 
 
 class RateLimitMiddleware:
-    """Options:
+    """Options (docs/middleware.md is the contract):
 
     - ``limiter``: an AsyncRateLimiter; its client should have a connect
-      and a read timeout and no retries (``bounded_client_options``).
+      and a read timeout (``bounded_client_options``).
     - ``policy``: the Policy (rules and how a request maps to keys).
+    - ``routes`` (none): Route rules for chosen paths, decided with the
+      policy's in one RL.ALLOW.
+    - ``skip`` (none): a function of the RequestInfo; True lets the request
+      through untouched (``/health``, static files).
+    - ``trusted_proxies`` (none), ``proxy_header`` (``X-Forwarded-For``),
+      ``client_header`` (none), ``client_id`` (none): the request's identity,
+      ``$ip`` the peer address unless the peer is a trusted proxy (an
+      ``Identity``).
+    - ``quantity`` (1): what a request costs.
     - ``timeout`` (seconds, 0.25): the longest the limiter may take to
       decide, counted from the request's arrival at the middleware.
     - ``fail_open`` (False): when the limiter cannot decide, let the request
-      through unlimited; otherwise answer 503.
+      through unlimited; otherwise answer 503 (an outage) or 500 (a
+      configuration error).
     - ``refund_5xx`` (False): give the units back (RL.REFUND) when the
       application answers 5xx.
     - ``group_by_slot`` (None: when the client is a RedisCluster): one
@@ -65,12 +101,21 @@ class RateLimitMiddleware:
     """
 
     def __init__(self, app: ASGIApp, *, limiter: AsyncRateLimiter, policy: Policy,
+                 routes: Sequence[Route] = (),
+                 skip: Optional[Callable[[RequestInfo], bool]] = None,
+                 trusted_proxies: Union[str, Sequence[str]] = (),
+                 proxy_header: str = "X-Forwarded-For", client_header: Optional[str] = None,
+                 client_id: Optional[Callable[[RequestInfo], Optional[str]]] = None,
+                 quantity: int = 1,
                  timeout: float = 0.25, fail_open: bool = False, refund_5xx: bool = False,
                  group_by_slot: Optional[bool] = None,
                  logger: Optional[logging.Logger] = None) -> None:
         self.app = app
         self.limiter = limiter
         self.policy = policy
+        self.plan = Plan(policy, routes, skip)
+        self.identity = Identity(trusted_proxies, proxy_header, client_header, client_id)
+        self.quantity = quantity
         self.timeout = timeout
         self.fail_open = fail_open
         self.refund_5xx = refund_5xx
@@ -85,11 +130,16 @@ class RateLimitMiddleware:
             return
         started = time.monotonic()
         deadline = started + self.timeout
-        rules = self.policy.rules
-        keys = self.policy.keys(request_info(scope))
-        lease_id = secrets.token_hex(16) if self.policy.leased else None
-        steps = decide(rules, keys, self.group_by_slot, lease_id)
+        lease_id: Optional[str] = None
         try:
+            planned = self.plan.rules(request_info(scope, self.identity))
+            if planned is None:
+                await self.app(scope, receive, send)
+                return
+            rules, keys = planned
+            if any(isinstance(r.limit, Lease) for r in rules):
+                lease_id = secrets.token_hex(16)
+            steps = decide(rules, keys, self.group_by_slot, lease_id, self.quantity)
             decision: Decision = await _within(run_steps_async(self.limiter, steps, deadline),
                                                deadline)
         except FAILURES as e:
@@ -100,10 +150,11 @@ class RateLimitMiddleware:
             if self.fail_open:
                 await self.app(scope, receive, send)
             else:
-                await _plain(send, 503, {}, "rate limiter unavailable\n")
+                code, text = failure_answer(e)
+                await _plain(send, code, {}, text)
             return
         self.health.succeeded()
-        headers = self.policy.headers(decision)
+        headers = decision_headers(rules, decision)
         if decision.limited:
             retry = headers.get("Retry-After")
             body = (f"rate limited: retry in {retry} s\n" if retry is not None
@@ -130,8 +181,9 @@ class RateLimitMiddleware:
             if message["type"] == "http.response.start":
                 status.append(int(message["status"]))
                 message = dict(message)
-                message["headers"] = [*message.get("headers", []),
-                                      *((k.encode(), v.encode()) for k, v in headers.items())]
+                own = list(message.get("headers", []))
+                message["headers"] = [*own, *((k.encode(), v.encode())
+                                              for k, v in merge_fields(own, headers))]
             await send(message)
 
         try:
@@ -143,7 +195,7 @@ class RateLimitMiddleware:
         finally:
             release_once()
             if self.refund_5xx and status and status[0] >= 500:
-                self._later(give_back(rules, keys, decision.taken))
+                self._later(give_back(rules, keys, decision.taken, self.quantity))
 
     def _later(self, steps: Any, report: bool = True) -> None:
         """Runs ``steps`` in the background with a deadline of its own: the

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Optional, TypeVar, Union
+from typing import Any, Optional, TypeVar
 
 from redis.exceptions import ResponseError
 
@@ -20,12 +20,12 @@ from ._backend import (
 )
 from ._commands import Command, Entries
 from ._errors import translate
-from ._lease import AsyncHeldLease, HeldLease
+from ._lease import AsyncHeldLease, HeldLease, LeaseId
 from ._limits import Lease, Limit
 from ._results import AllowResult, Inspection, Result
 
 T = TypeVar("T")
-LeaseId = Union[str, bytes]
+
 
 
 class RateLimiter:

@@ -4,6 +4,7 @@ the middlewares share: the decision's steps, its headers, the outage log."""
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import re
 import threading
@@ -38,26 +39,123 @@ Steps = Generator[Command[Any], Any, Any]
 @dataclass(frozen=True)
 class RequestInfo:
     """What a key template may use from a request. ``headers`` have
-    lower-case names."""
+    lower-case names (a field sent on several lines: its values joined with
+    ``, ``). ``client_ip`` is ``$ip``: the peer address, or from a trusted
+    proxy the forwarded one; ``client`` is ``$client`` when not empty (an
+    Identity fills both: docs/middleware.md)."""
 
     method: str
     path: str
     client_ip: str
     headers: Mapping[str, str] = field(default_factory=dict)
+    client: str = ""
 
 
 def default_variables(request: RequestInfo) -> Dict[str, str]:
-    """``$client`` (the X-Client-Id header, or else the peer address),
-    ``$ip``, ``$path`` (without the query) and ``$method``."""
+    """``$client`` (``request.client``, or else ``$ip``), ``$ip`` (the
+    client address), ``$path`` (without the query) and ``$method``."""
     return {
-        "client": request.headers.get("x-client-id") or request.client_ip,
+        "client": request.client or request.client_ip,
         "ip": request.client_ip,
         "path": request.path,
         "method": request.method,
     }
 
 
+TRUST_EVERY_PEER = "*"
+
+
+def _network(text: str) -> Union[ipaddress.IPv4Network, ipaddress.IPv6Network]:
+    try:
+        return ipaddress.ip_network(text.strip(), strict=False)
+    except ValueError:
+        raise ValueError(f"trusted_proxies: {text!r} is not an IP address or CIDR range") from None
+
+
+def _plain_address(text: str) -> str:
+    """An address as ``$ip`` writes it: an IPv4-mapped IPv6 one as IPv4."""
+    if text.startswith("::ffff:") and "." in text:
+        return text[len("::ffff:"):]
+    return text
+
+
+def _forwarded_for(value: str) -> List[str]:
+    """The ``for=`` of each element of a Forwarded field (RFC 7239), as an
+    address: unquoted, without brackets or port."""
+    found = []
+    for element in value.split(","):
+        for pair in element.split(";"):
+            name, _, v = pair.strip().partition("=")
+            if name.strip().lower() != "for":
+                continue
+            v = v.strip().strip('"')
+            if v.startswith("["):
+                v = v[1:].split("]", 1)[0]
+            elif v.count(":") == 1:
+                v = v.split(":", 1)[0]
+            found.append(v)
+    return found
+
+
+class Identity:
+    """Who a request comes from (docs/middleware.md, Keys and identity):
+    ``$ip`` is the peer address unless the peer is one of
+    ``trusted_proxies`` (addresses and CIDR ranges, or ``"*"``); from a
+    trusted peer, the rightmost untrusted entry of ``proxy_header``
+    (``X-Forwarded-For`` or ``Forwarded``). ``$client`` is ``client_id(request)``
+    when it gives a non-empty string, else the ``client_header`` field from a
+    trusted peer, else ``$ip``."""
+
+    def __init__(self, trusted_proxies: Union[str, Sequence[str]] = (),
+                 proxy_header: str = "X-Forwarded-For",
+                 client_header: Optional[str] = None,
+                 client_id: Optional[Callable[[RequestInfo], Optional[str]]] = None) -> None:
+        if isinstance(trusted_proxies, str):
+            trusted_proxies = [p for p in trusted_proxies.split(",") if p.strip()]
+        self.every = any(p.strip() == TRUST_EVERY_PEER for p in trusted_proxies)
+        self.networks = [_network(p) for p in trusted_proxies if p.strip() != TRUST_EVERY_PEER]
+        if proxy_header.lower() not in ("x-forwarded-for", "forwarded"):
+            raise ValueError(f"proxy_header must be X-Forwarded-For or Forwarded, "
+                             f"not {proxy_header!r}")
+        self.proxy_header = proxy_header.lower()
+        self.client_header = client_header.lower() if client_header else None
+        self.client_id = client_id
+
+    def trusted(self, address: str) -> bool:
+        if self.every:
+            return True
+        if not self.networks:
+            return False
+        try:
+            ip = ipaddress.ip_address(_plain_address(address))
+        except ValueError:
+            return False
+        return any(ip.version == n.version and ip in n for n in self.networks)
+
+    def resolve(self, method: str, path: str, peer: str, headers: Mapping[str, str]
+                ) -> RequestInfo:
+        peer = _plain_address(peer)
+        ip, client = peer, ""
+        if self.trusted(peer):
+            value = headers.get(self.proxy_header, "")
+            hops = (_forwarded_for(value) if self.proxy_header == "forwarded"
+                    else [h.strip() for h in value.split(",")])
+            hops = [h for h in hops if h]
+            if hops:
+                ip = next((h for h in reversed(hops) if not self.trusted(h)), hops[0])
+                ip = _plain_address(ip)
+            if self.client_header is not None:
+                client = headers.get(self.client_header, "").strip()
+        request = RequestInfo(method, path, ip, headers, client)
+        if self.client_id is not None:
+            chosen = self.client_id(request)
+            if chosen:
+                request = RequestInfo(method, path, ip, headers, chosen)
+        return request
+
+
 _VARIABLE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+_NAMES = ("client", "ip", "path", "method")
 KeyFunction = Callable[[RequestInfo], str]
 
 
@@ -87,6 +185,14 @@ class Policy:
         self.rules = tuple(rules)
         self.variables = variables
         self.leased = any(isinstance(r.limit, Lease) for r in rules)
+        if variables is default_variables:
+            for rule in self.rules:
+                if callable(rule.key):
+                    continue
+                for name in _VARIABLE.findall(rule.key):
+                    if name not in _NAMES:
+                        raise ValueError(f"rule {rule.name!r}: unknown ${name} in {rule.key!r} "
+                                         "(expected $client, $ip, $path, $method)")
 
     @classmethod
     def parse(cls, text: str,
@@ -122,6 +228,72 @@ class Policy:
     def headers(self, decision: Decision) -> Dict[str, str]:
         return rate_limit_headers(decision.result, [r.limit for r in self.rules],
                                   [r.name for r in self.rules])
+
+
+@dataclass(frozen=True)
+class Route:
+    """Rules for chosen routes, decided with the middleware's own in one
+    RL.ALLOW: ``path`` exact (``/login``) or a prefix ending in ``*``
+    (``/api/*``), ``methods`` upper-case (None: every method)."""
+
+    path: str
+    policy: Policy
+    methods: Optional[Sequence[str]] = None
+
+    def matches(self, method: str, path: str) -> bool:
+        if self.methods is not None and method.upper() not in self.methods:
+            return False
+        if self.path.endswith("*"):
+            return path.startswith(self.path[:-1])
+        return path == self.path
+
+
+class Plan:
+    """What a middleware decides for a request: its policy's rules and those
+    of every route that matches, or nothing when ``skip`` says so."""
+
+    def __init__(self, policy: Policy, routes: Sequence[Route] = (),
+                 skip: Optional[Callable[[RequestInfo], bool]] = None) -> None:
+        for route in routes:
+            names = [r.name for r in policy.rules] + [r.name for r in route.policy.rules]
+            if len(set(names)) != len(names):
+                raise ValueError(f"rule names must differ across the policy and route "
+                                 f"{route.path!r}: {names}")
+            if len(names) > 16:
+                raise ValueError(f"the policy and route {route.path!r} have {len(names)} rules; "
+                                 "RL.ALLOW takes 1 to 16 keys")
+        self.policy = policy
+        self.routes = tuple(routes)
+        self.skip = skip
+
+    def rules(self, request: RequestInfo) -> Optional[Tuple[Tuple[Rule, ...], List[str]]]:
+        """The rules and their keys for ``request``; None: skip it."""
+        if self.skip is not None and self.skip(request):
+            return None
+        rules = self.policy.rules
+        keys = self.policy.keys(request)
+        for route in self.routes:
+            if route.matches(request.method, request.path):
+                rules += route.policy.rules
+                keys += route.policy.keys(request)
+        if len(rules) > 16:
+            raise ValueError(f"{len(rules)} rules match {request.method} {request.path}; "
+                             "RL.ALLOW takes 1 to 16 keys")
+        return rules, keys
+
+
+def decision_headers(rules: Sequence[Rule], decision: Decision) -> Dict[str, str]:
+    return rate_limit_headers(decision.result, [r.limit for r in rules],
+                              [r.name for r in rules])
+
+
+def merge_fields(response: Sequence[Tuple[Any, Any]], fields: Mapping[str, str]
+                 ) -> List[Tuple[str, str]]:
+    """The decision's ``fields`` the response does not have already (by
+    name, without case): a handler's own field wins, none is sent twice."""
+    have = {(k.decode("latin-1") if isinstance(k, bytes) else str(k)).lower()
+            for k, _ in response}
+    return [(k, v) for k, v in fields.items() if k.lower() not in have]
 
 
 def _limit(name: str, kind: str, words: List[str]) -> Limit:
@@ -261,14 +433,25 @@ def check_deadline(deadline: Optional[float]) -> None:
 
 
 def is_configuration_error(error: BaseException) -> bool:
-    """An error that no retry cures: a bad argument, a WRONGTYPE key, the
-    module missing, a cross-slot call or a denied command. The rest (no
-    connection, no answer in time, a cluster in flux) is an outage."""
-    if isinstance(error, (CommandError, ModuleNotLoadedError)):
+    """An error that no retry cures (docs/middleware.md, Responses): a
+    refused argument (ERR), a WRONGTYPE key, the module missing, a cross-slot
+    call, a denied command, bad credentials. The rest (no connection, no
+    answer in time, a cluster in flux) is an outage."""
+    if isinstance(error, (CommandError, ModuleNotLoadedError, redis.exceptions.NoPermissionError,
+                          redis.exceptions.AuthenticationError,
+                          redis.exceptions.AuthorizationError)):
         return True
     if isinstance(error, redis.exceptions.ResponseError):
-        return str(error).split(" ", 1)[0] in ("CROSSSLOT", "NOPERM", "NOSCRIPT")
+        return str(error).split(" ", 1)[0] in ("CROSSSLOT", "NOPERM", "NOAUTH", "WRONGPASS")
     return isinstance(error, (ValueError, TypeError))
+
+
+def failure_answer(error: BaseException) -> Tuple[int, str]:
+    """The status and body of a request the limiter could not decide,
+    failing closed: 500 for a configuration error, 503 for an outage."""
+    if is_configuration_error(error):
+        return 500, "rate limiter misconfigured\n"
+    return 503, "rate limiter unavailable\n"
 
 
 class Health:
@@ -286,10 +469,10 @@ class Health:
         self.reported: set[str] = set()
 
     def failed(self, error: BaseException) -> None:
-        then = ("letting requests through unlimited (fail open)" if self.fail_open
-                else "answering 503")
         cause = f"{type(error).__name__}: {error}"
         if is_configuration_error(error):
+            then = ("letting requests through unlimited (fail open)" if self.fail_open
+                    else "answering 500")
             with self.lock:
                 if cause in self.reported or len(self.reported) >= 100:
                     return
@@ -303,6 +486,8 @@ class Health:
             if self.failing_since is not None:
                 return
             self.failing_since = time.monotonic()
+        then = ("letting requests through unlimited (fail open)" if self.fail_open
+                else "answering 503")
         self.logger.warning("rate limiter unavailable (%s); %s until it answers again",
                             cause, then)
 
@@ -323,9 +508,12 @@ OUTAGES: Tuple[type[BaseException], ...] = (
     OSError,
     TimeoutError,
     ModuleNotLoadedError,
+    ValueError,
+    TypeError,
 )
 """What a middleware counts as a failed decision (answered by its fail
-policy): every error of redis-py, the network and the deadline."""
+policy): every error of redis-py, the network and the deadline, and a
+policy that cannot make a request's keys."""
 
 
 def run_steps(limiter: Any, steps: Steps, deadline: Optional[float] = None) -> Any:

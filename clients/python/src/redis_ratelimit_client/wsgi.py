@@ -19,23 +19,32 @@ from typing import (
     Iterator,
     List,
     Optional,
+    Sequence,
     Tuple,
     Type,
+    Union,
 )
 
 from redis.cluster import RedisCluster
 
+from ._limits import Lease
 from .client import RateLimiter
 from .policy import (
     OUTAGES,
     DeadlinePassed,
     Decision,
     Health,
+    Identity,
+    Plan,
     Policy,
     RequestInfo,
+    Route,
     decide,
+    decision_headers,
+    failure_answer,
     give_back,
     leases,
+    merge_fields,
     release,
     run_steps,
 )
@@ -46,12 +55,17 @@ StartResponse = Callable[..., Callable[[bytes], Any]]
 WSGIApp = Callable[[Environ, StartResponse], Iterable[bytes]]
 
 
-def request_info(environ: Environ) -> RequestInfo:
+def request_info(environ: Environ, identity: Optional[Identity] = None) -> RequestInfo:
+    """The request of ``environ``, its client found by ``identity``
+    (default: the peer address, no header believed)."""
     headers = {k[5:].replace("_", "-").lower(): str(v)
                for k, v in environ.items() if k.startswith("HTTP_")}
-    return RequestInfo(str(environ.get("REQUEST_METHOD", "GET")),
-                       str(environ.get("PATH_INFO", "/")) or "/",
-                       str(environ.get("REMOTE_ADDR", "")), headers)
+    return (identity or _PEER).resolve(str(environ.get("REQUEST_METHOD", "GET")),
+                                       str(environ.get("PATH_INFO", "/")) or "/",
+                                       str(environ.get("REMOTE_ADDR", "")), headers)
+
+
+_PEER = Identity()
 
 
 class RateLimitMiddleware:
@@ -60,12 +74,21 @@ class RateLimitMiddleware:
     threads so that a request waits at most ``timeout``."""
 
     def __init__(self, app: WSGIApp, *, limiter: RateLimiter, policy: Policy,
+                 routes: Sequence[Route] = (),
+                 skip: Optional[Callable[[RequestInfo], bool]] = None,
+                 trusted_proxies: Union[str, Sequence[str]] = (),
+                 proxy_header: str = "X-Forwarded-For", client_header: Optional[str] = None,
+                 client_id: Optional[Callable[[RequestInfo], Optional[str]]] = None,
+                 quantity: int = 1,
                  timeout: float = 0.25, fail_open: bool = False, refund_5xx: bool = False,
                  group_by_slot: Optional[bool] = None,
                  logger: Optional[logging.Logger] = None, workers: int = 32) -> None:
         self.app = app
         self.limiter = limiter
         self.policy = policy
+        self.plan = Plan(policy, routes, skip)
+        self.identity = Identity(trusted_proxies, proxy_header, client_header, client_id)
+        self.quantity = quantity
         self.timeout = timeout
         self.fail_open = fail_open
         self.refund_5xx = refund_5xx
@@ -78,23 +101,31 @@ class RateLimitMiddleware:
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         started = time.monotonic()
         deadline = started + self.timeout
-        rules = self.policy.rules
-        keys = self.policy.keys(request_info(environ))
-        lease_id = secrets.token_hex(16) if self.policy.leased else None
+        try:
+            planned = self.plan.rules(request_info(environ, self.identity))
+        except (ValueError, TypeError) as e:
+            self.health.failed(e)
+            return self._unavailable(environ, start_response, e)
+        if planned is None:
+            return self.app(environ, start_response)
+        rules, keys = planned
+        leased = any(isinstance(r.limit, Lease) for r in rules)
+        lease_id = secrets.token_hex(16) if leased else None
         future = self.pool.submit(run_steps, self.limiter,
-                                  decide(rules, keys, self.group_by_slot, lease_id), deadline)
+                                  decide(rules, keys, self.group_by_slot, lease_id,
+                                         self.quantity), deadline)
         try:
             decision: Decision = future.result(timeout=max(0.0, deadline - time.monotonic()))
         except futures.TimeoutError:
             future.cancel()
-            self._failed(DeadlinePassed(f"no answer within {self.timeout * 1000:.0f} ms"),
-                         rules, keys, lease_id)
-            return self._unavailable(environ, start_response)
+            late = DeadlinePassed(f"no answer within {self.timeout * 1000:.0f} ms")
+            self._failed(late, rules, keys, lease_id)
+            return self._unavailable(environ, start_response, late)
         except OUTAGES as e:
             self._failed(e, rules, keys, lease_id)
-            return self._unavailable(environ, start_response)
+            return self._unavailable(environ, start_response, e)
         self.health.succeeded()
-        headers = self.policy.headers(decision)
+        headers = decision_headers(rules, decision)
         if decision.limited:
             retry = headers.get("Retry-After")
             body = (f"rate limited: retry in {retry} s\n" if retry is not None
@@ -105,7 +136,8 @@ class RateLimitMiddleware:
         def start_with_headers(status_line: str, response_headers: List[Tuple[str, str]],
                                exc_info: Optional[ExcInfo] = None) -> Callable[[bytes], Any]:
             status[:] = [int(status_line.split(" ", 1)[0])]
-            return start_response(status_line, [*response_headers, *headers.items()],
+            return start_response(status_line,
+                                  [*response_headers, *merge_fields(response_headers, headers)],
                                   *([exc_info] if exc_info is not None else []))
 
         held = [i for i in decision.taken if i in leases(rules)]
@@ -114,7 +146,7 @@ class RateLimitMiddleware:
             if held:
                 self._later(release(rules, keys, held, lease_id))
             if self.refund_5xx and status and status[0] >= 500:
-                self._later(give_back(rules, keys, decision.taken))
+                self._later(give_back(rules, keys, decision.taken, self.quantity))
 
         try:
             result = self.app(environ, start_with_headers)
@@ -132,10 +164,13 @@ class RateLimitMiddleware:
             # A late RL.ALLOW may still have taken the lease.
             self._later(release(rules, keys, leases(rules), lease_id), report=False)
 
-    def _unavailable(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+    def _unavailable(self, environ: Environ, start_response: StartResponse,
+                     error: BaseException) -> Iterable[bytes]:
         if self.fail_open:
             return self.app(environ, start_response)
-        return _plain(start_response, "503 Service Unavailable", {}, "rate limiter unavailable\n")
+        status, body = failure_answer(error)
+        line = "500 Internal Server Error" if status == 500 else "503 Service Unavailable"
+        return _plain(start_response, line, {}, body)
 
     def _later(self, steps: Any, report: bool = True) -> None:
         """Runs ``steps`` on the pool with a deadline of its own; nobody waits."""
