@@ -4,6 +4,8 @@
 // routed to the node of a hash slot and bounded by a deadline; the reply's
 // strings come back as text, or as Buffers when asked.
 
+import { NotConnectedError } from './errors';
+
 /** Where and by when to send a command. */
 export interface Route {
   /** The slot of the command's keys (on a cluster, the node that serves it). */
@@ -62,7 +64,8 @@ interface Emitter {
   removeListener(event: string, listener: (...args: unknown[]) => void): unknown;
 }
 
-// Resolves on `readyEvent`, rejects on any of `failEvents` or at the deadline.
+// Resolves on `readyEvent`; rejects with NotConnectedError on any of
+// `failEvents`, or with a DeadlineError at the deadline.
 function waitFor(client: Emitter, readyEvent: string, failEvents: string[], deadline: number | undefined): Promise<void> {
   let cleanup = (): void => {};
   const p = new Promise<void>((resolve, reject) => {
@@ -72,7 +75,8 @@ function waitFor(client: Emitter, readyEvent: string, failEvents: string[], dead
     };
     const fail = (err?: unknown): void => {
       cleanup();
-      reject(err instanceof Error ? err : new Error('connection attempt failed'));
+      const why = err instanceof Error ? `: ${err.message}` : '';
+      reject(new NotConnectedError(`not connected (the connection attempt failed${why})`));
     };
     client.once(readyEvent, ok);
     for (const e of failEvents) client.once(e, fail);
@@ -118,16 +122,21 @@ function isIoredis(client: object): client is IoredisLike {
 
 function ioredisConnection(client: IoredisLike): Connection {
   const isCluster = client.isCluster === true;
-  // A request that comes while the client connects waits for that attempt
-  // (until its deadline); while it waits to reconnect, or is closed, the
-  // command fails at once (with enableOfflineQueue: false it would anyway).
+  // A call that comes before the client is ready waits for it, within its
+  // deadline (without one, until it is ready or gives up): a cold start, or
+  // a reconnection. One that finds the client waiting to reconnect (after
+  // the server closed its connection: a restart) makes it try at once, so
+  // that no call fails once the server answers again; one that finds it
+  // idle (lazyConnect) connects it. The client's own "Stream isn't
+  // writeable" never comes out: a client that will not connect gives a
+  // NotConnectedError.
   const connected = (deadline: number | undefined): Promise<void> => {
     const status = client.status;
-    if (status === 'ready' || deadline === undefined) return Promise.resolve();
-    if (status === 'connecting' || status === 'connect') {
-      return waitFor(client, 'ready', ['close', 'end'], deadline);
-    }
-    return Promise.reject(new Error(`not connected (${status})`));
+    if (status === 'ready') return Promise.resolve();
+    if (status === 'end') return Promise.reject(new NotConnectedError('not connected (the client was closed)'));
+    const waiting = waitFor(client, 'ready', ['close', 'end'], deadline);
+    if (status === 'wait' || status === 'reconnecting') client.connect().catch(() => undefined);
+    return waiting;
   };
   return {
     client,
@@ -162,10 +171,12 @@ const BUFFERS = { 36: Buffer, 43: Buffer };
 
 function nodeRedisConnection(client: NodeRedisLike): Connection {
   const isCluster = isNodeRedisCluster(client);
+  // As for ioredis: a call before the client is ready waits for it, within
+  // its deadline.
   const connected = (deadline: number | undefined): Promise<void> => {
-    if (deadline === undefined || isCluster || client.isReady !== false) return Promise.resolve();
+    if (isCluster || client.isReady !== false) return Promise.resolve();
     if (client.isOpen) return waitFor(client, 'ready', ['end'], deadline);
-    return Promise.reject(new Error('not connected (the client is closed)'));
+    return Promise.reject(new NotConnectedError('not connected (the client is closed)'));
   };
   return {
     client,

@@ -1,6 +1,8 @@
 // The errors the package raises: the module's ERR replies (naming the
 // argument), WRONGTYPE, a refused lease, and a backend that is missing.
 
+import type { Result } from './results';
+
 /** The base class of every error this package raises. */
 export class RateLimitError extends Error {
   constructor(message: string) {
@@ -33,17 +35,29 @@ export class ArgumentError extends RateLimitError {
 /** `WRONGTYPE`: the key holds another kind of value than the command's. */
 export class WrongTypeError extends RateLimitError {}
 
-/** A lease that was refused: retry after `retryAfter` (the limit's unit; -1: it can never fit). */
+/**
+ * A lease that was refused: `result` is RL.LEASE's reply (its header fields:
+ * `rateLimitHeaders(err.result, { name, limit })`); `retryAfter` its
+ * retry_after (the limit's unit; -1: it can never fit).
+ */
 export class LeaseRefusedError extends RateLimitError {
   readonly retryAfter: number;
   readonly key: string;
+  readonly result: Result;
 
-  constructor(key: string, retryAfter: number) {
-    super(`lease on ${key} refused: retry after ${retryAfter}`);
+  constructor(key: string, result: Result) {
+    super(`lease on ${key} refused: ${result.remaining} of ${result.limit} free, retry after ${result.retryAfter}`);
     this.key = key;
-    this.retryAfter = retryAfter;
+    this.result = result;
+    this.retryAfter = result.retryAfter;
   }
 }
+
+/**
+ * The client is not connected and will not be by the call's deadline (it is
+ * closed, or still connecting when the deadline passed): an outage.
+ */
+export class NotConnectedError extends RateLimitError {}
 
 /** No backend serves the commands (the module is not loaded, and no Lua backend). */
 export class BackendUnavailableError extends RateLimitError {}

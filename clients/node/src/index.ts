@@ -23,5 +23,5 @@ export type { Connection, Route, ReplyOptions, RedisClient } from './client';
 export { keyslot, slotGroups } from './slots';
 export { rateLimitHeaders } from './headers';
 export type { NamedLimit } from './headers';
-export { expressRateLimit, fastifyRateLimit, ioredisOptions } from './middleware';
-export type { MiddlewareOptions, PolicyEntry, RequestValues } from './middleware';
+export { expressRateLimit, fastifyRateLimit, ioredisOptions, isConfigurationError } from './middleware';
+export type { MiddlewareOptions, PolicyEntry, RequestValues, RouteLimits } from './middleware';

@@ -350,7 +350,7 @@ export class RateLimiter {
     const id = options.id ?? newLeaseId();
     const quantity = options.quantity === undefined ? {} : { quantity: options.quantity };
     const result = await this.take(key, limit, { ...quantity, id });
-    if (result.limited) throw new LeaseRefusedError(key, result.retryAfter);
+    if (result.limited) throw new LeaseRefusedError(key, result);
     const inner = new AbortController();
     let released: Promise<unknown> | undefined;
     const release = (): Promise<unknown> => (released ??= this.release(key, id).catch(() => false));

@@ -17,9 +17,10 @@
 // once per distinct message, as such.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { BlockList, isIP } from 'node:net';
 import type { RedisClient } from './client';
 import { withDeadline } from './client';
-import { ArgumentError, WrongTypeError } from './errors';
+import { ArgumentError, BackendUnavailableError, WrongTypeError } from './errors';
 import { type NamedLimit, rateLimitHeaders } from './headers';
 import type { Limit } from './limits';
 import { type Decision, RateLimiter, newLeaseId } from './limiter';
@@ -29,8 +30,9 @@ import type { BackendChoice } from './backend';
 
 /** What a key template may name. */
 export interface RequestValues {
-  /** The X-Client-Id header, or else the peer address (see `clientId`). */
+  /** `clientId(req)`, else `clientHeader` from a trusted proxy, else `ip` (docs/middleware.md). */
   readonly client: string;
+  /** The peer address, or from a trusted proxy the forwarded one. */
   readonly ip: string;
   /** The path, without the query. */
   readonly path: string;
@@ -49,6 +51,15 @@ export interface PolicyEntry {
   readonly limit: Limit;
 }
 
+/** Limits for chosen routes, decided with the middleware's own in one RL.ALLOW. */
+export interface RouteLimits {
+  /** An exact path (`/login`) or a prefix ending in `*` (`/api/*`). */
+  readonly path: string;
+  /** Upper-case methods (default every method). */
+  readonly methods?: readonly string[];
+  readonly limits: readonly PolicyEntry[];
+}
+
 export interface MiddlewareOptions {
   /** An ioredis or node-redis client (or cluster); or `limiter`. */
   readonly client?: RedisClient;
@@ -57,11 +68,21 @@ export interface MiddlewareOptions {
   readonly backend?: BackendChoice;
   /** The policy: 1 to 16 limits, every one taken by each request. */
   readonly limits: readonly PolicyEntry[];
-  /** `$client`: default the X-Client-Id header, or else the peer address. */
+  /** Limits of chosen routes, decided in the same RL.ALLOW as `limits`. */
+  readonly routes?: readonly RouteLimits[];
+  /** True: the request passes untouched (no command, no header field). */
+  readonly skip?: (req: IncomingMessage) => boolean;
+  /** Peers whose forwarding header is believed: addresses, CIDR ranges, or '*' (default none). */
+  readonly trustedProxies?: string | readonly string[];
+  /** The forwarding header of a trusted peer: 'X-Forwarded-For' (default) or 'Forwarded'. */
+  readonly proxyHeader?: string;
+  /** A header naming the client (X-Client-Id), believed from a trusted peer only (default none). */
+  readonly clientHeader?: string;
+  /** `$client` when it returns a non-empty string (an authenticated user id). */
   readonly clientId?: (req: IncomingMessage) => string | undefined;
   /** What a request costs (default 1). */
   readonly quantity?: number;
-  /** A request the limiter could not decide goes on, unlimited (default false: 503). */
+  /** A request the limiter could not decide goes on, unlimited (default false: 503, or 500 for a configuration error). */
   readonly failOpen?: boolean;
   /** The longest a decision may take, from the request's start, connecting included (default 250 ms). */
   readonly timeoutMs?: number;
@@ -71,6 +92,95 @@ export interface MiddlewareOptions {
   readonly groupBySlot?: boolean;
   /** Where the log lines go (default console.error). */
   readonly log?: (line: string) => void;
+}
+
+// Who a request comes from (docs/middleware.md, Keys and identity).
+class Identity {
+  private readonly every: boolean;
+  private readonly list: BlockList | null;
+  private readonly forwarded: boolean;
+  private readonly clientHeader: string | undefined;
+
+  constructor(options: MiddlewareOptions) {
+    const given = options.trustedProxies ?? [];
+    const proxies = (typeof given === 'string' ? given.split(',') : [...given]).map((p) => p.trim()).filter((p) => p);
+    this.every = proxies.includes('*');
+    this.list = null;
+    const rest = proxies.filter((p) => p !== '*');
+    if (rest.length > 0) {
+      const list = new BlockList();
+      for (const p of rest) {
+        const [address, bits] = p.split('/');
+        const type = isIP(address!) === 6 ? 'ipv6' : isIP(address!) === 4 ? 'ipv4' : null;
+        if (type === null || (bits !== undefined && !/^\d+$/.test(bits))) {
+          throw new TypeError(`trustedProxies: ${p} is not an IP address or CIDR range`);
+        }
+        if (bits === undefined) list.addAddress(address!, type);
+        else list.addSubnet(address!, Number(bits), type);
+      }
+      this.list = list;
+    }
+    const header = (options.proxyHeader ?? 'X-Forwarded-For').toLowerCase();
+    if (header !== 'x-forwarded-for' && header !== 'forwarded') {
+      throw new TypeError(`proxyHeader must be X-Forwarded-For or Forwarded, not ${options.proxyHeader}`);
+    }
+    this.forwarded = header === 'forwarded';
+    this.clientHeader = options.clientHeader?.toLowerCase();
+  }
+
+  trusted(address: string): boolean {
+    if (this.every) return true;
+    if (this.list === null) return false;
+    const type = isIP(address);
+    if (type === 0) return false;
+    return this.list.check(address, type === 6 ? 'ipv6' : 'ipv4');
+  }
+
+  /** `ip` and the trusted client header's value ('' when none). */
+  resolve(req: IncomingMessage): { ip: string; client: string } {
+    const peer = plainAddress(req.socket.remoteAddress ?? '');
+    if (!this.trusted(peer)) return { ip: peer, client: '' };
+    const value = headerLines(req, this.forwarded ? 'forwarded' : 'x-forwarded-for');
+    const hops = (this.forwarded ? forwardedFor(value) : value.split(',').map((h) => h.trim())).filter((h) => h);
+    let ip = peer;
+    if (hops.length > 0) {
+      ip = plainAddress([...hops].reverse().find((h) => !this.trusted(plainAddress(h))) ?? hops[0]!);
+    }
+    const client = this.clientHeader ? headerLines(req, this.clientHeader).trim() : '';
+    return { ip, client };
+  }
+}
+
+// An IPv4-mapped IPv6 address written as IPv4.
+function plainAddress(address: string): string {
+  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
+}
+
+// A header's field lines joined with ', '.
+function headerLines(req: IncomingMessage, name: string): string {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v.join(', ') : (v ?? '');
+}
+
+// The for= of each element of a Forwarded field (RFC 7239): unquoted, without brackets or port.
+function forwardedFor(value: string): string[] {
+  const found: string[] = [];
+  for (const element of value.split(',')) {
+    for (const pair of element.split(';')) {
+      const at = pair.indexOf('=');
+      if (at < 0 || pair.slice(0, at).trim().toLowerCase() !== 'for') continue;
+      let v = pair.slice(at + 1).trim().replace(/^"|"$/g, '');
+      if (v.startsWith('[')) v = v.slice(1).split(']')[0]!;
+      else if ((v.match(/:/g) ?? []).length === 1) v = v.split(':')[0]!;
+      found.push(v);
+    }
+  }
+  return found;
+}
+
+function routeMatches(route: RouteLimits, method: string, path: string): boolean {
+  if (route.methods && !route.methods.includes(method.toUpperCase())) return false;
+  return route.path.endsWith('*') ? path.startsWith(route.path.slice(0, -1)) : path === route.path;
 }
 
 const VARIABLES = ['client', 'ip', 'path', 'method'];
@@ -92,8 +202,9 @@ export function ioredisOptions(timeoutMs = 250): Record<string, unknown> {
   };
 }
 
-// The limiter's health, for the log: one line when its calls start
-// failing, one when they succeed again.
+// The limiter's health, for the log (docs/middleware.md, The log): one
+// line when its calls start failing, one when they succeed again; a
+// configuration error once per distinct message, never as an outage.
 class Health {
   private failingSince: number | null = null;
   private failures = 0;
@@ -111,8 +222,8 @@ class Health {
     this.failingSince = Date.now();
     const last = this.lastError;
     const cause = last && !err.message.includes(last.message) ? `; ${last.message}` : '';
-    const then = this.failOpen ? 'letting requests through unlimited (failOpen)' : 'answering 503';
-    this.log(`rate limiter unavailable (${err.message}${cause}); ${then} until it answers again`);
+    const then = this.failOpen ? 'letting requests through unlimited (fail open)' : 'answering 503';
+    this.log(`rate limiter unavailable (${err.name}: ${err.message}${cause}); ${then} until it answers again`);
   }
 
   succeeded(): void {
@@ -124,10 +235,24 @@ class Health {
   }
 
   misconfigured(err: Error): void {
-    if (this.reported.has(err.message)) return;
-    this.reported.add(err.message);
-    this.log(`rate limiter configuration error (not an outage): ${err.message}`);
+    const cause = `${err.name}: ${err.message}`;
+    if (this.reported.has(cause) || this.reported.size >= 100) return;
+    this.reported.add(cause);
+    const then = this.failOpen ? 'letting requests through unlimited (fail open)' : 'answering 500';
+    this.log(`rate limiter configuration error (${cause}): not an outage, the policy or its keys must be fixed; ${then} meanwhile`);
   }
+}
+
+/**
+ * An error no retry cures (docs/middleware.md, Responses): a refused
+ * argument (ERR), WRONGTYPE, the module missing, NOPERM, CROSSSLOT, bad
+ * credentials, a policy that cannot make a request's keys. The rest is an outage.
+ */
+export function isConfigurationError(err: unknown): boolean {
+  if (err instanceof ArgumentError || err instanceof WrongTypeError || err instanceof BackendUnavailableError) return true;
+  if (err instanceof TypeError || err instanceof RangeError) return true;
+  const message = err instanceof Error ? err.message : '';
+  return /^(NOPERM|CROSSSLOT|NOAUTH|WRONGPASS)\b/.test(message);
 }
 
 /** What the core answers for a request. */
@@ -135,11 +260,14 @@ type Verdict =
   | { readonly pass: true; readonly headers: Record<string, string> }
   | { readonly pass: false; readonly status: number; readonly headers: Record<string, string>; readonly body: string };
 
-function validate(limits: readonly PolicyEntry[]): void {
+function validate(limits: readonly PolicyEntry[], routes: readonly RouteLimits[]): void {
   if (limits.length === 0) throw new TypeError('no limit given');
-  const names = limits.map((l) => l.name);
-  if (new Set(names).size !== names.length) throw new TypeError(`policy names must differ: ${names.join(', ')}`);
-  for (const l of limits) {
+  for (const group of [limits, ...routes.map((r) => [...limits, ...r.limits])]) {
+    const names = group.map((l) => l.name);
+    if (new Set(names).size !== names.length) throw new TypeError(`policy names must differ: ${names.join(', ')}`);
+    if (names.length > 16) throw new TypeError(`${names.length} limits: RL.ALLOW takes 1 to 16 keys`);
+  }
+  for (const l of [...limits, ...routes.flatMap((r) => r.limits)]) {
     if (typeof l.key !== 'string') continue;
     for (const [, v] of l.key.matchAll(VARIABLE)) {
       if (!VARIABLES.includes(v!)) {
@@ -171,30 +299,32 @@ function whenOver(res: ServerResponse): (give: () => void) => void {
 class Guard {
   private readonly limiter: RateLimiter;
   private readonly limits: readonly PolicyEntry[];
-  private readonly named: readonly NamedLimit[];
+  private readonly routes: readonly RouteLimits[];
+  private readonly skip: ((req: IncomingMessage) => boolean) | undefined;
+  private readonly identity: Identity;
   private readonly timeoutMs: number;
   private readonly failOpen: boolean;
   private readonly refund5xx: boolean;
   private readonly groupBySlot: boolean;
   private readonly quantity: number;
-  private readonly leased: boolean;
-  private readonly clientId: (req: IncomingMessage) => string | undefined;
+  private readonly clientId: ((req: IncomingMessage) => string | undefined) | undefined;
   private readonly health: Health;
 
   constructor(options: MiddlewareOptions) {
-    validate(options.limits);
+    validate(options.limits, options.routes ?? []);
     if (options.limiter) this.limiter = options.limiter;
     else if (options.client) this.limiter = new RateLimiter(options.client, { backend: options.backend ?? 'auto' });
     else throw new TypeError('give a client or a limiter');
     this.limits = options.limits;
-    this.named = options.limits.map(({ name, limit }) => ({ name, limit }));
+    this.routes = options.routes ?? [];
+    this.skip = options.skip;
+    this.identity = new Identity(options);
     this.timeoutMs = options.timeoutMs ?? 250;
     this.failOpen = options.failOpen === true;
     this.refund5xx = options.refund5xx === true;
     this.groupBySlot = options.groupBySlot ?? this.limiter.connection.isCluster;
     this.quantity = options.quantity ?? 1;
-    this.leased = options.limits.some((l) => l.limit.kind === 'lease');
-    this.clientId = options.clientId ?? ((req) => header(req, 'x-client-id'));
+    this.clientId = options.clientId;
     this.health = new Health(options.log ?? ((line) => console.error(line)), this.failOpen);
     // The client's error events name the cause in the first log line; and
     // without a listener ioredis prints each one (a line per reconnection
@@ -206,52 +336,61 @@ class Guard {
     }
   }
 
-  private entries(req: IncomingMessage): Entry[] {
-    const ip = req.socket.remoteAddress ?? '';
-    const values: RequestValues = {
-      client: this.clientId(req) || ip,
-      ip,
-      path: (req.url ?? '/').split('?')[0]!,
-      method: req.method ?? '',
-    };
-    return this.limits.map((l) => ({
+  // The request's limits (the middleware's, then each matching route's) and their keys.
+  private entries(req: IncomingMessage): { entries: Entry[]; named: NamedLimit[] } {
+    const { ip, client } = this.identity.resolve(req);
+    const path = (req.url ?? '/').split('?')[0]!;
+    const method = req.method ?? '';
+    const values: RequestValues = { client: this.clientId?.(req) || client || ip, ip, path, method };
+    const limits = [...this.limits];
+    for (const route of this.routes) if (routeMatches(route, method, path)) limits.push(...route.limits);
+    if (limits.length > 16) throw new TypeError(`${limits.length} limits match ${method} ${path}: RL.ALLOW takes 1 to 16 keys`);
+    const entries = limits.map((l) => ({
       key:
         typeof l.key === 'function'
           ? l.key(values, req)
           : l.key.replace(VARIABLE, (_, v: string) => values[v as keyof RequestValues]),
       limit: l.limit,
     }));
+    return { entries, named: limits.map(({ name, limit }) => ({ name, limit })) };
   }
 
   async check(req: IncomingMessage, res: ServerResponse, started: number): Promise<Verdict> {
-    const entries = this.entries(req);
-    const id = this.leased ? newLeaseId() : undefined;
-    const over = this.leased ? whenOver(res) : null;
+    let entries: Entry[] = [];
+    let named: NamedLimit[] = [];
+    let id: string | undefined;
     const deadline = started + this.timeoutMs;
     let decision: Decision;
     try {
+      if (this.skip?.(req)) return { pass: true, headers: {} };
+      ({ entries, named } = this.entries(req));
+      if (entries.some((e) => e.limit.kind === 'lease')) id = newLeaseId();
+      const over = id !== undefined ? whenOver(res) : null;
       decision = await withDeadline(
         this.limiter.decide(entries, { groupBySlot: this.groupBySlot, deadline, id, quantity: this.quantity }),
         deadline,
         `no answer within ${this.timeoutMs} ms`,
       );
+      this.health.succeeded();
+      const leases = decision.taken.filter((i) => entries[i]!.limit.kind === 'lease');
+      if (!decision.limited && leases.length > 0) over!(() => this.releaseLeases(entries, leases, id!, true));
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err));
-      if (error instanceof ArgumentError || error instanceof WrongTypeError) this.health.misconfigured(error);
+      const misconfigured = isConfigurationError(error);
+      if (misconfigured) this.health.misconfigured(error);
       else {
         this.health.failed(error);
         // Redis may still carry out a late RL.ALLOW (slow, not gone): its
         // lease would hold a slot until its ttl. Release it too, unlogged;
         // it follows the RL.ALLOW on the same connection.
-        if (this.leased) this.releaseLeases(entries, allIndices(entries), id!, false);
+        if (id !== undefined) this.releaseLeases(entries, allIndices(entries), id, false);
       }
       if (this.failOpen) return { pass: true, headers: {} };
-      return error instanceof ArgumentError || error instanceof WrongTypeError
+      return misconfigured
         ? { pass: false, status: 500, headers: {}, body: 'rate limiter misconfigured\n' }
         : { pass: false, status: 503, headers: {}, body: 'rate limiter unavailable\n' };
     }
-    this.health.succeeded();
-    const headers = rateLimitHeaders(decision, this.named);
+    const headers = rateLimitHeaders(decision, named);
     if (decision.limited) {
       const body =
         decision.retryAfter >= 0
@@ -259,8 +398,6 @@ class Guard {
           : 'rate limited: this request exceeds the capacity\n';
       return { pass: false, status: 429, headers, body };
     }
-    const leases = decision.taken.filter((i) => entries[i]!.limit.kind === 'lease');
-    if (leases.length > 0) over!(() => this.releaseLeases(entries, leases, id!, true));
     if (this.refund5xx) {
       const rates = decision.taken.filter((i) => entries[i]!.limit.kind !== 'lease');
       res.once('finish', () => {
@@ -303,12 +440,13 @@ function allIndices(entries: Entry[]): number[] {
   return entries.map((_, i) => i);
 }
 
-function header(req: IncomingMessage, name: string): string | undefined {
-  const v = req.headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
-
-/** An Express (or connect) middleware: `app.use(expressRateLimit({ client, limits }))`. */
+/**
+ * An Express (or connect) middleware: `app.use(expressRateLimit({ client, limits }))`;
+ * on one route, `app.post('/login', expressRateLimit({ client, limits }), handler)`
+ * (a second decision when a global one runs too: to decide once, give the
+ * global one `routes`). The decision's header fields are set before the
+ * handler runs, so a field the handler sets replaces the middleware's.
+ */
 export function expressRateLimit(
   options: MiddlewareOptions,
 ): (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void {
@@ -346,10 +484,29 @@ export interface FastifyReplyLike {
   send(body: string): unknown;
 }
 
+type FastifyHook = (request: FastifyRequestLike, reply: FastifyReplyLike) => Promise<unknown>;
+
+function fastifyHook(guard: Guard): FastifyHook {
+  return async (request, reply) => {
+    const verdict = await guard.check(request.raw, reply.raw, Date.now());
+    for (const [name, value] of Object.entries(verdict.headers)) reply.header(name, value);
+    if (!verdict.pass) {
+      reply.header('Content-Type', 'text/plain; charset=utf-8');
+      await reply.code(verdict.status).send(verdict.body);
+      return reply;
+    }
+    return undefined;
+  };
+}
+
 /**
  * A Fastify plugin: `app.register(fastifyRateLimit, { client, limits })`.
  * Its onRequest hook decides every request of the instance it is registered
  * on (not encapsulated: it applies to the routes registered beside it).
+ * `fastifyRateLimit.onRequest(options)` is the same decision as one route's
+ * hook: `app.get('/login', { onRequest: fastifyRateLimit.onRequest({ client, limits }) }, handler)`
+ * (a second decision when the plugin is registered too: to decide once, give
+ * the plugin `routes`).
  */
 export const fastifyRateLimit = Object.assign(
   function fastifyRateLimit(instance: FastifyInstanceLike, options: MiddlewareOptions, done: (err?: Error) => void): void {
@@ -360,17 +517,15 @@ export const fastifyRateLimit = Object.assign(
       done(err as Error);
       return;
     }
-    instance.addHook('onRequest', async (request, reply) => {
-      const verdict = await guard.check(request.raw, reply.raw, Date.now());
-      for (const [name, value] of Object.entries(verdict.headers)) reply.header(name, value);
-      if (!verdict.pass) {
-        reply.header('Content-Type', 'text/plain; charset=utf-8');
-        await reply.code(verdict.status).send(verdict.body);
-        return reply;
-      }
-      return undefined;
-    });
+    instance.addHook('onRequest', fastifyHook(guard));
     done();
   },
-  { [Symbol.for('skip-override')]: true, [Symbol.for('fastify.display-name')]: 'redis-ratelimit' },
+  {
+    [Symbol.for('skip-override')]: true,
+    [Symbol.for('fastify.display-name')]: 'redis-ratelimit',
+    /** A route's onRequest hook deciding `options` for that route's requests. */
+    onRequest(options: MiddlewareOptions): FastifyHook {
+      return fastifyHook(new Guard(options));
+    },
+  },
 );

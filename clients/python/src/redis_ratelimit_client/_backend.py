@@ -112,16 +112,11 @@ def _refused(error: redis.exceptions.ResponseError) -> bool:
 
 
 def _info_found(reply: Any) -> Optional[str]:
-    if isinstance(reply, dict):  # redis-py's parsed COMMAND reply, or a cluster's per node
-        values = list(reply.values())
-        if values and isinstance(values[0], dict) and "rl.throttle" not in reply \
-                and "RL.THROTTLE" not in reply and not any("name" in v for v in values):
-            values = [v for node in values for v in (node.values() if isinstance(node, dict)
-                                                     else [node])]
-        return "RL" if any(v for v in values) else None
-    if isinstance(reply, (list, tuple)):
-        return "RL" if reply and reply[0] else None
-    return None
+    """"RL" when COMMAND INFO RL.THROTTLE describes the command (its reply
+    a list of one entry, nil when unknown; a cluster client's per node)."""
+    if isinstance(reply, dict):
+        reply = next(iter(reply.values()), None)
+    return "RL" if isinstance(reply, (list, tuple)) and reply and reply[0] else None
 
 
 def _detect_options(client: Any) -> Dict[str, Any]:
