@@ -1,9 +1,12 @@
 // An Express app rate limited by the redis-ratelimit package: per client
-// (the X-Client-Id header, or else the peer address) 2 requests per second
-// and 30 per minute, and at most 2 in flight; every response carries the
-// RateLimit header fields. Redis failing: 503 within RL_TIMEOUT_MS.
+// (the peer address; behind a proxy listed in RL_TRUSTED_PROXIES the
+// X-Forwarded-For address, or the RL_CLIENT_HEADER header it sets) 2
+// requests per second and 30 per minute, and at most 2 in flight; every
+// response but /health's carries the RateLimit header fields. Redis
+// failing: 503 within RL_TIMEOUT_MS.
 //
 //   REDIS_URL=redis://127.0.0.1:6379 PORT=8080 node app.js
+//   RL_TRUSTED_PROXIES=127.0.0.1,10.0.0.0/8 RL_CLIENT_HEADER=X-Client-Id ...
 //
 // Routes: / answers ok; /status/<code> that status (a 5xx gives the units
 // back); /slow/<ms> after that many milliseconds (holding a slot).
@@ -26,12 +29,16 @@ app.use(
       { name: 'minute', key: 'rl:{user:$client}:m', limit: slice(30, 60, 12) },
       { name: 'inflight', key: 'rl:{user:$client}:c', limit: lease(2, 60) },
     ],
+    trustedProxies: env.RL_TRUSTED_PROXIES || [],
+    clientHeader: env.RL_CLIENT_HEADER || undefined,
+    skip: (req) => req.url === '/health',
     timeoutMs,
     failOpen: env.RL_FAIL_OPEN === 'yes',
     refund5xx: true,
   }),
 );
 app.get('/', (_req, res) => res.send('ok\n'));
+app.get('/health', (_req, res) => res.send('ok\n'));
 app.get('/status/:code', (req, res) => res.status(Number(req.params.code)).send('status\n'));
 app.get('/slow/:ms', (req, res) => {
   const timer = setTimeout(() => res.send('waited\n'), Math.min(Number(req.params.ms), 60000));

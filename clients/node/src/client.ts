@@ -90,6 +90,8 @@ function waitFor(client: Emitter, readyEvent: string, failEvents: string[], dead
 
 interface IoredisLike extends Emitter {
   status: string;
+  /** ioredis's timer of its next reconnection attempt. */
+  reconnectTimeout?: NodeJS.Timeout | null;
   isCluster?: boolean;
   call(...args: unknown[]): Promise<unknown>;
   sendCommand(command: unknown): unknown;
@@ -135,7 +137,12 @@ function ioredisConnection(client: IoredisLike): Connection {
     if (status === 'ready') return Promise.resolve();
     if (status === 'end') return Promise.reject(new NotConnectedError('not connected (the client was closed)'));
     const waiting = waitFor(client, 'ready', ['close', 'end'], deadline);
-    if (status === 'wait' || status === 'reconnecting') client.connect().catch(() => undefined);
+    if (status === 'wait' || status === 'reconnecting') {
+      // The pending retry would only find the client connecting.
+      if (client.reconnectTimeout) clearTimeout(client.reconnectTimeout);
+      client.reconnectTimeout = null;
+      client.connect().catch(() => undefined);
+    }
     return waiting;
   };
   return {

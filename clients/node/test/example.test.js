@@ -23,7 +23,7 @@ test('examples/node/app.js: limits, headers, leases released', async (t) => {
   const server = await Server.start();
   t.after(() => server.stop());
   const app = spawn(process.execPath, [path.join(ROOT, 'examples/node/app.js')], {
-    env: { ...process.env, REDIS_URL: server.url, PORT: '0' },
+    env: { ...process.env, REDIS_URL: server.url, PORT: '0', RL_TRUSTED_PROXIES: '127.0.0.1', RL_CLIENT_HEADER: 'X-Client-Id' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   t.after(() => app.kill('SIGKILL'));
@@ -47,4 +47,7 @@ test('examples/node/app.js: limits, headers, leases released', async (t) => {
   const failed = await get(port, '/status/503', 'bob');
   assert.equal(failed.statusCode, 503);
   await waitUntil('the 5xx given back', async () => (await raw(server.port, 'EXISTS', 'rl:{user:bob}:s')) === 0);
+  const health = await get(port, '/health', 'alice');
+  assert.equal(health.statusCode, 200);
+  assert.equal(health.headers.ratelimit, undefined);
 });

@@ -160,6 +160,19 @@ class Server {
     this.proc.kill(sig);
   }
 
+  // Kills the server and, `downMs` later, starts it again on the same port
+  // (the clients' connections closed under them); resolves once it
+  // answers PING.
+  async restart(downMs = 0) {
+    const args = this.proc.spawnargs.slice(1);
+    const gone = new Promise((r) => this.proc.once('exit', r));
+    this.proc.kill('SIGKILL');
+    await gone;
+    await sleep(downMs);
+    this.proc = spawn(SERVER, args, { stdio: 'ignore' });
+    await waitUntil(`${SERVER} restarted on port ${this.port}`, async () => (await raw(this.port, 'PING')) === 'PONG', 10000);
+  }
+
   async stop() {
     if (this.proc.exitCode === null && this.proc.signalCode === null) {
       this.proc.kill('SIGCONT');
