@@ -15,6 +15,8 @@ import redis
 from conftest import ROOT, Server
 from starlette.testclient import TestClient
 
+from redis_ratelimit_client import RateLimiter
+
 EXAMPLES = ROOT / "examples" / "python"
 
 
@@ -95,3 +97,97 @@ def unused_port() -> int:
     from conftest import free_port
 
     return free_port()
+
+
+# --- the README's recipes (examples/python/recipes.py) ------------------
+
+README = (ROOT / "clients" / "python" / "README.md").read_text()
+
+
+def recipes() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("recipes", EXAMPLES / "recipes.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_readme_shows_the_recipes_as_tested() -> None:
+    import re
+    import textwrap
+
+    text = (EXAMPLES / "recipes.py").read_text()
+    found = re.findall(r"# \[([a-z0-9-]+)\]\n(.*?)\n *# \[/\1\]", text, re.S)
+    assert [name for name, _ in found] == ["named", "one-route", "exempt", "proxy", "lease-429"]
+    for name, body in found:
+        assert textwrap.dedent(body) in README, f"the README's {name} recipe differs"
+
+
+@pytest.fixture
+def aclient(server: Server) -> Any:
+    import redis.asyncio
+
+    return redis.asyncio.Redis(port=server.port)
+
+
+def test_recipe_named_limits(r: redis.Redis, aclient: Any) -> None:
+    with TestClient(recipes().named_limits(aclient)) as http:
+        got = http.get("/")
+    assert got.headers["RateLimit-Policy"] == '"per-second";q=10;w=1, "per-hour";q=1000;w=3600'
+    assert got.headers["RateLimit"] == '"per-second";r=9;t=1'
+
+
+def test_recipe_one_route(r: redis.Redis, aclient: Any) -> None:
+    with TestClient(recipes().one_route(aclient)) as http:
+        logins = [http.post("/login").status_code for _ in range(6)]
+        assert logins == [200] * 5 + [429]
+        # The refused login spent none of "default" (100 a minute): 5 spent.
+        assert http.get("/export").headers["X-RateLimit-Remaining"] == "0"  # the export limit binds
+        assert http.get("/export").status_code == 429
+    assert RateLimiter(r).inspect("rl:testclient").units == 7  # type: ignore[union-attr]
+
+
+def test_recipe_exempt(r: redis.Redis, aclient: Any) -> None:
+    with TestClient(recipes().exempt(aclient)) as http:
+        got = [http.get(p) for p in ("/health", "/docs", "/openapi.json")]
+    assert [g.status_code for g in got] == [200, 200, 200]
+    assert all("RateLimit" not in g.headers for g in got)
+    assert not r.exists("rl:testclient")
+
+
+def test_recipe_behind_a_proxy(r: redis.Redis, aclient: Any) -> None:
+    app = recipes().behind_a_proxy(aclient)
+    import httpx
+
+    async def run() -> None:
+        # The peer of ASGITransport is 127.0.0.1 (a trusted proxy here).
+        transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 5000))
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+            await http.get("/", headers={"X-Forwarded-For": "6.6.6.6, 198.51.100.7"})
+            await http.get("/", headers={"X-Client-Id": "acme"})
+        untrusted = httpx.ASGITransport(app=app, client=("192.0.2.1", 5000))
+        async with httpx.AsyncClient(transport=untrusted, base_url="http://t") as http:
+            await http.get("/", headers={"X-Forwarded-For": "198.51.100.9", "X-Client-Id": "x"})
+
+    import asyncio
+
+    asyncio.run(run())
+    assert sorted(k.decode() for k in r.keys("rl:*")) == [
+        "rl:192.0.2.1", "rl:198.51.100.7", "rl:acme"]
+
+
+def test_recipe_refused_lease(r: redis.Redis, aclient: Any) -> None:
+    limiter = RateLimiter(r)
+    key = "rl:{tenant:acme}:exports"
+    with TestClient(recipes().refused_lease(aclient)) as http:
+        ok = http.post("/tenants/acme/export")
+        assert (ok.status_code, ok.text) == (200, "export of acme\n")
+        assert not r.exists(key)  # released at the block's end
+        limiter.lease(key, 2, 300, "job-1")
+        limiter.lease(key, 2, 300, "job-2")
+        refused = http.post("/tenants/acme/export")
+    assert refused.status_code == 429
+    assert refused.headers["RateLimit-Policy"] == '"exports";q=2;qu="concurrent-requests"'
+    retry = int(refused.headers["Retry-After"])
+    assert 295 <= retry <= 300  # the leases' own expiry: nobody released them
+    assert refused.headers["RateLimit"] == f'"exports";r=0;t={retry}'
