@@ -6,9 +6,11 @@ const { test } = require('node:test');
 const { spawn } = require('node:child_process');
 const http = require('node:http');
 const path = require('node:path');
-const { ROOT, Server, installedPackage, raw, waitUntil } = require('./helpers');
+const fs = require('node:fs');
+const Redis = require('ioredis');
+const { ROOT, Server, installedPackage, raw, waitUntil, freePort } = require('./helpers');
 
-installedPackage();
+const { ioredisOptions } = installedPackage();
 
 function get(port, p, id) {
   return new Promise((resolve, reject) => {
@@ -50,4 +52,104 @@ test('examples/node/app.js: limits, headers, leases released', async (t) => {
   const health = await get(port, '/health', 'alice');
   assert.equal(health.statusCode, 200);
   assert.equal(health.headers.ratelimit, undefined);
+});
+
+// --- the README's recipes (examples/node/recipes.js, complete.js) -------
+
+function dedent(text) {
+  const lines = text.split('\n');
+  const indent = Math.min(...lines.filter((l) => l.trim()).map((l) => l.match(/^ */)[0].length));
+  return lines.map((l) => l.slice(indent)).join('\n');
+}
+
+function marked(file) {
+  const text = fs.readFileSync(path.join(ROOT, 'examples/node', file), 'utf8');
+  return [...text.matchAll(/\/\/ \[([a-z0-9-]+)\]\n([\s\S]*?)\n *\/\/ \[\/\1\]/g)].map((m) => [m[1], dedent(m[2])]);
+}
+
+test('the README shows the recipes as they are tested', () => {
+  const readme = fs.readFileSync(path.join(ROOT, 'clients/node/README.md'), 'utf8');
+  const found = [...marked('complete.js'), ...marked('recipes.js')];
+  assert.deepEqual(found.map(([n]) => n), ['complete', 'named', 'one-route', 'exempt', 'proxy', 'lease-429']);
+  for (const [name, body] of found) assert.ok(readme.includes(body), `the README's ${name} recipe differs`);
+});
+
+function request(port, method, p, headers = {}) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path: p, method, headers }, (res) => {
+      let body = '';
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function serve(t, app) {
+  const s = await new Promise((resolve) => {
+    const h = app.listen(0, '127.0.0.1', () => resolve(h));
+  });
+  t.after(() => new Promise((r) => { s.closeAllConnections(); s.close(r); }));
+  return s.address().port;
+}
+
+test('recipes: complete, named, one route, exempt, behind a proxy, a 429 from a refused lease', async (t) => {
+  const server = await Server.start();
+  t.after(() => server.stop());
+  const recipes = require(path.join(ROOT, 'examples/node/recipes.js'));
+  const redis = new Redis(server.port, '127.0.0.1', ioredisOptions(250));
+  t.after(() => redis.disconnect());
+
+  // The complete snippet, run as a program.
+  const port = await freePort();
+  const app = spawn(process.execPath, [path.join(ROOT, 'examples/node/complete.js')], {
+    env: { ...process.env, REDIS_URL: server.url, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  t.after(() => app.kill('SIGKILL'));
+  let first;
+  await waitUntil('complete.js listening', async () => (first = await request(port, 'GET', '/').catch(() => null)) !== null);
+  assert.equal(first.status, 200);
+  assert.equal(first.headers['ratelimit-policy'], '"minute";q=100;w=60, "inflight";q=2;qu="concurrent-requests"');
+  assert.equal(await raw(server.port, 'EXISTS', 'rl:{user:127.0.0.1}:m'), 1);
+
+  const named = await serve(t, recipes.namedLimits(redis));
+  const n = await request(named, 'GET', '/');
+  assert.equal(n.headers['ratelimit-policy'], '"per-second";q=10;w=1, "per-hour";q=1000;w=3600');
+  assert.equal(n.headers.ratelimit, '"per-second";r=9;t=1');
+
+  const one = await serve(t, recipes.oneRoute(redis));
+  const logins = [];
+  for (let i = 0; i < 6; i++) logins.push((await request(one, 'POST', '/login')).status);
+  assert.deepEqual(logins, [200, 200, 200, 200, 200, 429]);
+  assert.equal((await request(one, 'GET', '/export')).status, 200);
+  assert.equal((await request(one, 'GET', '/export')).status, 429);
+  // 5 logins and 2 exports spent 'default'; the refused login did not.
+  const state = await raw(server.port, 'RL.INSPECT', 'rl:127.0.0.1');
+  assert.equal(state[state.indexOf('units') + 1], 7);
+
+  const ex = await serve(t, recipes.exempt(redis));
+  for (const p of ['/health', '/health']) {
+    const r = await request(ex, 'GET', p);
+    assert.equal(r.status, 200);
+    assert.equal(r.headers.ratelimit, undefined);
+  }
+
+  const proxy = await serve(t, recipes.behindAProxy(redis));
+  await request(proxy, 'GET', '/', { 'X-Forwarded-For': '6.6.6.6, 198.51.100.7' });
+  await request(proxy, 'GET', '/', { 'X-Client-Id': 'acme' });
+  assert.equal(await raw(server.port, 'EXISTS', 'rl:198.51.100.7'), 1);
+  assert.equal(await raw(server.port, 'EXISTS', 'rl:acme'), 1);
+
+  const leased = await serve(t, recipes.refusedLease(redis, async (tenant) => `export of ${tenant}\n`));
+  const ok = await request(leased, 'POST', '/tenants/acme/export');
+  assert.deepEqual([ok.status, ok.body], [200, 'export of acme\n']);
+  await raw(server.port, 'RL.LEASE', 'rl:{tenant:acme}:exports', 2, 300, 'job-1');
+  await raw(server.port, 'RL.LEASE', 'rl:{tenant:acme}:exports', 2, 300, 'job-2');
+  const refused = await request(leased, 'POST', '/tenants/acme/export');
+  assert.equal(refused.status, 429);
+  assert.equal(refused.headers['ratelimit-policy'], '"exports";q=2;qu="concurrent-requests"');
+  const retry = Number(refused.headers['retry-after']);
+  assert.ok(retry >= 295 && retry <= 300, `Retry-After ${retry}: the leases' own expiry`);
 });
