@@ -30,6 +30,7 @@ from typing import Any
 import redis
 import redis_ratelimit_client
 from redis._parsers.base import BaseParser
+from redis_ratelimit_client import lua_backend
 from redis_ratelimit_client.lua_backend import execute
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,6 +50,13 @@ if "site-packages" not in (redis_ratelimit_client.__file__ or ""):
 NODE_PATH = os.environ.get("NODE_PATH") or str(ROOT / "tmp" / "node" / "node_modules")
 NODE_DRIVER = Path(__file__).resolve().parent / "node_driver.js"
 FAKED_SERVER = "tmp/bin/valkey-server-8.1"
+# RL_LUA_NO_TIME=1: every server's default user refuses TIME (ACL -time),
+# in scripts too (Redis 7 and later run a script with its caller's ACL), so
+# that both packages' Lua backends pass the server's clock read from INFO
+# server, re-read at every call (the faked clock jumps between steps).
+NO_TIME = os.environ.get("RL_LUA_NO_TIME") == "1"
+if NO_TIME:
+    lua_backend.CLOCK_REREAD_SECONDS = 0.0
 SERVERS = ["redis-server", "tmp/bin/valkey-server", "tmp/bin/redis-server-8.2", "tmp/bin/valkey-server-8.1"]
 
 
@@ -209,6 +217,9 @@ class Server:
             )
             self.client = redis.Redis(port=self.port, protocol=2)
             if self._started():
+                if NO_TIME:
+                    acl: Callable[..., Any] = self.client.execute_command
+                    acl("ACL", "SETUSER", "default", "-time")
                 return
             self.proc.kill()
             self.proc.wait()

@@ -77,6 +77,7 @@ async function main() {
       const options = { buffers: true };
       if (typeof request.now === 'number') options.now = request.now * 1000;
       if (typeof request.clock === 'string') options.clock = request.clock;
+      if (process.env.RL_LUA_NO_TIME === '1') options.clockRereadMs = 0;
       write({ reply: encode(await executeLua(client, command, options)) });
     } catch (err) {
       if (err instanceof Error && isReplyError(err)) write({ error: err.message });

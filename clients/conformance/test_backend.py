@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 import redis
 import redis.asyncio
-from harness import FAKED_SERVER, LUA_DIR, server
 from redis_ratelimit_client.lua_backend import execute, execute_async, head, script_source
+
+from harness import FAKED_SERVER, LUA_DIR, server
 
 
 def test_the_head() -> None:

@@ -13,8 +13,9 @@ from typing import Any, cast
 
 import pytest
 import redis
-from harness import LUA_DIR, server
 from redis_ratelimit_client.lua_backend import execute
+
+from harness import LUA_DIR, server
 
 CLIENTS = 50
 CALLS = 4

@@ -13,8 +13,9 @@ import random
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from harness import NodeLua
 from redis_ratelimit_client.lua_backend import zone_offsets
+
+from harness import NodeLua
 
 DAY = 86400
 

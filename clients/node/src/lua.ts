@@ -49,6 +49,8 @@ export interface ExecuteOptions {
   readonly deadline?: number;
   /** The clock (default 'auto': the server's TIME until the script says the server refuses it). */
   readonly clock?: ClockChoice;
+  /** How often a passed clock reads the server's again, in ms (default CLOCK_REREAD_MS). */
+  readonly clockRereadMs?: number;
 }
 
 function luaDirOf(luaDir: string | undefined): string {
@@ -168,11 +170,18 @@ async function serverClock(connection: Connection, route: Route): Promise<bigint
   }
 }
 
-async function passedClock(state: ClockState, connection: Connection, route: Route): Promise<bigint> {
-  if (state.readAt < 0 || performance.now() - state.readAt >= CLOCK_REREAD_MS) {
+async function passedClock(
+  state: ClockState,
+  connection: Connection,
+  route: Route,
+  reread: number,
+): Promise<bigint> {
+  // A clock read for this call goes as read; else carried forward.
+  if (state.readAt < 0 || performance.now() - state.readAt >= reread) {
     const us = await serverClock(connection, route);
     state.serverUs = us;
     state.readAt = performance.now();
+    return us;
   }
   return state.serverUs + BigInt(Math.floor((performance.now() - state.readAt) * 1000));
 }
@@ -236,7 +245,8 @@ async function run(
   const state = clockOf(connection, choice);
   const reply = { buffers: options.buffers === true };
   for (let attempt = 0; ; attempt++) {
-    const clock = state.passed ? await passedClock(state, connection, route) : undefined;
+    const reread = options.clockRereadMs ?? CLOCK_REREAD_MS;
+    const clock = state.passed ? await passedClock(state, connection, route, reread) : undefined;
     const tail = [String(keys.length), ...keys.map(wire), head(argv, clock, ms / 1000), ...argv.map(wire)];
     let answer: unknown;
     try {

@@ -320,9 +320,12 @@ def execute(
     for attempt in (0, 1):
         passed = None
         if state.passed:
+            # A clock read for this call goes as read; else carried forward.
             if state.stale():
                 state.set(_server_clock(client))
-            passed = state.now_us()
+                passed = state.server_us
+            else:
+                passed = state.now_us()
         first = head(argv, passed, at)
         try:
             try:
@@ -355,9 +358,12 @@ async def execute_async(
     for attempt in (0, 1):
         passed = None
         if state.passed:
+            # A clock read for this call goes as read; else carried forward.
             if state.stale():
                 state.set(await _server_clock_async(client))
-            passed = state.now_us()
+                passed = state.server_us
+            else:
+                passed = state.now_us()
         first = head(argv, passed, at)
         try:
             try:
