@@ -14,9 +14,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from redis_ratelimit_client.lua_backend import execute
-
 from harness import FAKED_SERVER, LUA_DIR, Server, server
+from redis_ratelimit_client.lua_backend import execute
 
 T0 = datetime(2026, 3, 2, 12, 0, 0)
 

@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 import redis
 import redis.asyncio
-from redis_ratelimit_client.lua_backend import execute, execute_async, head, script_source
-
 from harness import FAKED_SERVER, LUA_DIR, server
+from redis_ratelimit_client.lua_backend import execute, execute_async, head, script_source
 
 
 def test_the_head() -> None:

@@ -18,10 +18,9 @@ from typing import Any
 import pytest
 import redis
 import redis.asyncio
+from harness import LUA_DIR, NO_TIME, NodeLua, server
 from redis_ratelimit_client import lua_backend
 from redis_ratelimit_client.lua_backend import TIME_REFUSED, execute, execute_async
-
-from harness import LUA_DIR, NO_TIME, NodeLua, server
 
 
 class Recording(redis.Redis):

@@ -13,9 +13,8 @@ from typing import Any, cast
 
 import pytest
 import redis
-from redis_ratelimit_client.lua_backend import execute
-
 from harness import LUA_DIR, server
+from redis_ratelimit_client.lua_backend import execute
 
 CLIENTS = 50
 CALLS = 4

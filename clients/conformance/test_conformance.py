@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
 from harness import CASES, FAKED_SERVER, SERVERS, run_sequence, server
 
 DOC = json.loads(CASES.read_text())

@@ -14,7 +14,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import redis
-
 from harness import FAKED_SERVER, Server, normalize, send, server
 
 ZONES = [

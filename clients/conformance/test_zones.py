@@ -13,9 +13,8 @@ import random
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from redis_ratelimit_client.lua_backend import zone_offsets
-
 from harness import NodeLua
+from redis_ratelimit_client.lua_backend import zone_offsets
 
 DAY = 86400
 
