@@ -4,7 +4,8 @@
 -- at most 2^50 ns (13 days) that count divides in whole µs, a tolerance
 -- of at most 100 years, a state of the usual form (G| and a TAT of 19
 -- digits in whole µs) or none, and a TAT at most 4,000,000 s ahead. It
--- is gcra()'s µs case with every value below 2^52, and the fast path's
+-- is gcra()'s µs case (fast/gcra.lua: written twice, a change there is
+-- made here too) with every value below 2^52, and the fast path's
 -- writes (see fast()); it makes no function and calls none of the
 -- prelude's, so it costs about 9,000 instructions less than going
 -- through fast() and gcra(). Any other call goes on below, before any write
