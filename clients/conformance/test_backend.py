@@ -197,3 +197,37 @@ def test_large_states_answer_alike() -> None:
         both(202, "RL.SLIDE", "s", 100000, 1)
         both(202, "RL.INSPECT", "s")
         assert seen > 4500
+
+
+def hfield(r: redis.Redis, field: str) -> bytes:
+    value = r.hget("l", field)
+    assert isinstance(value, bytes), (field, value)
+    return value
+
+
+def test_a_lease_key_of_the_older_layout_keeps_working_and_gains_its_header() -> None:
+    # Keys written before field H (the leases' units, earliest and latest
+    # expiry) are read whole, as before, and get H at their next write.
+    with server("redis-server", faked=False) as srv:
+        r = srv.client
+        sec, usec = r.time()
+        now = sec * 1_000_000 + usec
+        a, b = now + 30_000_000, now + 50_000_000
+        r.hset("l", mapping={"L": "1", "#a": f"{a}|2", "#b": f"{b}|1"})
+        r.pexpireat("l", b // 1000 + 1)
+        reply = execute(r, "RL.LEASE", "l", 5, 60, "c", lua_dir=LUA_DIR)
+        assert reply[:4] == [0, 5, 1, -1] and reply[4] in (59, 60)
+        held, lo, hi = (int(x) for x in hfield(r, "H").split(b"|"))
+        c = int(hfield(r, "#c").split(b"|")[0])
+        assert (held, lo, hi) == (4, a, c)
+        # Now decided from H: the units add up, the reset is the latest expiry.
+        assert execute(r, "RL.LEASE", "l", 5, 60, "d", lua_dir=LUA_DIR)[:4] == [0, 5, 0, -1]
+        assert execute(r, "RL.LEASE", "l", 5, 60, "e", lua_dir=LUA_DIR)[:3] == [1, 5, 0]
+        assert hfield(r, "H").split(b"|")[0] == b"5"
+        # A release drops H; the next write makes it again from every lease.
+        assert execute(r, "RL.RELEASE", "l", "a", lua_dir=LUA_DIR) == 1
+        assert r.hexists("l", "H") == 0
+        assert execute(r, "RL.LEASE", "l", 5, 60, "e", 2, lua_dir=LUA_DIR)[:4] == [0, 5, 0, -1]
+        assert hfield(r, "H").split(b"|")[0] == b"5"
+        inspect = execute(r, "RL.INSPECT", "l", lua_dir=LUA_DIR)
+        assert inspect[inspect.index(b"held") + 1] == 5 and inspect[inspect.index(b"leases") + 1] == 4

@@ -699,9 +699,57 @@ do
         return nil
       end
       local now = t[1] * 1000000 + t[2]
+      local expiry = now + ttl * us_per
+      -- The hash's field H: the units of every stored lease, the earliest
+      -- expiry (a lower bound) and the latest (exact), which every write
+      -- keeps. While no stored lease has expired (now < the earliest), a
+      -- call reads H and its own lease alone: O(1), however many are held.
+      -- Else (or with no H: a key of an older layout, migrated here on
+      -- write), HGETALL, O(leases held), which drops the expired ones.
+      local function put(key, fresh, own, expiry, q, dead, ms, hv)
+        local v = string.format('%d|%d', expiry, q)
+        if fresh then
+          redis.call('HSET', key, 'L', '1', own, v, 'H', hv)
+          redis.call('PEXPIREAT', key, string.format('%d', ms))
+          return
+        end
+        redis.call('HSET', key, own, v, 'H', hv)
+        if #dead > 0 then redis.call('HDEL', key, unpack(dead)) end
+        -- Later only; a key without an expiry gets one.
+        local at = string.format('%d', ms)
+        if redis.call('PEXPIREAT', key, at, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
+          redis.call('PEXPIREAT', key, at)
+        end
+      end
+      local own = '#' .. id
+      if q > 0 then
+        local hm = redis.pcall('HMGET', key, 'H', 'L', own)
+        if type(hm) ~= 'table' or hm.err then return nil end
+        local hh, hmin, hmax
+        if hm[1] and hm[2] then hh, hmin, hmax = string.match(hm[1], '^(%d+)|(%d+)|(%d+)$') end
+        if hh and now < hmin + 0 then
+          hh, hmin, hmax = hh + 0, hmin + 0, hmax + 0
+          local oe, ow = 0, 0
+          if hm[3] then
+            oe, ow = string.match(hm[3], '^(%d+)|(%d+)$')
+            if oe == nil then return nil end
+            oe, ow = oe + 0, ow + 0
+          end
+          -- The latest of the others is H's unless it is this lease's, moved
+          -- earlier: then the full read below.
+          if not (oe == hmax and oe > expiry) then
+            if hh - ow + q > limit then return nil end
+            local x = expiry > hmax and expiry or hmax
+            local hv = string.format('%d|%d|%d', hh - ow + q, expiry < hmin and expiry or hmin, x)
+            local five, ms = {0, limit, limit - (hh - ow) - q, -1, ceil_div(x - now, us_per)}, ceil_div(x, 1000)
+            if commit then put(key, false, own, expiry, q, {}, ms, hv) return five end
+            return five, x - now, 0, put, key, false, own, expiry, q, {}, ms, hv
+          end
+        end
+      end
       local h = redis.pcall('HGETALL', key)
-      local own, marked = '#' .. id, false
-      local held, own_w, latest, others_latest = 0, 0, now, now
+      local marked = false
+      local held, own_w, latest, others_latest, others_min = 0, 0, now, now, nil
       local dead = {}
       if type(h) ~= 'table' or h.err then return nil end
       if #h > 0 then
@@ -719,7 +767,11 @@ do
             if e > latest then latest = e end
             if e > now then
               held = held + lw
-              if f == own then own_w = lw elseif e > others_latest then others_latest = e end
+              if f == own then own_w = lw
+              else
+                if e > others_latest then others_latest = e end
+                if others_min == nil or e < others_min then others_min = e end
+              end
             elseif f ~= own then dead[#dead + 1] = f end
           end
         end
@@ -731,26 +783,12 @@ do
         if remaining < 0 then remaining = 0 end
         return {0, limit, remaining, -1, ceil_div(latest - now, us_per)}, latest - now, 0
       end
-      local expiry = now + ttl * us_per
       local x = expiry > others_latest and expiry or others_latest
-      local function put(key, fresh, own, expiry, q, dead, ms)
-        local v = string.format('%d|%d', expiry, q)
-        if fresh then
-          redis.call('HSET', key, 'L', '1', own, v)
-          redis.call('PEXPIREAT', key, string.format('%d', ms))
-          return
-        end
-        redis.call('HSET', key, own, v)
-        if #dead > 0 then redis.call('HDEL', key, unpack(dead)) end
-        -- Later only; a key without an expiry gets one.
-        local at = string.format('%d', ms)
-        if redis.call('PEXPIREAT', key, at, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
-          redis.call('PEXPIREAT', key, at)
-        end
-      end
+      local lo = (others_min == nil or expiry < others_min) and expiry or others_min
+      local hv = string.format('%d|%d|%d', held - own_w + q, lo, x)
       local five, ms = {0, limit, limit - (held - own_w) - q, -1, ceil_div(x - now, us_per)}, ceil_div(x, 1000)
-      if commit then put(key, #h == 0, own, expiry, q, dead, ms) return five end
-      return five, x - now, 0, put, key, #h == 0, own, expiry, q, dead, ms
+      if commit then put(key, #h == 0, own, expiry, q, dead, ms, hv) return five end
+      return five, x - now, 0, put, key, #h == 0, own, expiry, q, dead, ms, hv
     end
     return nil
   end
@@ -1966,7 +2004,8 @@ do
     end
 
     -- RL.LEASE: named leases, expiries in µs ----------------------------------
-    -- state: {[id] = {exp, weight}} ; the hash holds 'L' and '#'..id fields
+    -- state: {[id] = {exp, weight}} ; the hash holds 'L', 'H' (units|earliest|latest
+    -- expiry of the stored leases) and '#'..id fields
 
     local lease = {}
     function lease.parse(flat)
@@ -2082,6 +2121,20 @@ do
           sets[#sets + 1] = '#' .. id
           sets[#sets + 1] = numstr(l[1]) .. '|' .. numstr(l[2])
         end
+      end
+      -- Field H: the units of every stored lease, the earliest and the latest
+      -- expiry (fast/lease.lua decides from it while none has expired).
+      local held, lo, hi = 0, nil, nil
+      for _, l in pairs(st) do
+        held = held + l[2]
+        if lo == nil or l[1] < lo then lo = l[1] end
+        if hi == nil or l[1] > hi then hi = l[1] end
+      end
+      if lo == nil then
+        redis.call('HDEL', key, 'H')
+      else
+        sets[#sets + 1] = 'H'
+        sets[#sets + 1] = numstr(held) .. '|' .. numstr(lo) .. '|' .. numstr(hi)
       end
       call_chunked('HSET', key, sets, 1000, {'L', '1'})
     end
@@ -2268,7 +2321,8 @@ do
         if left == 0 then
           redis.call('DEL', key)
         else
-          local dels = {}
+          -- H goes too: the next call that writes makes it again from every lease.
+          local dels = {'H'}
           for lid in pairs(old) do if new[lid] == nil then dels[#dels + 1] = '#' .. lid end end
           call_chunked('HDEL', key, dels, 1000)
         end

@@ -101,7 +101,8 @@ local function release()
     if left == 0 then
       redis.call('DEL', key)
     else
-      local dels = {}
+      -- H goes too: the next call that writes makes it again from every lease.
+      local dels = {'H'}
       for lid in pairs(old) do if new[lid] == nil then dels[#dels + 1] = '#' .. lid end end
       call_chunked('HDEL', key, dels, 1000)
     end

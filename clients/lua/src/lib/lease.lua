@@ -1,5 +1,6 @@
 -- RL.LEASE: named leases, expiries in µs ----------------------------------
--- state: {[id] = {exp, weight}} ; the hash holds 'L' and '#'..id fields
+-- state: {[id] = {exp, weight}} ; the hash holds 'L', 'H' (units|earliest|latest
+-- expiry of the stored leases) and '#'..id fields
 
 local lease = {}
 function lease.parse(flat)
@@ -115,6 +116,20 @@ function lease.store(key, st, old)
       sets[#sets + 1] = '#' .. id
       sets[#sets + 1] = numstr(l[1]) .. '|' .. numstr(l[2])
     end
+  end
+  -- Field H: the units of every stored lease, the earliest and the latest
+  -- expiry (fast/lease.lua decides from it while none has expired).
+  local held, lo, hi = 0, nil, nil
+  for _, l in pairs(st) do
+    held = held + l[2]
+    if lo == nil or l[1] < lo then lo = l[1] end
+    if hi == nil or l[1] > hi then hi = l[1] end
+  end
+  if lo == nil then
+    redis.call('HDEL', key, 'H')
+  else
+    sets[#sets + 1] = 'H'
+    sets[#sets + 1] = numstr(held) .. '|' .. numstr(lo) .. '|' .. numstr(hi)
   end
   call_chunked('HSET', key, sets, 1000, {'L', '1'})
 end
