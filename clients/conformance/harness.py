@@ -13,6 +13,7 @@ node, a package) fails loudly with the command that installs it.
 from __future__ import annotations
 
 import glob
+import importlib.util
 import json
 import os
 import shutil
@@ -29,6 +30,7 @@ from typing import Any
 import redis
 import redis_ratelimit_client
 from redis._parsers.base import BaseParser
+from redis_ratelimit_client import lua_backend
 from redis_ratelimit_client.lua_backend import execute
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +50,29 @@ if "site-packages" not in (redis_ratelimit_client.__file__ or ""):
 NODE_PATH = os.environ.get("NODE_PATH") or str(ROOT / "tmp" / "node" / "node_modules")
 NODE_DRIVER = Path(__file__).resolve().parent / "node_driver.js"
 FAKED_SERVER = "tmp/bin/valkey-server-8.1"
+# RL_LUA_NO_TIME=1: every server's default user refuses TIME (ACL -time),
+# in scripts too (Redis 7 and later run a script with its caller's ACL), so
+# that both packages' Lua backends pass the server's clock read from INFO
+# server, re-read at every call (the faked clock jumps between steps).
+NO_TIME = os.environ.get("RL_LUA_NO_TIME") == "1"
+if NO_TIME:
+    lua_backend.CLOCK_REREAD_SECONDS = 0.0
 SERVERS = ["redis-server", "tmp/bin/valkey-server", "tmp/bin/redis-server-8.2", "tmp/bin/valkey-server-8.1"]
+
+
+def lua_build() -> Any:
+    """clients/lua/build.py, which assembles the scripts from their parts."""
+    spec = importlib.util.spec_from_file_location("lua_build", ROOT / "clients" / "lua" / "build.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def lua_test_variant() -> str:
+    """The test variant of ratelimit.lua (the `lib` entry, set_clock), built
+    from clients/lua/src: the packages ship the other."""
+    return str(lua_build().script(test=True))
 
 
 def module_path() -> str:
@@ -81,7 +105,7 @@ def free_port() -> int:
 class NodeLua:
     """The Node package's executeLua in a node process (node_driver.js),
     connected to a server's port through `client` (ioredis or node-redis);
-    with no port, its calendarArgument alone."""
+    with no port, its zoneOffsets alone."""
 
     def __init__(self, port: int | None, client: str = "ioredis") -> None:
         node = shutil.which("node")
@@ -94,7 +118,7 @@ class NodeLua:
             )
         env = dict(os.environ, NODE_PATH=NODE_PATH)
         self.proc = subprocess.Popen(
-            [node, str(NODE_DRIVER), "--calendar" if port is None else str(port), client],
+            [node, str(NODE_DRIVER), "--zones" if port is None else str(port), client],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
@@ -116,24 +140,27 @@ class NodeLua:
             raise RuntimeError(f"node_driver.js: {answer['fatal']}")
         return answer
 
-    def _ask(self, command: Sequence[Any], now: float | None) -> dict[str, Any]:
+    def _ask(self, command: Sequence[Any], now: float | None, clock: str | None = None) -> dict[str, Any]:
         args = [{"hex": a.hex()} if isinstance(a, bytes) else str(a) for a in command]
         request: dict[str, Any] = {"cmd": args}
         if now is not None:
             request["now"] = now
+        if clock is not None:
+            request["clock"] = clock
         assert self.proc.stdin is not None
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
         return self._read()
 
-    def calendar(self, command: Sequence[Any], now: float) -> str:
-        """calendarArgument(command, now) of the Node package."""
-        return str(self._ask(command, now)["calendar"])
+    def zones(self, zone: str, now: float) -> str | None:
+        """zoneOffsets(zone, now) of the Node package."""
+        found = self._ask([zone], now)["zones"]
+        return None if found is None else str(found)
 
-    def execute(self, *command: Any, now: float | None = None) -> Any:
+    def execute(self, *command: Any, now: float | None = None, clock: str | None = None) -> Any:
         """The reply of executeLua, its strings as bytes; an error reply
         raised as redis-py raises the same reply."""
-        answer = self._ask(command, now)
+        answer = self._ask(command, now, clock)
         if "error" in answer:
             raise redis_error(str(answer["error"]))
         return _unhex(answer["reply"])
@@ -190,6 +217,9 @@ class Server:
             )
             self.client = redis.Redis(port=self.port, protocol=2)
             if self._started():
+                if NO_TIME:
+                    acl: Callable[..., Any] = self.client.execute_command
+                    acl("ACL", "SETUSER", "default", "-time")
                 return
             self.proc.kill()
             self.proc.wait()

@@ -9,8 +9,8 @@
 -- on this layout at best: a backend answering every call cannot be
 -- cheaper on this one.
 local key = KEYS[1]
-local ls, ws = ARGV[1], ARGV[2]
-if ARGV[3] or not (#ls > 0 and #ls <= 13 and #ws > 0 and #ws <= 13 and string.find(ls .. ws, '^%d+$')) then
+local ls, ws = ARGV[2], ARGV[3] -- after the head (ARGV[1], '': the server's TIME)
+if ARGV[1] ~= '' or ARGV[4] or not (#ls > 0 and #ls <= 13 and #ws > 0 and #ws <= 13 and string.find(ls .. ws, '^%d+$')) then
   return redis.error_reply('ERR not the hot path')
 end
 local limit, win, q = ls + 0, ws + 0, 1

@@ -1,0 +1,106 @@
+  elseif kind == 'LEASE' then
+    -- The hash: field L, and field #id = expiry (Unix µs)|units per lease.
+    -- Decided here when allowed; a limited call takes the full code (it
+    -- orders the leases).
+    local ls, ts, id = a, b, c
+    if not (id and #id >= 1 and #id <= 128 and #ls > 0 and #ls <= 7 and #ts > 0 and #ts <= 12 and #qs > 0 and #qs <= 13
+      and string.find(ls .. ts .. qs, '^%d+$')) then return nil end
+    local limit, ttl, q = ls + 0, ts + 0, qs + 0
+    if not (limit >= 1 and limit <= 1000000 and ttl >= 1 and ttl <= 315360000000000 / us_per and q <= limit) then
+      return nil
+    end
+    local now = t[1] * 1000000 + t[2]
+    local expiry = now + ttl * us_per
+    -- The hash's field H: the units of every stored lease, the earliest
+    -- expiry (a lower bound) and the latest (exact), which every write
+    -- keeps. While no stored lease has expired (now < the earliest), a
+    -- call reads H and its own lease alone: O(1), however many are held.
+    -- Else (or with no H: a key of an older layout, migrated here on
+    -- write), HGETALL, O(leases held), which drops the expired ones.
+    local function put(key, fresh, own, expiry, q, dead, ms, hv)
+      local v = string.format('%d|%d', expiry, q)
+      if fresh then
+        redis.call('HSET', key, 'L', '1', own, v, 'H', hv)
+        redis.call('PEXPIREAT', key, string.format('%d', ms))
+        return
+      end
+      redis.call('HSET', key, own, v, 'H', hv)
+      if #dead > 0 then redis.call('HDEL', key, unpack(dead)) end
+      -- Later only; a key without an expiry gets one.
+      local at = string.format('%d', ms)
+      if redis.call('PEXPIREAT', key, at, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
+        redis.call('PEXPIREAT', key, at)
+      end
+    end
+    local own = '#' .. id
+    if q > 0 then
+      local hm = redis.pcall('HMGET', key, 'H', 'L', own)
+      if type(hm) ~= 'table' or hm.err then return nil end
+      local hh, hmin, hmax
+      if hm[1] and hm[2] then hh, hmin, hmax = string.match(hm[1], '^(%d+)|(%d+)|(%d+)$') end
+      if hh and now < hmin + 0 then
+        hh, hmin, hmax = hh + 0, hmin + 0, hmax + 0
+        local oe, ow = 0, 0
+        if hm[3] then
+          oe, ow = string.match(hm[3], '^(%d+)|(%d+)$')
+          if oe == nil then return nil end
+          oe, ow = oe + 0, ow + 0
+        end
+        -- The latest of the others is H's unless it is this lease's, moved
+        -- earlier: then the full read below.
+        if not (oe == hmax and oe > expiry) then
+          if hh - ow + q > limit then return nil end
+          local x = expiry > hmax and expiry or hmax
+          local hv = string.format('%d|%d|%d', hh - ow + q, expiry < hmin and expiry or hmin, x)
+          local five, ms = {0, limit, limit - (hh - ow) - q, -1, ceil_div(x - now, us_per)}, ceil_div(x, 1000)
+          if commit then put(key, false, own, expiry, q, {}, ms, hv) return five end
+          return five, x - now, 0, put, key, false, own, expiry, q, {}, ms, hv
+        end
+      end
+    end
+    local h = redis.pcall('HGETALL', key)
+    local marked = false
+    local held, own_w, latest, others_latest, others_min = 0, 0, now, now, nil
+    local dead = {}
+    if type(h) ~= 'table' or h.err then return nil end
+    if #h > 0 then
+      for i = 1, #h, 2 do
+        local f = h[i]
+        if f == 'L' then marked = true
+        elseif f == own and q > 0 then
+          -- A lease renewed or taken counts only its new units: its value
+          -- is checked, not read.
+          if not string.find(h[i + 1], '^%d+|%d+$') then return nil end
+        elseif string.byte(f, 1) == 35 then -- '#'
+          local e, lw = string.match(h[i + 1], '^(%d+)|(%d+)$')
+          if e == nil then return nil end
+          e, lw = e + 0, lw + 0
+          if e > latest then latest = e end
+          if e > now then
+            held = held + lw
+            if f == own then own_w = lw
+            else
+              if e > others_latest then others_latest = e end
+              if others_min == nil or e < others_min then others_min = e end
+            end
+          elseif f ~= own then dead[#dead + 1] = f end
+        end
+      end
+      if not marked then return nil end
+    end
+    if held - own_w + q > limit then return nil end
+    if q == 0 then
+      local remaining = limit - held
+      if remaining < 0 then remaining = 0 end
+      return {0, limit, remaining, -1, ceil_div(latest - now, us_per)}, latest - now, 0
+    end
+    local x = expiry > others_latest and expiry or others_latest
+    local lo = (others_min == nil or expiry < others_min) and expiry or others_min
+    local hv = string.format('%d|%d|%d', held - own_w + q, lo, x)
+    local five, ms = {0, limit, limit - (held - own_w) - q, -1, ceil_div(x - now, us_per)}, ceil_div(x, 1000)
+    if commit then put(key, #h == 0, own, expiry, q, dead, ms, hv) return five end
+    return five, x - now, 0, put, key, #h == 0, own, expiry, q, dead, ms, hv
+  end
+  return nil
+end
+
