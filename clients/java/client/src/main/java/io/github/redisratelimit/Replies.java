@@ -137,7 +137,7 @@ final class Replies {
             String name = c.getClass().getName();
             String m = c.getMessage();
             if (m != null && (name.startsWith("io.lettuce") || name.startsWith("redis.clients")
-                    || c instanceof ServerError)) {
+                    || name.startsWith("org.redisson") || c instanceof ServerError)) {
                 if (m.startsWith("ERR") || m.startsWith("WRONGTYPE") || m.startsWith("NOSCRIPT")
                         || m.startsWith("NOPERM") || m.startsWith("CROSSSLOT")) {
                     return m;
