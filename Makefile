@@ -41,7 +41,7 @@ DIST_PARTS := dist-module dist-deb dist-python dist-node
 FUZZ_SECONDS ?= 60
 
 .PHONY: deps build run test bench clean dist $(DIST_PARTS) test-dist test-package \
-	python-install python-test test-node lua-test fuzz fuzz-seeds
+	python-install python-test test-node lua-test lua-dist fuzz fuzz-seeds
 
 deps:
 	@scripts/deps.sh
@@ -137,12 +137,12 @@ test-package:
 	@scripts/test-package.sh
 
 # The npm tarball of clients/node (tsc, the Lua backend's scripts of
-# clients/lua copied into lib/lua, then npm pack) into dist/.
+# clients/lua/dist copied into lib/lua, then npm pack) into dist/.
 dist-node:
 	@scripts/deps.sh --node-tools
 	rm -rf clients/node/lib
 	cd clients/node && ../../tmp/node/node_modules/.bin/tsc -p tsconfig.json
-	mkdir -p clients/node/lib/lua && cp clients/lua/*.lua clients/node/lib/lua/
+	mkdir -p clients/node/lib/lua && cp clients/lua/dist/ratelimit.lua clients/lua/dist/manifest.json clients/node/lib/lua/
 	mkdir -p dist
 	cd clients/node && npm pack --silent --pack-destination ../../dist
 
@@ -169,11 +169,18 @@ test-node:
 # SERVERS, the randomized differential run, the two packages' calendar
 # arguments compared, 50 clients on one key, a replica.
 lua-test:
+	python3 clients/lua/build.py --check
 	$(PYVENV)/bin/ruff check --config clients/conformance/pyproject.toml clients/conformance
 	$(PYVENV)/bin/ruff format --check --config clients/conformance/pyproject.toml clients/conformance
 	cd clients/conformance && ../../$(PYVENV)/bin/mypy --config-file pyproject.toml *.py
 	cd tmp && RL_MODULE=$(RL_MODULE) $(CURDIR)/$(PYVENV)/bin/pytest -q \
 		-p no:cacheprovider --rootdir $(CURDIR)/clients/conformance $(CURDIR)/clients/conformance
+
+# The Lua backend's shipped script (clients/lua/dist/: ratelimit.lua and
+# manifest.json), assembled from its parts in clients/lua/src/ by
+# clients/lua/build.py; lua-test fails when it is not current.
+lua-dist:
+	python3 clients/lua/build.py
 
 # On demand, outside make test: cargo-fuzz on the nightly toolchain, each
 # target for FUZZ_SECONDS (scripts/fuzz.sh: logs in tmp/fuzz/, a summary of

@@ -29,12 +29,12 @@ import argparse
 import concurrent.futures
 import datetime
 import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 # Run as `python3 bench/lua_floors.py`: the harness package beside it.
@@ -51,33 +51,27 @@ BACKEND = ROOT / "clients" / "lua"
 KEY = "b:hot"
 LEASE = "lease-0000000001"  # the benchmark's lease id
 
-# (command, peer script and its arguments, the backend's arguments, or
-# None for RL.QUOTA's: its calendar, then its arguments), the key aside.
+# (command, peer script and its arguments, the backend's arguments: the
+# head, empty (the script reads TIME), then the module's), the key aside.
 # RL.THROTTLE twice: at 1,000,000 a second a hot key's state ends 1 µs
 # after each call, so the key is gone at many calls (callgrind slows them
 # down); at 1,000,000 per 1,000 s its TAT runs ahead, and every call reads
 # and writes the state.
 KINDS = [
-    ("RL.THROTTLE", "gcra", ["1000000", "1000000", "1000"], ["999999", "1000000", "1"]),
-    ("RL.THROTTLE, state kept", "gcra", ["1000000", "1000000", "1000000"], ["999999", "1000000", "1000"]),
-    ("RL.SLIDE", "zset_log", ["1000000", "1000"], ["1000000", "1"]),
-    ("RL.QUOTA", "fixed_window", ["1000000", "1000"], None),
-    ("RL.SLICE", "hash_slices", ["1000000", "1000", "60"], ["1000000", "1", "60"]),
-    ("RL.LEASE", "zset_semaphore", ["1000000", "1000", LEASE], ["1000000", "1", LEASE]),
+    ("RL.THROTTLE", "gcra", ["1000000", "1000000", "1000"], ["", "999999", "1000000", "1"]),
+    ("RL.THROTTLE, state kept", "gcra", ["1000000", "1000000", "1000000"], ["", "999999", "1000000", "1000"]),
+    ("RL.SLIDE", "zset_log", ["1000000", "1000"], ["", "1000000", "1"]),
+    ("RL.QUOTA", "fixed_window", ["1000000", "1000"], ["", "3600000000", "hour"]),
+    ("RL.SLICE", "hash_slices", ["1000000", "1000", "60"], ["", "1000000", "1", "60"]),
+    ("RL.LEASE", "zset_semaphore", ["1000000", "1000", LEASE], ["", "1000000", "1", LEASE]),
 ]
 
 
-def quota_args() -> list:
-    """RL.QUOTA's hot-key arguments (3,600,000,000 an hour, UTC) with the
-    calendar the clients send: the hour boundaries around now."""
-    now = int(time.time())
-    start = now - now % 3600
-    return [f"UTC|{start - 3600},3600,3600,3600", "3600000000", "hour"]
-
-
 def backend_source(kind: str) -> str:
-    name = kind[3:].split(",")[0].lower()
-    return (BACKEND / (name + ".lua")).read_text() + "\n" + (BACKEND / "prelude.lua").read_text()
+    """The shipped script of a command: its manifest prefix, then
+    clients/lua/dist/ratelimit.lua."""
+    manifest = json.loads((BACKEND / "dist" / "manifest.json").read_text())["commands"]
+    return manifest[kind.split(",")[0]]["prefix"] + (BACKEND / "dist" / "ratelimit.lua").read_text()
 
 
 def total(server: str, benchmark: str, sources: list, script: int, args: list, calls: int, workdir: str) -> int:
@@ -136,7 +130,6 @@ def main() -> int:
     # the same for all of them.
     names, sources, argv = [], [], []
     for kind, peer, peer_args, be_args in KINDS:
-        be_args = be_args if be_args is not None else quota_args()
         stem = kind[3:].split(",")[0].lower()
         for label, src, args in (
             ("peer: " + peer, (PEERS / (peer + ".lua")).read_text(), peer_args),

@@ -186,17 +186,16 @@ def make_rows(shas: dict, with_cell: bool, backend: dict = None):
 
 
 def backend_rows(sha: dict) -> list:
-    """The Lua backend's rows: `EVALSHA sha numkeys keys... [calendar]
-    args...`, the module command's arguments as they are with the keys in
-    KEYS only, the calendar argument only for RL.QUOTA, RL.ALLOW and
-    RL.PEEK (computed here for RL.QUOTA: rows.utc_calendar)."""
+    """The Lua backend's rows: `EVALSHA sha numkeys keys... head args...`,
+    the head empty (the script reads TIME; no TZ), then the module
+    command's arguments as they are with the keys in KEYS only."""
 
     def ev(script, keys, args):
         return ["EVALSHA", sha[script], len(keys)] + keys + args
 
     def quota(k, l, w, s):
         limit, unit = quota_limit(l, w)
-        return ev("quota", [k], [utc_calendar(unit), limit, unit])
+        return ev("quota", [k], ["", limit, unit])
 
     def allow(k, l, w, s):
         a = allow_args(k, l, w, s)
@@ -207,11 +206,11 @@ def backend_rows(sha: dict) -> list:
         return ev("peek", a[1:4], ["", a[0]] + a[4:])
 
     table = [
-        ("RL.THROTTLE", lambda k, l, w, s: ev("throttle", [k], [l - 1, l, w]), {}),
-        ("RL.SLIDE", lambda k, l, w, s: ev("slide", [k], [l, w]), {}),
-        ("RL.SLICE", lambda k, l, w, s: ev("slice", [k], [l, w, s]), {}),
+        ("RL.THROTTLE", lambda k, l, w, s: ev("throttle", [k], ["", l - 1, l, w]), {}),
+        ("RL.SLIDE", lambda k, l, w, s: ev("slide", [k], ["", l, w]), {}),
+        ("RL.SLICE", lambda k, l, w, s: ev("slice", [k], ["", l, w, s]), {}),
         ("RL.QUOTA", quota, {}),
-        ("RL.LEASE", lambda k, l, w, s: ev("lease", [k], [l, w, LEASE_ID]), {"lease_id_at": 6}),
+        ("RL.LEASE", lambda k, l, w, s: ev("lease", [k], ["", l, w, LEASE_ID]), {"lease_id_at": 7}),
         ("RL.ALLOW", allow, {"keys_per_call": 3, "five": False, "peek": peek}),
     ]
     return [

@@ -282,5 +282,8 @@ def measure(opts, server, benchmark, settings, progress) -> dict:
 
 def backend_source(name: str) -> bytes:
     """The Lua backend's script of a command (clients/lua/README.md): its
-    file, a newline, then prelude.lua."""
-    return (BACKEND_DIR / (name + ".lua")).read_bytes() + b"\n" + (BACKEND_DIR / "prelude.lua").read_bytes()
+    manifest prefix, then dist/ratelimit.lua."""
+    import json
+
+    manifest = json.loads((BACKEND_DIR / "dist" / "manifest.json").read_text())["commands"]
+    return manifest["RL." + name.upper()]["prefix"].encode() + (BACKEND_DIR / "dist" / "ratelimit.lua").read_bytes()

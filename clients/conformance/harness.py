@@ -13,6 +13,7 @@ node, a package) fails loudly with the command that installs it.
 from __future__ import annotations
 
 import glob
+import importlib.util
 import json
 import os
 import shutil
@@ -51,6 +52,21 @@ FAKED_SERVER = "tmp/bin/valkey-server-8.1"
 SERVERS = ["redis-server", "tmp/bin/valkey-server", "tmp/bin/redis-server-8.2", "tmp/bin/valkey-server-8.1"]
 
 
+def lua_build() -> Any:
+    """clients/lua/build.py, which assembles the scripts from their parts."""
+    spec = importlib.util.spec_from_file_location("lua_build", ROOT / "clients" / "lua" / "build.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def lua_test_variant() -> str:
+    """The test variant of ratelimit.lua (the `lib` entry, set_clock), built
+    from clients/lua/src: the packages ship the other."""
+    return str(lua_build().script(test=True))
+
+
 def module_path() -> str:
     so = os.environ.get("RL_MODULE") or str(ROOT / "target" / "release" / "libredis_ratelimit.so")
     if not Path(so).exists():
@@ -81,7 +97,7 @@ def free_port() -> int:
 class NodeLua:
     """The Node package's executeLua in a node process (node_driver.js),
     connected to a server's port through `client` (ioredis or node-redis);
-    with no port, its calendarArgument alone."""
+    with no port, its zoneOffsets alone."""
 
     def __init__(self, port: int | None, client: str = "ioredis") -> None:
         node = shutil.which("node")
@@ -94,7 +110,7 @@ class NodeLua:
             )
         env = dict(os.environ, NODE_PATH=NODE_PATH)
         self.proc = subprocess.Popen(
-            [node, str(NODE_DRIVER), "--calendar" if port is None else str(port), client],
+            [node, str(NODE_DRIVER), "--zones" if port is None else str(port), client],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
@@ -116,24 +132,27 @@ class NodeLua:
             raise RuntimeError(f"node_driver.js: {answer['fatal']}")
         return answer
 
-    def _ask(self, command: Sequence[Any], now: float | None) -> dict[str, Any]:
+    def _ask(self, command: Sequence[Any], now: float | None, clock: str | None = None) -> dict[str, Any]:
         args = [{"hex": a.hex()} if isinstance(a, bytes) else str(a) for a in command]
         request: dict[str, Any] = {"cmd": args}
         if now is not None:
             request["now"] = now
+        if clock is not None:
+            request["clock"] = clock
         assert self.proc.stdin is not None
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
         return self._read()
 
-    def calendar(self, command: Sequence[Any], now: float) -> str:
-        """calendarArgument(command, now) of the Node package."""
-        return str(self._ask(command, now)["calendar"])
+    def zones(self, zone: str, now: float) -> str | None:
+        """zoneOffsets(zone, now) of the Node package."""
+        found = self._ask([zone], now)["zones"]
+        return None if found is None else str(found)
 
-    def execute(self, *command: Any, now: float | None = None) -> Any:
+    def execute(self, *command: Any, now: float | None = None, clock: str | None = None) -> Any:
         """The reply of executeLua, its strings as bytes; an error reply
         raised as redis-py raises the same reply."""
-        answer = self._ask(command, now)
+        answer = self._ask(command, now, clock)
         if "error" in answer:
             raise redis_error(str(answer["error"]))
         return _unhex(answer["reply"])

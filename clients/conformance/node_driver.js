@@ -3,7 +3,7 @@
 // through NODE_PATH), driven over JSON lines.
 //
 //   node node_driver.js <port> [ioredis | node-redis]
-//   node node_driver.js --calendar
+//   node node_driver.js --zones
 //
 // First line out: {"ready": true, "package": <the package's directory>,
 // "version": ...}. Then, per line in, {"cmd": [arg, ...], "now": <Unix
@@ -12,8 +12,8 @@
 // every string of the reply as {"hex": "..."} (its bytes) and integers,
 // nulls and arrays as they are; or {"error": <the error reply's text>};
 // or {"fatal": <message>} for anything that is not a server's reply.
-// With --calendar, no server: per line in, {"cmd": [...], "now": <Unix
-// seconds>}, one line out, {"calendar": <calendarArgument(cmd, now)>}.
+// With --zones, no server: per line in, {"cmd": [zone], "now": <Unix
+// seconds>}, one line out, {"zones": <zoneOffsets(zone, now) or null>}.
 'use strict';
 
 const path = require('node:path');
@@ -21,7 +21,7 @@ const readline = require('node:readline');
 
 const [port, which = 'ioredis'] = process.argv.slice(2);
 const pkg = require('redis-ratelimit');
-const { executeLua, calendarArgument } = pkg;
+const { executeLua, zoneOffsets } = pkg;
 
 function encode(reply) {
   if (Buffer.isBuffer(reply)) return { hex: reply.toString('hex') };
@@ -58,7 +58,7 @@ async function connect() {
 }
 
 async function main() {
-  const calendar = port === '--calendar';
+  const calendar = port === '--zones';
   const { client, close } = calendar ? { close: () => {} } : await connect();
   const dir = path.dirname(require.resolve('redis-ratelimit/package.json'));
   const write = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
@@ -71,11 +71,12 @@ async function main() {
       request = JSON.parse(line);
       const command = request.cmd.map(decodeArg);
       if (calendar) {
-        write({ calendar: calendarArgument(command, request.now * 1000) });
+        write({ zones: zoneOffsets(Buffer.from(command[0]), request.now) ?? null });
         continue;
       }
       const options = { buffers: true };
       if (typeof request.now === 'number') options.now = request.now * 1000;
+      if (typeof request.clock === 'string') options.clock = request.clock;
       write({ reply: encode(await executeLua(client, command, options)) });
     } catch (err) {
       if (err instanceof Error && isReplyError(err)) write({ error: err.message });

@@ -1,7 +1,6 @@
 """lua_backend's own promises: what it sends, EVALSHA with EVAL once on
 NOSCRIPT, the asyncio twin, errors as ResponseError with the module's
-text, RL.INSPECT as a map under RESP3, and the calendar argument's
-encoding."""
+text, RL.INSPECT as a map under RESP3, and the head argument."""
 
 from __future__ import annotations
 
@@ -13,31 +12,32 @@ import pytest
 import redis
 import redis.asyncio
 from harness import FAKED_SERVER, LUA_DIR, server
-from redis_ratelimit_client.lua_backend import calendar_argument, execute, execute_async, script_source
+from redis_ratelimit_client.lua_backend import execute, execute_async, head, script_source
 
 
-def test_the_calendar_argument() -> None:
-    at = 1774744200.0  # 2026-03-29 00:30 UTC, Berlin's 23-hour day
-    assert calendar_argument(["RL.QUOTA", "k", 100, "DAY", "TZ", "Europe/Berlin"], now=at) == (
-        "Europe/Berlin|1774738800,82800"
+def test_the_head() -> None:
+    at = 1774744200.0  # 2026-03-29 00:30 UTC
+    lo = 1774744200 - 400 * 86400
+    assert head([b"100", b"DAY"], None, at) == b""
+    assert head([b"100", b"DAY"], 1774744200123456, at) == b"1774744200123456"
+    # Europe/Berlin: off0 at lo (2025-02-22), then each change of the last
+    # Sundays of March and October at 01:00 UTC up to now + 400 days.
+    berlin = (
+        f";europe/berlin|Europe/Berlin|{lo}|3600|1743296400|7200|1761440400|3600|1774746000|7200"
+        "|1792890000|3600|1806195600|7200"
     )
-    assert calendar_argument(["RL.QUOTA", "k", 100, "DAY", "TZ", "europe/berlin"], now=at).startswith("Europe/Berlin|")
-    assert (
-        calendar_argument(["RL.QUOTA", "k", 100, "HOUR", "TZ", "+05:30"], now=at) == "+05:30|1774740600,3600,3600,3600"
-    )
-    assert calendar_argument(["RL.QUOTA", "k", 100, "YEAR", "TZ", "-00:00"], now=at) == "UTC|1767225600,31536000"
-    assert calendar_argument(["RL.QUOTA", "k", 100, "DAY", "TZ", "Moon/Base"], now=at) == "!"
-    assert calendar_argument(["RL.SLIDE", "k", 10, 60], now=at) == ""
-    two = calendar_argument(
-        ["RL.ALLOW", 3, "a", "b", "c", "QUOTA", 5, "WEEK", "SLIDE", 1, 1, "QUOTA", 1, "MONTH", "TZ", "UTC"], now=at
-    )
-    assert two == "UTC|1774224000,604800;UTC|1772323200,2678400"
-    assert calendar_argument(["RL.REFUND", "k", "QUOTA", 5, "DAY", "TZ", "Asia/Kolkata", 1], now=at) == (
-        "Asia/Kolkata|1774722600,86400"
-    )
+    assert head([b"100", b"DAY", b"TZ", b"europe/berlin"], None, at).decode() == berlin
+    # Once per distinct value, any TZ word; none for what the database does
+    # not know (the script reads UTC and fixed offsets itself).
+    line = [b"2", b"QUOTA", b"1", b"DAY", b"TZ", b"europe/berlin", b"QUOTA", b"1", b"HOUR", b"tz", b"europe/berlin"]
+    assert head(line, None, at).decode() == berlin
+    for value in (b"UTC", b"utc", b"+05:30", b"Moon/Base", b"\xff"):
+        assert head([b"1", b"DAY", b"TZ", value], 5, at) == b"5"
+    assert head([b"1", b"DAY", b"TZ"], None, at) == b""
+    assert head([b"TZ", b"Asia/Kolkata"], None, at).decode() == f";Asia/Kolkata|Asia/Kolkata|{lo}|19800"
 
 
-def test_what_is_sent_keys_once_and_the_calendar_where_a_quota_may_be() -> None:
+def test_what_is_sent_keys_once_and_the_head_first() -> None:
     sent: list[tuple[Any, ...]] = []
 
     class Recording(redis.Redis):
@@ -70,9 +70,9 @@ def test_what_is_sent_keys_once_and_the_calendar_where_a_quota_may_be() -> None:
         assert str(e.value) == "numkeys must be an integer from 1 to 16"
         allow, inspect, bad = [c[2:] for c in sent if c[0] == "EVALSHA"]
         assert allow[:3] == (2, b"{u}a", b"{u}b")
-        assert allow[3].startswith(b"Europe/Berlin|")
+        assert allow[3].startswith(b";Europe/Berlin|Europe/Berlin|")
         assert allow[4:] == (b"2", b"SLIDE", b"1", b"60", b"QUOTA", b"1", b"DAY", b"TZ", b"Europe/Berlin")
-        assert inspect == (1, b"x")
+        assert inspect == (1, b"x", b"")
         assert bad == (0, b"", b"many", b"a", b"SLIDE", b"1", b"1")
 
 
@@ -138,6 +138,9 @@ def test_the_asyncio_twin_and_resp3_maps() -> None:
         module.pop(b"memory")
         lua.pop(b"memory")
         assert lua == module
+        # The command's name as bytes, too.
+        named = execute(r3, b"rl.inspect", "l", lua_dir=LUA_DIR)
+        assert isinstance(named, dict) and named.pop(b"memory") is not None and named == module
 
         async def main() -> list[Any]:
             client = redis.asyncio.Redis(port=srv.port, protocol=3)

@@ -16,8 +16,8 @@ export type {
 } from './limiter';
 export { ModuleBackend, registerLuaBackend, detectPrefix, chooseBackend } from './backend';
 export type { Backend, BackendChoice, CommandName, LuaBackendFactory } from './backend';
-export { executeLua, scriptSource, calendarArgument, MARGIN_SECONDS, LuaBackend } from './lua';
-export type { ExecuteOptions, CommandArg } from './lua';
+export { executeLua, scriptSource, zoneOffsets, head, TIME_REFUSED, CLOCK_REREAD_MS, LuaBackend } from './lua';
+export type { ExecuteOptions, CommandArg, ClockChoice } from './lua';
 export { connectionOf, DeadlineError } from './client';
 export type { Connection, Route, ReplyOptions, RedisClient } from './client';
 export { keyslot, slotGroups } from './slots';

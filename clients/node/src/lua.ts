@@ -5,48 +5,41 @@
 // `executeLua(client, ['RL.THROTTLE', 'user:42', 9, 10, 60])` answers
 // exactly what the module would answer to the same command line, run by
 // the script of that command (EVALSHA, then EVAL once on NOSCRIPT), with
-// every key declared: RL.ALLOW and RL.PEEK's numkeys keys, the first
-// argument of the others. Error replies reject with the client's own
-// error (ioredis's ReplyError, node-redis's ErrorReply) carrying the
-// module's text. On a cluster the command goes to the node of its first
-// key, as the module backend's does.
+// every key declared. Error replies reject with the client's own error
+// (ioredis's ReplyError, node-redis's ErrorReply) carrying the module's
+// text. On a cluster the command goes to the node of its first key, as the
+// module backend's does.
 //
-// The script of a command is the command's file (`lua/throttle.lua`, ...),
-// a newline, then `lua/prelude.lua` (clients/lua/README.md). The files are the package's own `lib/lua/`
-// (copied from clients/lua at build), or those of the directory given as
-// `luaDir` or in REDIS_RATELIMIT_LUA_DIR.
-//
-// RL.QUOTA's calendar: the client's clock and Intl give the period
-// boundaries (calendar.ts), the first argument of the scripts that may
-// meet a QUOTA limit (RL.QUOTA, RL.ALLOW, RL.PEEK, RL.REFUND).
+// The scripts are `lua/ratelimit.lua` and `lua/manifest.json` (built from
+// clients/lua/src; the package's own `lib/lua/`, or the directory given as
+// `luaDir` or in REDIS_RATELIMIT_LUA_DIR): a command's script is its
+// manifest prefix, then ratelimit.lua. They hold every rule; this module
+// passes the command line through and computes only a time zone's
+// offsets (zones.ts) and, for servers that refuse TIME in scripts, the
+// server's clock (clients/lua/README.md).
 
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { type Backend, type CommandName, registerLuaBackend } from './backend';
-import { type CommandArg, argBytes, calendarArgument, commandName, numkeys } from './calendar';
 import { type Connection, type RedisClient, type Route, connectionOf } from './client';
 import { keyslot } from './slots';
+import { type CommandArg, argBytes, commandName, zoneOffsets } from './zones';
 
-export { MARGIN_SECONDS, calendarArgument } from './calendar';
-export type { CommandArg } from './calendar';
+export { zoneOffsets } from './zones';
+export type { CommandArg } from './zones';
 
-const COMMANDS: Readonly<Record<string, string>> = {
-  'RL.THROTTLE': 'throttle',
-  'RL.SLIDE': 'slide',
-  'RL.SLICE': 'slice',
-  'RL.LEASE': 'lease',
-  'RL.RELEASE': 'release',
-  'RL.QUOTA': 'quota',
-  'RL.ALLOW': 'allow',
-  'RL.PEEK': 'peek',
-  'RL.REFUND': 'refund',
-  'RL.INSPECT': 'inspect',
-};
+/** The start of the scripts' answer when the server refuses TIME in scripts. */
+export const TIME_REFUSED = 'ERR ratelimit: TIME refused in scripts:';
+/** How often a passed clock reads the server's again, in ms. */
+export const CLOCK_REREAD_MS = 60_000;
+
+/** Which clock the scripts use: the server's TIME, the server's clock read outside them, or auto. */
+export type ClockChoice = 'auto' | 'server' | 'client';
 
 /** Options of executeLua. */
 export interface ExecuteOptions {
-  /** The client's clock for RL.QUOTA's calendar: a Date.now() instant or a Date (default: now). */
+  /** The client's clock for the zone offsets: a Date.now() instant or a Date (default: now). */
   readonly now?: number | Date;
   /** The directory of the scripts (default: REDIS_RATELIMIT_LUA_DIR, else the package's own). */
   readonly luaDir?: string;
@@ -54,6 +47,8 @@ export interface ExecuteOptions {
   readonly buffers?: boolean;
   /** A Date.now() instant: the call sends nothing after it and fails at it. */
   readonly deadline?: number;
+  /** The clock (default 'auto': the server's TIME until the script says the server refuses it). */
+  readonly clock?: ClockChoice;
 }
 
 function luaDirOf(luaDir: string | undefined): string {
@@ -63,53 +58,127 @@ function luaDirOf(luaDir: string | undefined): string {
 interface Script {
   readonly source: Buffer;
   readonly sha: string;
+  readonly keys: 'first' | 'numkeys';
 }
 
-const scripts = new Map<string, Script>();
+const manifests = new Map<string, Map<string, Script>>();
 
-function script(file: string, dir: string): Script {
-  const id = `${dir}\0${file}`;
-  let found = scripts.get(id);
+function scriptsOf(dir: string): Map<string, Script> {
+  let found = manifests.get(dir);
   if (found) return found;
   const read = (name: string): Buffer => {
     try {
       return readFileSync(path.join(dir, name));
     } catch (err) {
       throw new Error(
-        `the Lua backend's script ${name} is not in ${dir} (${(err as Error).message}): ` +
-          'the package is built with `make dist-node`, which copies clients/lua/*.lua into lib/lua/',
+        `the Lua backend's ${name} is not in ${dir} (${(err as Error).message}): ` +
+          'the package is built with `make dist-node`, which copies clients/lua/dist into lib/lua/',
       );
     }
   };
-  const source = Buffer.concat([read(`${file}.lua`), Buffer.from('\n'), read('prelude.lua')]);
-  found = { source, sha: createHash('sha1').update(source).digest('hex') };
-  scripts.set(id, found);
+  const body = read('ratelimit.lua');
+  const manifest = JSON.parse(read('manifest.json').toString('utf8')) as {
+    commands: Record<string, { prefix: string; keys: 'first' | 'numkeys' }>;
+  };
+  found = new Map();
+  for (const [name, entry] of Object.entries(manifest.commands)) {
+    const source = Buffer.concat([Buffer.from(entry.prefix, 'utf8'), body]);
+    found.set(name, { source, sha: createHash('sha1').update(source).digest('hex'), keys: entry.keys });
+  }
+  manifests.set(dir, found);
   return found;
 }
 
-function fileOf(name: string): string {
-  const file = Object.prototype.hasOwnProperty.call(COMMANDS, name) ? COMMANDS[name] : undefined;
-  if (file === undefined) throw new RangeError(`${name} is not a command of the module`);
-  return file;
+function scriptOf(name: string, luaDir: string | undefined): Script {
+  const found = scriptsOf(luaDirOf(luaDir)).get(name);
+  if (found === undefined) throw new RangeError(`${name} is not a command the Lua backend's scripts answer`);
+  return found;
 }
 
 /** The whole script that answers `command` (`RL.THROTTLE`, ...), as sent with EVAL. */
 export function scriptSource(command: string, luaDir?: string): Buffer {
-  return script(fileOf(command.toUpperCase()), luaDirOf(luaDir)).source;
+  return scriptOf(command.toUpperCase(), luaDir).source;
 }
 
-// The commands whose scripts take the calendar as their first argument.
-const WITH_CALENDAR = new Set(['RL.QUOTA', 'RL.ALLOW', 'RL.PEEK', 'RL.REFUND']);
-
-// The keys the script declares: RL.ALLOW and RL.PEEK's numkeys keys (none
-// when numkeys is not 1 to 16: the script answers the module's error), the
-// first argument of the others.
-function keysOf(name: string, args: readonly CommandArg[]): CommandArg[] {
-  if (name === 'RL.ALLOW' || name === 'RL.PEEK') {
-    const n = args.length > 0 ? numkeys(argBytes(args[0]!)) : undefined;
-    return n ? args.slice(1, 1 + n) : [];
+// The keys (KEYS) and the other arguments (ARGV after the head).
+function split(script: Script, args: readonly CommandArg[]): [CommandArg[], CommandArg[]] {
+  if (script.keys === 'numkeys') {
+    const word = args.length > 0 ? argBytes(args[0]!).toString('latin1') : '';
+    const n = /^[0-9]{1,2}$/.test(word) ? Number(word) : 0;
+    const keys = n >= 1 && n <= 16 && args.length > n ? args.slice(1, 1 + n) : [];
+    return [keys, [...args.slice(0, 1), ...args.slice(1 + keys.length)]];
   }
-  return args.slice(0, 1);
+  return [args.slice(0, 1), args.slice(1)];
+}
+
+/**
+ * ARGV[1]: the clock (`''`: the script reads TIME; else Unix µs), then a
+ * zone segment per distinct argument after a `TZ` among `argv` (the
+ * arguments that are not keys) that the zone database knows.
+ */
+export function head(argv: readonly CommandArg[], clock: bigint | undefined, now: number): string {
+  let text = clock === undefined ? '' : String(clock);
+  const seen = new Set<string>();
+  const bytes = argv.map(argBytes);
+  for (let i = 0; i + 1 < bytes.length; i++) {
+    if (bytes[i]!.toString('latin1').toUpperCase() !== 'TZ') continue;
+    const value = bytes[i + 1]!;
+    const id = value.toString('latin1');
+    if (seen.has(id)) continue;
+    seen.add(id);
+    const segment = zoneOffsets(value, now);
+    if (segment !== undefined) text += `;${segment}`;
+  }
+  return text;
+}
+
+// A client's clock choice, and the server's clock carried on the monotonic
+// clock (performance.now()).
+interface ClockState {
+  passed: boolean;
+  serverUs: bigint;
+  readAt: number; // performance.now() ms; -1: never read
+}
+
+const clocks = new WeakMap<object, ClockState>();
+
+function clockOf(connection: Connection, choice: ClockChoice): ClockState {
+  if (choice !== 'auto' && choice !== 'server' && choice !== 'client') {
+    throw new RangeError(`clock must be 'auto', 'server' or 'client', not ${String(choice)}`);
+  }
+  let state = clocks.get(connection.client);
+  if (!state) {
+    state = { passed: choice === 'client', serverUs: 0n, readAt: -1 };
+    clocks.set(connection.client, state);
+  }
+  if (choice !== 'auto') state.passed = choice === 'client';
+  return state;
+}
+
+// The server's clock in µs: TIME, or INFO server's server_time_usec where TIME is refused.
+async function serverClock(connection: Connection, route: Route): Promise<bigint> {
+  try {
+    const t = (await connection.send(['TIME'], route)) as unknown[];
+    return BigInt(String(t[0])) * 1_000_000n + BigInt(String(t[1]));
+  } catch {
+    const info = String(await connection.send(['INFO', 'server'], route));
+    const m = /server_time_usec:(\d+)/.exec(info);
+    if (!m) throw new Error('the server refuses TIME and its INFO server has no server_time_usec');
+    return BigInt(m[1]!);
+  }
+}
+
+async function passedClock(state: ClockState, connection: Connection, route: Route): Promise<bigint> {
+  if (state.readAt < 0 || performance.now() - state.readAt >= CLOCK_REREAD_MS) {
+    const us = await serverClock(connection, route);
+    state.serverUs = us;
+    state.readAt = performance.now();
+  }
+  return state.serverUs + BigInt(Math.floor((performance.now() - state.readAt) * 1000));
+}
+
+function isRefused(err: unknown): boolean {
+  return err instanceof Error && err.message.startsWith(TIME_REFUSED);
 }
 
 /** The key that routes a command line on a cluster: its first key. */
@@ -159,23 +228,33 @@ async function run(
 ): Promise<unknown> {
   if (command.length === 0) throw new TypeError('a command line needs at least the command name');
   const name = commandName(command);
-  const { source, sha } = script(fileOf(name), luaDirOf(options.luaDir));
-  const args = command.slice(1);
-  const keys = keysOf(name, args);
-  // The keys go in KEYS only: the script puts them back in their places.
-  const at = name === 'RL.ALLOW' || name === 'RL.PEEK' ? 1 : 0;
-  const rest = [...args.slice(0, at), ...args.slice(at + keys.length)].map(wire);
-  const calendar = WITH_CALENDAR.has(name) ? [calendarArgument(command, options.now)] : [];
-  const tail = [String(keys.length), ...keys.map(wire), ...calendar, ...rest];
+  const script = scriptOf(name, options.luaDir);
+  const [keys, argv] = split(script, command.slice(1));
+  const ms = options.now === undefined ? Date.now() : typeof options.now === 'number' ? options.now : options.now.getTime();
+  if (!Number.isFinite(ms)) throw new RangeError(`now must be a finite instant, not ${String(options.now)}`);
+  const choice = options.clock ?? 'auto';
+  const state = clockOf(connection, choice);
   const reply = { buffers: options.buffers === true };
-  let answer: unknown;
-  try {
-    answer = await connection.send(['EVALSHA', sha, ...tail], route, reply);
-  } catch (err) {
-    if (!isNoscript(err)) throw err;
-    answer = await connection.send(['EVAL', source, ...tail], route, reply);
+  for (let attempt = 0; ; attempt++) {
+    const clock = state.passed ? await passedClock(state, connection, route) : undefined;
+    const tail = [String(keys.length), ...keys.map(wire), head(argv, clock, ms / 1000), ...argv.map(wire)];
+    let answer: unknown;
+    try {
+      try {
+        answer = await connection.send(['EVALSHA', script.sha, ...tail], route, reply);
+      } catch (err) {
+        if (!isNoscript(err)) throw err;
+        answer = await connection.send(['EVAL', script.source, ...tail], route, reply);
+      }
+    } catch (err) {
+      if (attempt === 0 && !state.passed && choice === 'auto' && isRefused(err)) {
+        state.passed = true;
+        continue;
+      }
+      throw err;
+    }
+    return name === 'RL.INSPECT' ? asMap(connection, answer) : answer;
   }
-  return name === 'RL.INSPECT' ? asMap(connection, answer) : answer;
 }
 
 /**
@@ -184,7 +263,7 @@ async function run(
  * resolves to `[0, 10, 9, -1, 60]`. `client` is an ioredis or node-redis
  * client or cluster; the command's name comes first, in any case. An error
  * reply rejects with the client's error carrying the module's text.
- * `now` replaces the client's clock for RL.QUOTA's calendar.
+ * `now` replaces the client's clock for the zone offsets; `clock` forces the clock.
  */
 export async function executeLua(
   client: RedisClient | Connection,

@@ -1,7 +1,7 @@
 // The Lua backend's own promises (executeLua): the scripts it carries, the
 // module's replies and error texts, EVAL once after NOSCRIPT, every key
 // declared, replies as bytes, RL.INSPECT as a map under RESP3, the
-// calendar argument and the client's clock, WRONGTYPE both ways between
+// head argument and the client's clock, WRONGTYPE both ways between
 // the module's keys and the scripts'.
 'use strict';
 
@@ -13,7 +13,7 @@ const path = require('node:path');
 const { ROOT, installedPackage, Server, clients, raw } = require('./helpers');
 
 const rl = installedPackage();
-const { RateLimiter, executeLua, scriptSource, calendarArgument, MARGIN_SECONDS, WrongTypeError } = rl;
+const { RateLimiter, executeLua, scriptSource, head, zoneOffsets, WrongTypeError } = rl;
 
 // The module's server, and one without the module.
 let server;
@@ -35,17 +35,17 @@ const text = (pattern) => (err) => {
 };
 const COMMANDS = ['THROTTLE', 'SLIDE', 'SLICE', 'LEASE', 'RELEASE', 'QUOTA', 'ALLOW', 'PEEK', 'REFUND', 'INSPECT'];
 
-test("the package carries clients/lua's scripts; a script is the command's file, a newline, the prelude", () => {
+test("the package carries clients/lua/dist; a script is its manifest prefix, then ratelimit.lua", () => {
   const dir = path.join(path.dirname(require.resolve('redis-ratelimit/package.json')), 'lib', 'lua');
-  const source = path.join(ROOT, 'clients', 'lua');
-  for (const file of fs.readdirSync(source).filter((f) => f.endsWith('.lua'))) {
+  const source = path.join(ROOT, 'clients', 'lua', 'dist');
+  for (const file of ['ratelimit.lua', 'manifest.json']) {
     assert.ok(fs.readFileSync(path.join(dir, file)).equals(fs.readFileSync(path.join(source, file))),
-      `lib/lua/${file} differs from clients/lua/${file}: rebuild the package (make dist-node)`);
+      `lib/lua/${file} differs from clients/lua/dist/${file}: rebuild the package (make dist-node)`);
   }
-  const prelude = fs.readFileSync(path.join(source, 'prelude.lua'));
+  const body = fs.readFileSync(path.join(source, 'ratelimit.lua'));
+  const manifest = JSON.parse(fs.readFileSync(path.join(source, 'manifest.json'), 'utf8')).commands;
   for (const name of COMMANDS) {
-    const own = fs.readFileSync(path.join(source, `${name.toLowerCase()}.lua`));
-    const want = Buffer.concat([own, Buffer.from('\n'), prelude]);
+    const want = Buffer.concat([Buffer.from(manifest[`RL.${name}`].prefix), body]);
     assert.ok(scriptSource(`rl.${name.toLowerCase()}`).equals(want), name);
   }
   assert.match(scriptSource('RL.PEEK').toString('latin1'), /^#!lua flags=no-writes\nlocal entry, arg = 'several', false/);
@@ -126,7 +126,7 @@ async function evalCalls(port) {
   return { eval: calls('eval'), evalsha: calls('evalsha') };
 }
 
-test('what is sent: EVALSHA sha numkeys keys... [calendar] the other args..., routed by the first key', async (t) => {
+test('what is sent: EVALSHA sha numkeys keys... head the other args..., routed by the first key', async (t) => {
   const Redis = require('ioredis');
   const client = new Redis(bare.port, '127.0.0.1');
   t.after(() => client.disconnect());
@@ -138,11 +138,11 @@ test('what is sent: EVALSHA sha numkeys keys... [calendar] the other args..., ro
   await assert.rejects(executeLua(spy, ['RL.ALLOW', 'many', 'a', 'SLIDE', 1, 1]), text(/^ERR numkeys must be an integer from 1 to 16$/));
   const [allow, inspect, bad] = seen.filter((s) => s.args[0] === 'EVALSHA');
   assert.deepEqual(allow.args.slice(2, 5), ['2', '{u}a', '{u}b']);
-  assert.match(allow.args[5], /^Europe\/Berlin\|\d+,\d+(,\d+)?$/);
+  assert.match(allow.args[5], /^;Europe\/Berlin\|Europe\/Berlin\|\d+\|3600(\|\d+\|(7200|3600))+$/);
   assert.deepEqual(allow.args.slice(6), ['2', 'SLIDE', '1', '60', 'QUOTA', '1', 'DAY', 'TZ', 'Europe/Berlin']);
   assert.deepEqual(allow.route.key, '{u}a');
   assert.equal(allow.route.slot, rl.keyslot('{u}a'));
-  assert.deepEqual(inspect.args.slice(2), ['1', 'x']);
+  assert.deepEqual(inspect.args.slice(2), ['1', 'x', '']);
   assert.deepEqual(bad.args.slice(2), ['0', '', 'many', 'a', 'SLIDE', '1', '1']);
 });
 
@@ -207,32 +207,31 @@ test('WRONGTYPE both ways: a module key refused by the scripts, a script key ref
   await assert.rejects(client.call('RL.INSPECT', 'wt:l0'), text(/^WRONGTYPE /));
 });
 
-test("RL.QUOTA's calendar: the argument, and the client's clock too far from the server's", async (t) => {
-  const at = Date.UTC(2026, 2, 29, 0, 30); // Berlin's 23-hour day
-  const c = (line) => calendarArgument(line, at);
-  assert.equal(c(['RL.QUOTA', 'k', 100, 'DAY', 'TZ', 'Europe/Berlin']), 'Europe/Berlin|1774738800,82800');
-  assert.equal(c(['RL.QUOTA', 'k', 100, 'DAY', 'TZ', 'europe/BERLIN']), 'Europe/Berlin|1774738800,82800');
-  assert.equal(c(['RL.QUOTA', 'k', 100, 'HOUR', 'TZ', '+05:30']), '+05:30|1774740600,3600,3600,3600');
-  assert.equal(c(['RL.QUOTA', 'k', 100, 'YEAR', 'TZ', '-00:00']), 'UTC|1767225600,31536000');
-  assert.equal(c(['RL.QUOTA', 'k', 100, 'DAY', 'TZ', 'Moon/Base']), '!');
-  assert.equal(c(['RL.QUOTA', 'k', 100, 'DAY', 'TZ', 'Asia/Kolkata']), 'Asia/Kolkata|1774722600,86400');
-  assert.equal(c(['RL.QUOTA', 'k', 100, 'DAY', 'TZ', 'asia/calcutta']), 'Asia/Calcutta|1774722600,86400');
-  assert.equal(c(['RL.SLIDE', 'k', 10, 60]), '');
-  assert.equal(c(['RL.ALLOW', 3, 'a', 'b', 'c', 'QUOTA', 5, 'WEEK', 'SLIDE', 1, 1, 'QUOTA', 1, 'MONTH', 'TZ', 'UTC']),
-    'UTC|1774224000,604800;UTC|1772323200,2678400');
-  assert.equal(calendarArgument(['RL.QUOTA', 'k', 1, 'DAY'], new Date(at)), 'UTC|1774656000,86400,86400');
-  assert.equal(c(['RL.QUOTA', 'k', 1, 'MINUTE']).split(',').length, 2 * MARGIN_SECONDS / 60 + 2);
+test("the head: the clock and the zones' offsets; a client's clock far from the server's", async (t) => {
+  const at = Date.UTC(2026, 2, 29, 0, 30) / 1000;
+  const lo = at - 400 * 86400;
+  const berlin = `;europe/berlin|Europe/Berlin|${lo}|3600|1743296400|7200|1761440400|3600|1774746000|7200` +
+    '|1792890000|3600|1806195600|7200';
+  assert.equal(head([100, 'DAY'], undefined, at), '');
+  assert.equal(head([100, 'DAY'], 1774744200123456n, at), '1774744200123456');
+  assert.equal(head([100, 'DAY', 'tz', 'europe/berlin', 'TZ', 'europe/berlin'], undefined, at), berlin);
+  for (const value of ['UTC', 'utc', '+05:30', 'Moon/Base', Buffer.from([0xff])]) {
+    assert.equal(head([1, 'DAY', 'TZ', value], 5n, at), '5');
+  }
+  assert.equal(zoneOffsets(Buffer.from('Asia/Kolkata'), at), `Asia/Kolkata|Asia/Kolkata|${lo}|19800`);
+  assert.equal(zoneOffsets(Buffer.from('asia/calcutta'), at), `asia/calcutta|Asia/Calcutta|${lo}|19800`);
 
   const Redis = require('ioredis');
   const client = new Redis(bare.port, '127.0.0.1');
   t.after(() => client.disconnect());
   const line = ['RL.QUOTA', 'cal', 5, 'YEAR', 'TZ', 'Asia/Kolkata'];
   assert.deepEqual((await executeLua(client, line)).slice(0, 4), [0, 5, 4, -1]);
-  // The client's clock ahead by less than MARGIN_SECONDS: the server's time is covered.
-  assert.deepEqual((await executeLua(client, line, { now: Date.now() + 1000 * (MARGIN_SECONDS - 120) })).slice(0, 4), [0, 5, 3, -1]);
-  // Two hours behind: the last minute passed ends before the server's time.
-  await assert.rejects(executeLua(client, ['RL.QUOTA', 'cal:m', 5, 'MINUTE'], { now: Date.now() - 1000 * (MARGIN_SECONDS + 3600) }),
-    text(/^ERR the server's time is outside the period boundaries the client passed: /));
+  // The client's clock 300 days ahead: the offsets still cover the server's day.
+  const day = ['RL.QUOTA', 'cal:d', 5, 'DAY', 'TZ', 'Asia/Kolkata'];
+  assert.deepEqual((await executeLua(client, day, { now: Date.now() + 300 * 86400e3 })).slice(0, 4), [0, 5, 4, -1]);
+  // 500 days ahead: they do not.
+  await assert.rejects(executeLua(client, line, { now: Date.now() + 500 * 86400e3 }),
+    text(/^ERR ratelimit: the calendar of time zone 'Asia\/Kolkata' is not covered by the offsets the client passed/));
   await assert.rejects(executeLua(client, ['RL.QUOTA', 'cal', 5, 'HOUR', 'TZ', 'Mars/Olympus']), text(/^ERR unknown time zone 'Mars\/Olympus'$/));
 });
 

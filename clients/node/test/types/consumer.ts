@@ -3,8 +3,8 @@
 import Redis from 'ioredis';
 import {
   RateLimiter, throttle, slide, slice, lease, quota, rateLimitHeaders, expressRateLimit, fastifyRateLimit,
-  ArgumentError, type Result, type AllowResult, type KeyState, executeLua, calendarArgument, scriptSource,
-  MARGIN_SECONDS, type ExecuteOptions,
+  ArgumentError, type Result, type AllowResult, type KeyState, executeLua, head, scriptSource,
+  CLOCK_REREAD_MS, type ExecuteOptions,
 } from 'redis-ratelimit';
 
 async function main(): Promise<void> {
@@ -33,11 +33,11 @@ async function main(): Promise<void> {
   // The Lua backend: forced, and one command line as the module would answer it.
   const lua = new RateLimiter(new Redis(), { backend: 'lua' });
   await lua.quota('rl:q', 5, 'DAY', { tz: 'Asia/Kolkata' });
-  const options: ExecuteOptions = { now: Date.now() - 1000, buffers: true, deadline: Date.now() + 250 };
+  const options: ExecuteOptions = { now: Date.now() - 1000, buffers: true, deadline: Date.now() + 250, clock: 'auto' };
   const reply: unknown = await executeLua(new Redis(), ['RL.SLIDE', Buffer.from('k'), 10, 60n], options);
-  const argument: string = calendarArgument(['RL.QUOTA', 'k', 5, 'DAY'], new Date());
+  const argument: string = head(['5', 'DAY', 'TZ', 'Asia/Kolkata'], undefined, Date.now() / 1000);
   const script: Buffer = scriptSource('RL.SLIDE');
-  const margin: number = MARGIN_SECONDS;
+  const margin: number = CLOCK_REREAD_MS;
   void [reply, argument, script, margin];
   const mw = expressRateLimit({ client: new Redis(), limits: [{ name: 'default', key: 'rl:$client', limit: throttle(9, 10, 60) }] });
   void [h, index, bound, out, mw, fastifyRateLimit];

@@ -175,12 +175,13 @@ class LuaBackend:
 
     kind = "lua"
 
-    def __init__(self, client: SyncClient) -> None:
+    def __init__(self, client: SyncClient, clock: str = "auto") -> None:
         self.client = client
+        self.clock = clock  # lua_backend.execute's: "auto", "server" or "client"
 
     def call(self, name: str, args: Sequence[Arg]) -> Any:
         run: Any = lua_backend.execute
-        return run(self.client, f"RL.{name}", *args)
+        return run(self.client, f"RL.{name}", *args, clock=self.clock)
 
 
 class AsyncLuaBackend:
@@ -188,12 +189,13 @@ class AsyncLuaBackend:
 
     kind = "lua"
 
-    def __init__(self, client: AsyncClient) -> None:
+    def __init__(self, client: AsyncClient, clock: str = "auto") -> None:
         self.client = client
+        self.clock = clock
 
     async def call(self, name: str, args: Sequence[Arg]) -> Any:
         run: Any = lua_backend.execute_async
-        return await run(self.client, f"RL.{name}", *args)
+        return await run(self.client, f"RL.{name}", *args, clock=self.clock)
 
 
 register_backend("lua", LuaBackend, AsyncLuaBackend)

@@ -8,62 +8,52 @@ every key declared. Error replies are raised as redis-py's
 ``ResponseError`` with the module's text. ``execute_async`` is the same
 for ``redis.asyncio`` clients.
 
-The script of a command is its own file (``lua/throttle.lua``, ...), a
-newline, then ``lua/prelude.lua``, read from this package's resources, or from
-the directory given as ``lua_dir`` or in ``REDIS_RATELIMIT_LUA_DIR``.
-
-RL.QUOTA's calendar: the scripts have no time-zone database, so this
-module computes the period boundaries around the client's own clock with
-``zoneinfo`` (``tzdata`` where the system has no zone files) and passes
-them as the first argument of the scripts that may meet a QUOTA limit
-(RL.QUOTA, RL.ALLOW, RL.PEEK, RL.REFUND); the script picks the period by the
-server's ``TIME`` and refuses when the server's time is outside them
-(clocks more than ``MARGIN_SECONDS`` apart). clients/lua/README.md
-describes the encoding.
+The scripts (``lua/ratelimit.lua`` and ``lua/manifest.json``, built from
+clients/lua/src, read from this package's resources or from the directory
+given as ``lua_dir`` or in ``REDIS_RATELIMIT_LUA_DIR``) hold every rule:
+this module passes the command line through and computes only what a
+script cannot know, a time zone's UTC offsets around now (``zone_offsets``,
+from ``zoneinfo``; ``tzdata`` where the system has no zone files), and,
+for servers that refuse ``TIME`` in scripts, the server's clock.
+clients/lua/README.md describes the contract.
 """
 
 from __future__ import annotations
 
 import hashlib
-import itertools
+import json
 import os
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime, timedelta, timezone
+import weakref
+from collections.abc import Awaitable, Sequence
+from datetime import datetime
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union, cast
 from zoneinfo import ZoneInfo, available_timezones
 
 import redis
 import redis.asyncio
 
-__all__ = ["MARGIN_SECONDS", "calendar_argument", "execute", "execute_async", "script_source"]
+__all__ = [
+    "CLOCK_REREAD_SECONDS",
+    "TIME_REFUSED",
+    "execute",
+    "execute_async",
+    "head",
+    "zone_offsets",
+]
 
-Arg = str | bytes | int
+Arg = Union[str, bytes, int, float]
 
-#: How far the server's clock may be from the client's for RL.QUOTA: the
-#: boundaries passed cover the client's now plus and minus this.
-MARGIN_SECONDS = 3600
-
-_COMMANDS = {
-    "RL.THROTTLE": "throttle",
-    "RL.SLIDE": "slide",
-    "RL.SLICE": "slice",
-    "RL.LEASE": "lease",
-    "RL.RELEASE": "release",
-    "RL.QUOTA": "quota",
-    "RL.ALLOW": "allow",
-    "RL.PEEK": "peek",
-    "RL.REFUND": "refund",
-    "RL.INSPECT": "inspect",
-}
-# The commands whose scripts take the calendar as their first argument.
-_WITH_CALENDAR = {"RL.QUOTA", "RL.ALLOW", "RL.PEEK", "RL.REFUND"}
-_PARAMS = {"THROTTLE": 3, "SLIDE": 2, "SLICE": 3, "LEASE": 2, "QUOTA": 2}
-_OPTIONS = {"SLIDE": ("PRECISION",), "QUOTA": ("TZ",)}
-_UNITS = ("MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "YEAR")
+#: The start of the scripts' answer when the server refuses TIME in scripts.
+TIME_REFUSED = "ERR ratelimit: TIME refused in scripts:"
+#: How often a passed clock reads the server's again (and so how long a
+#: drift of the client's monotonic clock can grow: 60 s at 100 ppm is 6 ms).
+CLOCK_REREAD_SECONDS = 60.0
+_RANGE = 400 * 86400  # the zone offsets cover now - 400 days to now + 400 days
+_STEP = 3600  # the search for offset changes steps an hour at a time
 
 
 def _bytes(a: Arg) -> bytes:
@@ -72,381 +62,314 @@ def _bytes(a: Arg) -> bytes:
     return str(a).encode()
 
 
-def _lua_dir(lua_dir: str | Path | None) -> Path | None:
+def _name(command: Sequence[Arg]) -> str:
+    first = command[0]
+    return (first.decode("utf-8", "replace") if isinstance(first, bytes) else str(first)).upper()
+
+
+# The scripts ---------------------------------------------------------------
+
+
+def _lua_dir(lua_dir: Union[str, Path, None]) -> Optional[Path]:
     chosen = lua_dir if lua_dir is not None else os.environ.get("REDIS_RATELIMIT_LUA_DIR")
     return Path(chosen) if chosen else None
 
 
-@lru_cache(maxsize=64)
-def _source(name: str, lua_dir: Path | None) -> tuple[bytes, str]:
+@lru_cache(maxsize=8)
+def _scripts(lua_dir: Optional[Path]) -> Dict[str, Tuple[bytes, str, str]]:
+    """Each command's (script, SHA1, keys) from the manifest."""
+
     def read(file: str) -> bytes:
         if lua_dir is not None:
             return (lua_dir / file).read_bytes()
-        return (
-            resources.files(__package__ or "redis_ratelimit_client")
-            .joinpath("lua", file)
-            .read_bytes()
-        )
+        package = resources.files(__package__ or "redis_ratelimit_client")
+        return package.joinpath("lua", file).read_bytes()
 
-    text = read(name + ".lua") + b"\n" + read("prelude.lua")
-    return text, hashlib.sha1(text).hexdigest()
+    body = read("ratelimit.lua")
+    out = {}
+    for name, entry in json.loads(read("manifest.json"))["commands"].items():
+        text = entry["prefix"].encode() + body
+        out[name] = (text, hashlib.sha1(text).hexdigest(), entry["keys"])
+    return out
 
 
-def script_source(command: str, lua_dir: str | Path | None = None) -> bytes:
+def _script(name: str, lua_dir: Union[str, Path, None]) -> Tuple[bytes, str, str]:
+    found = _scripts(_lua_dir(lua_dir)).get(name)
+    if found is None:
+        raise ValueError(f"{name} is not a command the Lua backend's scripts answer")
+    return found
+
+
+def script_source(command: str, lua_dir: Union[str, Path, None] = None) -> bytes:
     """The whole script that answers ``command`` (``RL.THROTTLE``, ...)."""
-    return _source(_COMMANDS[command.upper()], _lua_dir(lua_dir))[0]
+    return _script(command.upper(), lua_dir)[0]
 
 
-def _numkeys(word: bytes) -> int | None:
-    if not word.isdigit():
-        return None
-    n = int(word)
-    return n if 1 <= n <= 16 else None
-
-
-def _keys(name: str, args: Sequence[bytes]) -> list[bytes]:
-    if name in ("RL.ALLOW", "RL.PEEK"):
-        n = _numkeys(args[0]) if args else None
-        return list(args[1 : 1 + n]) if n else []
-    return list(args[:1])
-
-
-# The calendar ------------------------------------------------------------
-
-_MINUTE, _HOUR, _DAY = 60, 3600, 86400
-_MONTH_STARTS = (0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334)
-
-
-def _is_leap(y: int) -> bool:
-    return y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
-
-
-def _leap_days_before(year: int) -> int:
-    y = year - 1
-    return y // 4 - y // 100 + y // 400
-
-
-def _year_start(year: int) -> int:
-    return 365 * (year - 1970) + _leap_days_before(year) - _leap_days_before(1970)
-
-
-def _first_of(year: int, month: int) -> int:
-    month = min(max(month, 1), 12)
-    return _year_start(year) + _MONTH_STARTS[month - 1] + (1 if month > 2 and _is_leap(year) else 0)
-
-
-def _year_month(days: int) -> tuple[int, int]:
-    year = 1970 + (days * 400) // 146097
-    while _year_start(year) > days:
-        year -= 1
-    while _year_start(year + 1) <= days:
-        year += 1
-    day_of_year = days - _year_start(year)
-    month = 12
-    while month > 1 and _first_of(year, month) - _year_start(year) > day_of_year:
-        month -= 1
-    return year, month
-
-
-def _floor(unit: int, local: int) -> int:
-    days = local // _DAY
-    if unit == 0:
-        return local - local % _MINUTE
-    if unit == 1:
-        return local - local % _HOUR
-    if unit == 2:
-        return days * _DAY
-    if unit == 3:
-        return (days - (days + 3) % 7) * _DAY
-    year, month = _year_month(days)
-    if unit == 4:
-        return _first_of(year, month) * _DAY
-    return _first_of(year, 1) * _DAY
-
-
-def _next(unit: int, local: int) -> int:
-    floor = _floor(unit, local)
-    if unit == 0:
-        return floor + _MINUTE
-    if unit == 1:
-        return floor + _HOUR
-    if unit == 2:
-        return floor + _DAY
-    if unit == 3:
-        return floor + 7 * _DAY
-    year, month = _year_month(floor // _DAY)
-    if unit == 4:
-        return (_first_of(year + 1, 1) if month == 12 else _first_of(year, month + 1)) * _DAY
-    return _first_of(year + 1, 1) * _DAY
-
-
-class _Rules:
-    """A zone's UTC offsets and the instants they change, from zoneinfo."""
-
-    def __init__(self, tz: timezone | ZoneInfo) -> None:
-        self.tz = tz
-        self.changes: dict[int, list[int]] = {}
-
-    def offset(self, t: int) -> int:
-        off = datetime.fromtimestamp(t, self.tz).utcoffset()
-        return int(off.total_seconds()) if off is not None else 0
-
-    def _changes_in(self, bucket: int) -> list[int]:
-        # The changes within one 30-day bucket, found hour by hour and then
-        # to the second.
-        found = self.changes.get(bucket)
-        if found is not None:
-            return found
-        found = []
-        if not isinstance(self.tz, timezone):
-            lo = bucket * 30 * _DAY
-            prev = self.offset(lo - 1)
-            t = lo
-            end = lo + 30 * _DAY
-            while t < end:
-                step = min(_HOUR, end - t)
-                cur = self.offset(t + step - 1)
-                if cur != prev:
-                    a, b = t - 1, t + step - 1  # offset(a) == prev, offset(b) != prev
-                    while b - a > 1:
-                        mid = (a + b) // 2
-                        if self.offset(mid) == prev:
-                            a = mid
-                        else:
-                            b = mid
-                    found.append(b)
-                    prev = cur
-                t += step
-        self.changes[bucket] = found
-        return found
-
-    def change_at_or_before(self, t: int) -> int | None:
-        bucket = t // (30 * _DAY)
-        for b in range(bucket, bucket - 16, -1):
-            cs = [c for c in self._changes_in(b) if c <= t]
-            if cs:
-                return cs[-1]
-        return None
-
-    def change_after(self, t: int) -> int | None:
-        bucket = t // (30 * _DAY)
-        for b in range(bucket, bucket + 16):
-            cs = [c for c in self._changes_in(b) if c > t]
-            if cs:
-                return cs[0]
-        return None
-
-
-def _start(t: int, unit: int, rules: _Rules) -> int:
-    x, off = t, rules.offset(t)
-    for _ in range(64):
-        shown = _floor(unit, x + off)
-        change = rules.change_at_or_before(x)
-        if change is None or not shown - off < change:
-            return shown - off
-        before = rules.offset(change - 1)
-        if shown >= change + before:
-            return change
-        x, off = change - 1, before
-    return x
-
-
-def _end(t: int, unit: int, rules: _Rules) -> int:
-    x, off = t, rules.offset(t)
-    for _ in range(64):
-        nxt = _next(unit, x + off)
-        change = rules.change_after(x)
-        if change is None or not nxt - off >= change:
-            return nxt - off
-        after = rules.offset(change)
-        if nxt <= change + after or _floor(unit, change + after) == change + after:
-            return change
-        x, off = change, after
-    return x
+# The zone offsets: the one thing computed here -----------------------------
 
 
 @lru_cache(maxsize=1)
-def _zone_names() -> dict[str, str]:
+def _zone_names() -> Dict[str, str]:
+    # UTC apart: the scripts read it (and fixed offsets) themselves.
     return {name.lower(): name for name in available_timezones() if name.upper() != "UTC"}
 
 
-@lru_cache(maxsize=256)
-def _rules(name: str) -> _Rules:
-    return _Rules(ZoneInfo(name))
+@lru_cache(maxsize=64)
+def _changes(name: str, lo: int, hi: int) -> Tuple[int, Tuple[Tuple[int, int], ...]]:
+    """The offset at lo and each (instant, offset) change up to hi."""
+    tz = ZoneInfo(name)
+
+    def offset(t: int) -> int:
+        off = datetime.fromtimestamp(t, tz).utcoffset()
+        return int(off.total_seconds()) if off is not None else 0
+
+    first = prev = offset(lo)
+    found = []
+    t = lo
+    while t < hi:
+        step = min(_STEP, hi - t)
+        cur = offset(t + step)
+        if cur != prev:
+            a, b = t, t + step  # offset(a) == prev, offset(b) != prev
+            while b - a > 1:
+                mid = (a + b) // 2
+                if offset(mid) == prev:
+                    a = mid
+                else:
+                    b = mid
+            prev = offset(b)
+            found.append((b, prev))
+            t = b  # the search goes on from the change: another may follow within the hour
+            continue
+        t += step
+    return first, tuple(found)
 
 
-def _zone(value: bytes | None) -> tuple[str, _Rules] | None:
-    """A zone's canonical name and rules, as the module reads the TZ value;
-    None when the client's database does not know it."""
-    if value is None or value.upper() == b"UTC":
-        return "UTC", _Rules(UTC)
-    if value[:1] in (b"+", b"-"):
-        text = value.decode("ascii", "replace")
-        if len(text) != 6 or text[3] != ":" or not (text[1:3] + text[4:]).isdigit():
-            return None
-        seconds = (int(text[1:3]) * 60 + int(text[4:])) * 60
-        if int(text[4:]) >= 60 or seconds > 18 * 3600:
-            return None
-        if seconds == 0:
-            return "UTC", _Rules(UTC)
-        sign = -1 if text[0] == "-" else 1
-        return text, _Rules(timezone(timedelta(seconds=sign * seconds)))
+def zone_offsets(written: bytes, now: float) -> Optional[str]:
+    """The head's segment of a TZ value (clients/lua/README.md):
+    ``written|canonical|lo|off0(|t|off)*``, lo = now - 400 days, each
+    change up to now + 400 days; None when the zone database does not know
+    the name (the script answers UTC and fixed offsets itself). The changes
+    are found hour by hour once per zone and 30-day window (cached)."""
     try:
-        name = _zone_names().get(value.decode("ascii").lower())
+        name = _zone_names().get(written.decode("ascii").lower())
     except UnicodeDecodeError:
         return None
     if name is None:
         return None
-    return name, _rules(name)
+    lo = int(now // 1) - _RANGE
+    hi = int(now // 1) + _RANGE
+    # The search runs over a window rounded out to 30 days, so that calls
+    # within it share one search; the segment is cut to [lo, hi].
+    w_lo = lo - lo % (30 * 86400)
+    w_hi = w_lo + 2 * _RANGE + 60 * 86400
+    off0, changes = _changes(name, w_lo, w_hi)
+    parts = [written.decode("ascii"), name, str(lo)]
+    tail = []
+    for t, off in changes:
+        if t <= lo:
+            off0 = off
+        elif t <= hi:
+            tail.append(f"{t}|{off}")
+    parts.append(str(off0))
+    return "|".join(parts + tail)
 
 
-def _segment(unit_word: bytes | None, zone_value: bytes | None, now: float) -> str:
-    zone = _zone(zone_value)
-    word = unit_word.upper().decode("ascii", "replace") if unit_word else ""
-    unit = _UNITS.index(word) if word in _UNITS else None
-    if zone is None or unit is None:
-        return "!"
-    name, rules = zone
-    lo, hi = int(now) - MARGIN_SECONDS, int(now) + MARGIN_SECONDS
-    bounds = [_start(lo, unit, rules)]
-    while bounds[-1] <= hi:
-        bounds.append(_end(bounds[-1], unit, rules))
-    steps = [bounds[0]] + [b - a for a, b in itertools.pairwise(bounds)]
-    return name + "|" + ",".join(str(s) for s in steps)
+def head(argv: Sequence[bytes], clock: Optional[int], now: float) -> bytes:
+    """ARGV[1]: the clock (``""``: the script reads TIME; else Unix µs), then
+    a zone segment per distinct argument after a ``TZ`` among ``argv``, the
+    command line's arguments that are not keys."""
+    args = list(argv)
+    text = "" if clock is None else str(clock)
+    seen = set()
+    for i in range(len(args) - 1):
+        if args[i].upper() != b"TZ" or args[i + 1] in seen:
+            continue
+        seen.add(args[i + 1])
+        segment = zone_offsets(args[i + 1], now)
+        if segment is not None:
+            text += ";" + segment
+    return text.encode()
 
 
-def _quota_specs(name: str, args: Sequence[bytes]) -> list[tuple[bytes | None, bytes | None]]:
-    """The (unit, TZ value) of every QUOTA limit of a command line, in order,
-    found as the module finds them."""
-
-    def spec_at(at: int) -> tuple[str | None, int, tuple[bytes | None, bytes | None]]:
-        word = args[at].upper().decode("ascii", "replace") if at < len(args) else ""
-        n = _PARAMS.get(word)
-        if n is None or at + n >= len(args):
-            return None, len(args), (None, None)
-        nxt = at + 1 + n
-        tz: bytes | None = None
-        while nxt < len(args) and args[nxt].upper().decode("ascii", "replace") in _OPTIONS.get(
-            word, ()
-        ):
-            if nxt + 1 < len(args) and tz is None and word == "QUOTA":
-                tz = args[nxt + 1]
-            nxt += 2
-        return word, nxt, (args[at + 2], tz)
-
-    if name == "RL.QUOTA":
-        tz = None
-        i = 3
-        while i < len(args):
-            if args[i].upper() == b"TZ":
-                if i + 1 < len(args) and tz is None:
-                    tz = args[i + 1]
-                i += 2
-            else:
-                i += 1
-        return [(args[2] if len(args) > 2 else None, tz)]
-    if name == "RL.REFUND":
-        word, _, spec = spec_at(1)
-        return [spec] if word == "QUOTA" else []
-    if name in ("RL.ALLOW", "RL.PEEK"):
-        n = _numkeys(args[0]) if args else None
-        out = []
-        at = 1 + (n or 0)
-        for _ in range(n or 0):
-            word, at, spec = spec_at(at)
-            if word is None:
-                break
-            if word == "QUOTA":
-                out.append(spec)
-        return out
-    return []
+# The clock, for servers that refuse TIME in scripts ------------------------
 
 
-def calendar_argument(command: Sequence[Arg], now: float | None = None) -> str:
-    """The scripts' first argument for a command line: the period
-    boundaries of each of its QUOTA limits around ``now`` (the client's
-    clock by default), or the empty string."""
-    name = str(command[0].decode() if isinstance(command[0], bytes) else command[0]).upper()
-    args = [_bytes(a) for a in command[1:]]
-    specs = _quota_specs(name, args)
-    if not specs:
-        return ""
-    at = time.time() if now is None else now
-    return ";".join(_segment(unit, tz, at) for unit, tz in specs)
+class _Clock:
+    """A pool's clock choice and the server's clock carried on the client's
+    monotonic clock."""
+
+    def __init__(self, passed: bool) -> None:
+        self.passed = passed
+        self.server_us = 0
+        self.read_at = -1.0  # monotonic seconds; -1: never read
+
+    def stale(self) -> bool:
+        return self.read_at < 0 or time.monotonic() - self.read_at >= CLOCK_REREAD_SECONDS
+
+    def set(self, server_us: int) -> None:
+        self.server_us, self.read_at = server_us, time.monotonic()
+
+    def now_us(self) -> int:
+        return self.server_us + int((time.monotonic() - self.read_at) * 1_000_000)
+
+
+_CLOCKS: weakref.WeakKeyDictionary[Any, _Clock] = weakref.WeakKeyDictionary()
+
+
+def _clock_of(client: Any, clock: str) -> _Clock:
+    if clock not in ("auto", "server", "client"):
+        raise ValueError(f"clock must be 'auto', 'server' or 'client', not {clock!r}")
+    owner = getattr(client, "connection_pool", None) or client
+    found = _CLOCKS.get(owner)
+    if found is None:
+        found = _Clock(passed=clock == "client")
+        _CLOCKS[owner] = found
+    if clock != "auto":
+        found.passed = clock == "client"
+    return found
+
+
+def _parse_time(reply: Any) -> int:
+    sec, usec = reply[0], reply[1]
+    return int(sec) * 1_000_000 + int(usec)
+
+
+def _parse_info(reply: Any) -> int:
+    if isinstance(reply, dict):
+        return int(reply["server_time_usec"])
+    text = reply.decode() if isinstance(reply, bytes) else str(reply)
+    for line in text.splitlines():
+        if line.startswith("server_time_usec:"):
+            return int(line.split(":", 1)[1])
+    raise redis.ResponseError("INFO server has no server_time_usec")
+
+
+def _is_refused(e: redis.ResponseError) -> bool:
+    return str(e).startswith(TIME_REFUSED[4:]) or str(e).startswith(TIME_REFUSED)
+
+
+def _server_clock(client: Any) -> int:
+    run: Callable[..., Any] = client.execute_command
+    try:
+        return _parse_time(run("TIME"))
+    except redis.ResponseError:
+        return _parse_info(run("INFO", "server"))
+
+
+async def _server_clock_async(client: Any) -> int:
+    run: Callable[..., Awaitable[Any]] = client.execute_command
+    try:
+        return _parse_time(await run("TIME"))
+    except redis.ResponseError:
+        return _parse_info(await run("INFO", "server"))
+
+
+# A call --------------------------------------------------------------------
 
 
 def _prepare(
-    command: Sequence[Arg], lua_dir: str | Path | None, now: float | None
-) -> tuple[bytes, str, list[bytes], list[bytes]]:
+    command: Sequence[Arg], lua_dir: Union[str, Path, None]
+) -> Tuple[bytes, str, List[bytes], List[bytes]]:
+    """The script, its SHA1, KEYS and ARGV without the head."""
     if not command:
         raise ValueError("a command line needs at least the command's name")
-    name = (command[0].decode() if isinstance(command[0], bytes) else str(command[0])).upper()
-    if name not in _COMMANDS:
-        raise ValueError(f"{name} is not a command of the module")
-    source, sha = _source(_COMMANDS[name], _lua_dir(lua_dir))
+    source, sha, mode = _script(_name(command), lua_dir)
     args = [_bytes(a) for a in command[1:]]
-    keys = _keys(name, args)
-    # The keys go in KEYS only: the script puts them back in their places.
-    at = 1 if name in ("RL.ALLOW", "RL.PEEK") else 0
-    argv = [*args[:at], *args[at + len(keys) :]]
-    if name in _WITH_CALENDAR:
-        argv.insert(0, calendar_argument(command, now).encode())
-    return source, sha, keys, argv
+    keys: List[bytes] = args[:1]
+    at = 0
+    if mode == "numkeys":
+        word = args[0] if args else b""
+        n = int(word) if word.isdigit() and len(word) <= 2 else 0
+        keys = args[1 : 1 + n] if 1 <= n <= 16 and len(args) > n else []
+        at = 1
+    return source, sha, keys, [*args[:at], *args[at + len(keys) :]]
 
 
 def _is_noscript(e: redis.ResponseError) -> bool:
     return isinstance(e, redis.exceptions.NoScriptError) or str(e).startswith("NOSCRIPT")
 
 
-def _as_map(command: Sequence[Arg], reply: Any, protocol: Any) -> Any:
+def _as_map(command: Sequence[Arg], reply: Any, client: Any) -> Any:
     # RL.INSPECT replies a map under RESP3; a script replies its flat array.
-    name = command[0].decode() if isinstance(command[0], bytes) else str(command[0])
-    if name.upper() == "RL.INSPECT" and isinstance(reply, list) and str(protocol) == "3":
+    if _name(command) != "RL.INSPECT" or not isinstance(reply, list):
+        return reply
+    kwargs = cast(Callable[[], Dict[str, Any]], client.get_connection_kwargs)()
+    if str(kwargs.get("protocol") or 2) == "3":
         return dict(zip(reply[::2], reply[1::2]))
     return reply
 
 
-def _protocol(client: Any) -> Any:
-    # The protocol the client speaks, from its connection settings (a
-    # Redis or a RedisCluster, sync or asyncio; RESP2 when unset).
-    kwargs = cast(Callable[[], dict[str, Any]], client.get_connection_kwargs)()
-    return kwargs.get("protocol") or 2
-
-
 def execute(
-    client: redis.Redis, *command: Arg, lua_dir: str | Path | None = None, now: float | None = None
+    client: redis.Redis,
+    *command: Arg,
+    lua_dir: Union[str, Path, None] = None,
+    now: Optional[float] = None,
+    clock: str = "auto",
 ) -> Any:
     """Answers a module command line through the Lua scripts, exactly as the
     module would: ``execute(r, "RL.SLIDE", "k", 10, 60)``. ``now`` (Unix
-    seconds) replaces the client's clock for RL.QUOTA's calendar."""
-    source, sha, keys, argv = _prepare(command, lua_dir, now)
+    seconds) replaces the client's clock for the zone offsets. ``clock``:
+    "server" (the script reads TIME), "client" (the server's clock read
+    outside the script is passed) or "auto" (server until the script says
+    the server refuses TIME in scripts, then client for the pool)."""
+    source, sha, keys, argv = _prepare(command, lua_dir)
+    at = time.time() if now is None else now
+    state = _clock_of(client, clock)
     run: Callable[..., Any] = client.execute_command
-    try:
-        reply = run("EVALSHA", sha, len(keys), *keys, *argv)
-    except redis.ResponseError as e:
-        if not _is_noscript(e):
+    for attempt in (0, 1):
+        passed = None
+        if state.passed:
+            if state.stale():
+                state.set(_server_clock(client))
+            passed = state.now_us()
+        first = head(argv, passed, at)
+        try:
+            try:
+                reply = run("EVALSHA", sha, len(keys), *keys, first, *argv)
+            except redis.ResponseError as e:
+                if not _is_noscript(e):
+                    raise
+                reply = run("EVAL", source, len(keys), *keys, first, *argv)
+        except redis.ResponseError as e:
+            if attempt == 0 and not state.passed and clock == "auto" and _is_refused(e):
+                state.passed = True
+                continue
             raise
-        reply = run("EVAL", source, len(keys), *keys, *argv)
-    if isinstance(reply, list) and str(command[0]).upper().endswith("INSPECT"):
-        return _as_map(command, reply, _protocol(client))
-    return reply
+        return _as_map(command, reply, client)
+    raise AssertionError("unreachable")
 
 
 async def execute_async(
     client: redis.asyncio.Redis,
     *command: Arg,
-    lua_dir: str | Path | None = None,
-    now: float | None = None,
+    lua_dir: Union[str, Path, None] = None,
+    now: Optional[float] = None,
+    clock: str = "auto",
 ) -> Any:
     """`execute` for a ``redis.asyncio`` client."""
-    source, sha, keys, argv = _prepare(command, lua_dir, now)
+    source, sha, keys, argv = _prepare(command, lua_dir)
+    at = time.time() if now is None else now
+    state = _clock_of(client, clock)
     run: Callable[..., Awaitable[Any]] = client.execute_command
-    try:
-        reply = await run("EVALSHA", sha, len(keys), *keys, *argv)
-    except redis.ResponseError as e:
-        if not _is_noscript(e):
+    for attempt in (0, 1):
+        passed = None
+        if state.passed:
+            if state.stale():
+                state.set(await _server_clock_async(client))
+            passed = state.now_us()
+        first = head(argv, passed, at)
+        try:
+            try:
+                reply = await run("EVALSHA", sha, len(keys), *keys, first, *argv)
+            except redis.ResponseError as e:
+                if not _is_noscript(e):
+                    raise
+                reply = await run("EVAL", source, len(keys), *keys, first, *argv)
+        except redis.ResponseError as e:
+            if attempt == 0 and not state.passed and clock == "auto" and _is_refused(e):
+                state.passed = True
+                continue
             raise
-        reply = await run("EVAL", source, len(keys), *keys, *argv)
-    if isinstance(reply, list) and str(command[0]).upper().endswith("INSPECT"):
-        return _as_map(command, reply, _protocol(client))
-    return reply
+        return _as_map(command, reply, client)
+    raise AssertionError("unreachable")

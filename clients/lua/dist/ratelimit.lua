@@ -45,11 +45,12 @@ do
   -- writes (see fast()); it makes no function and calls none of the
   -- prelude's, so it costs about 9,000 instructions less than going
   -- through fast() and gcra(). Any other call goes on below, before any write
-  -- (having read TIME and the key, which the rest reads again).
+  -- (having read the clock and the key, which the rest reads again).
+  -- ARGV: the head, then max_burst count period [quantity].
   if entry == 'limiter' and arg == 'THROTTLE' then
     local A = ARGV
-    local bs, cs, ps, qs = A[1], A[2], A[3], A[4] or '1'
-    if ps and not A[5] and #bs > 0 and #bs <= 13 and #cs > 0 and #cs <= 10 and #ps > 0 and #ps <= 12 and #qs > 0
+    local bs, cs, ps, qs = A[2], A[3], A[4], A[5] or '1'
+    if ps and not A[6] and #bs > 0 and #bs <= 13 and #cs > 0 and #cs <= 10 and #ps > 0 and #ps <= 12 and #qs > 0
       and #qs <= 13 and string.find(bs .. cs .. ps .. qs, '^%d+$') then
       local b, c, p, q = bs + 0, cs + 0, ps + 0, qs + 0
       local T = p * 1000000000
@@ -59,10 +60,20 @@ do
       if b <= 1000000000000 and c >= 1 and c <= 4294967295 and p >= 1 and T <= 1125899906842624
         and q <= 1000000000000 and T % (c * 1000) == 0 and tol <= 3153600000000000 then
         local key = KEYS[1]
-        local t = redis.call('TIME')
-        local sec, usec = t[1] + 0, t[2] + 0
-        local raw = redis.pcall('GET', key)
-        local ttl_b, ok = 0, true -- µs from now to the TAT, at least 0
+        -- Now: the server's TIME, or the clock the head passes (10 + 6 digits
+        -- and no zone, else the full code reads it).
+        local sec, usec
+        local h = A[1]
+        if h == '' then
+          local t = redis.pcall('TIME')
+          if t.err then return {err = 'ERR ratelimit: TIME refused in scripts: ' .. t.err} end
+          sec, usec = t[1] + 0, t[2] + 0
+        else
+          local hs, hu = string.match(h, '^(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d)$')
+          if hs then sec, usec = hs + 0, hu + 0 end
+        end
+        local raw = sec and redis.pcall('GET', key)
+        local ttl_b, ok = 0, sec ~= nil -- µs from now to the TAT, at least 0
         if raw then
           local wh, wu
           if type(raw) == 'string' then wh, wu = string.match(raw, '^G|(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d)000$') end
@@ -280,28 +291,26 @@ do
           redis.call('SET', key, v, 'PXAT', string.format('%d', ms))
         end
       end
-      -- The calendar's one segment naming the zone (no TZ option).
-      local limit, uw, cal = a, b, c
-      local ui
-      if uw == 'HOUR' or uw == 'hour' then ui = 2 elseif uw == 'DAY' or uw == 'day' then ui = 3
-      elseif uw == 'MONTH' or uw == 'month' then ui = 5 elseif uw == 'MINUTE' or uw == 'minute' then ui = 1
-      elseif uw == 'WEEK' or uw == 'week' then ui = 4 elseif uw == 'YEAR' or uw == 'year' then ui = 6 end
+      -- No TZ option: the zone is UTC, whose periods of a MINUTE, an HOUR, a
+      -- DAY or a WEEK (from Monday; 1970-01-01 was a Thursday) are
+      -- arithmetic. A MONTH or a YEAR takes the full code (lib/calendar.lua).
+      local limit, uw = a, b
+      local ui, len
+      if uw == 'HOUR' or uw == 'hour' then ui, len = 2, 3600 elseif uw == 'DAY' or uw == 'day' then ui, len = 3, 86400
+      elseif uw == 'MINUTE' or uw == 'minute' then ui, len = 1, 60 elseif uw == 'WEEK' or uw == 'week' then ui, len = 4, 604800 end
       if not (ui and #limit > 0 and #limit <= 16 and #qs > 0 and #qs <= 13 and string.find(limit .. qs, '^%d+$')) then
         return nil
       end
       local q = qs + 0
       limit = limit + 0
-      -- The calendar: zone|b0,d1,d2,... (boundaries in Unix s, then steps).
-      local zone, b0, d1, d2, d3 = string.match(cal, '^([^;!|]+)|(%d+),(%d+),?(%d*),?(%d*)$')
-      if not (limit >= 1 and limit <= 1000000000000000 and q <= 1000000000000 and zone) then return nil end
+      local zone = 'UTC'
+      if not (limit >= 1 and limit <= 1000000000000000 and q <= 1000000000000) then return nil end
       local sec = t[1] + 0
       local now = sec * 1000000 + t[2]
-      -- The period holding now: b1 <= sec < b2, two boundaries in a row.
-      local b1, b2 = b0 + 0, nil
-      b2 = b1 + d1
-      if b2 <= sec and d2 ~= '' then b1 = b2; b2 = b2 + d2 end
-      if b2 <= sec and d3 ~= '' then b1 = b2; b2 = b2 + d3 end
-      if not (b1 <= sec and sec < b2) then return nil end
+      -- The period holding now: [b1, b2).
+      local b1 = sec + (ui == 4 and 259200 or 0)
+      b1 = sec - b1 % len
+      local b2 = b1 + len
       local raw = redis.pcall('GET', key)
       local used, start, fin, till, last, deadline = 0, b1, b2, b2, now, nil
       if raw then
@@ -746,12 +755,12 @@ do
     -- lib() before any write, and is answered there.
     local name = arg
     local A = ARGV
-    local o = name == 'QUOTA' and 1 or 0 -- the parameters follow RL.QUOTA's calendar
+    local o = 1 -- the parameters follow the head
     local np = (name == 'SLIDE' or name == 'QUOTA') and 2 or 3
     if A[o + np] then
       local i = o + np + 1
-      local qs, us_per, third = '1', 1000000, A[3]
-      if name == 'SLIDE' then third = '0' elseif name == 'QUOTA' then third = A[1] end
+      local qs, us_per, third = '1', 1000000, A[4]
+      if name == 'SLIDE' then third = '0' elseif name == 'QUOTA' then third = nil end
       -- Any word but an option is the quantity (fast() checks its digits).
       local w = A[i]
       if w and w ~= 'MS' and w ~= 'ms' and w ~= 'PRECISION' and w ~= 'precision' then qs = w; i = i + 1 end
@@ -763,10 +772,21 @@ do
           p_seen = true; third = A[i + 1]; i = i + 2
         else ok = false end
       end
+      -- Now: the server's TIME, or the clock the head passes (no zone).
+      local t
       if ok then
+        local h = A[1]
+        if h == '' then
+          t = redis.pcall('TIME')
+          if t.err then return {err = 'ERR ratelimit: TIME refused in scripts: ' .. t.err} end
+        else
+          local hs, hu = string.match(h, '^(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d)$')
+          if hs then t = {hs, hu} end
+        end
+      end
+      if t then
         -- The decision, its writes made; its reply (nil: the full code's).
-        local five = fast(name, KEYS[1], A[o + 1], A[o + 2], third, qs, us_per, redis.call('TIME'), gcra, ceil_div,
-          true)
+        local five = fast(name, KEYS[1], A[o + 1], A[o + 2], third, qs, us_per, t, gcra, ceil_div, true)
         if five then return five end
       end
     end
@@ -788,7 +808,7 @@ do
       for i = 2, nk do
         for j = 1, i - 1 do if KEYS[i] == KEYS[j] then ok = false end end
       end
-      local at = 3 -- ARGV: the calendar, numkeys, then the specs
+      local at = 3 -- ARGV: the head, numkeys, then the specs
       local specs, leases = {}, false
       for s = 1, nk do
         if not ok then break end
@@ -814,8 +834,18 @@ do
         elseif (w == 'ID' or w == 'id') and id == nil and A[at + 1] then id = A[at + 1]; at = at + 2
         else ok = false end
       end
+      local t
       if ok and leases == (id ~= nil) then
-        local t = redis.call('TIME')
+        local h = A[1]
+        if h == '' then
+          t = redis.pcall('TIME')
+          if t.err then return {err = 'ERR ratelimit: TIME refused in scripts: ' .. t.err} end
+        else
+          local hs, hu = string.match(h, '^(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d)$')
+          if hs then t = {hs, hu} end
+        end
+      end
+      if t then
         -- A decision kept whole: the reply, the reset, the writes and their
         -- arguments, and how many values there are (an argument may be nil).
         local function keep(...) return {n = select('#', ...), ...} end
@@ -852,15 +882,12 @@ do
   local function lib()
     local NOW -- µs since the epoch, from the server's TIME
     local NOW_NS -- the same in ns, a big integer
-    -- A: the calendar ('' when the command has none), then the module's
-    -- argv[1..n] (the keys back in their places) as A[2..n+1].
-    local A = {}
+    -- A: the head (ARGV[1]: the clock and the zones, lib/zones.lua), then
+    -- the module's argv[1..n] (the keys back in their places) as A[2..n+1].
+    local A = {ARGV[1] or ''}
     local NARGS
     do
-      local n, i = 1, 1
-      if entry == 'several' or entry == 'refund' or (entry == 'limiter' and arg == 'QUOTA') then
-        A[1] = ARGV[1]; i = 2
-      else A[1] = '' end
+      local n, i = 1, 2
       if entry == 'several' and ARGV[i] then n = 2; A[2] = ARGV[i]; i = i + 1 end
       for k = 1, #KEYS do n = n + 1; A[n] = KEYS[k] end
       for j = i, #ARGV do n = n + 1; A[n] = ARGV[j] end
@@ -1088,23 +1115,24 @@ do
       return table.concat(names, ' ')
     end
 
-    -- The calendar: A[1] holds one segment per QUOTA spec, in order,
-    -- separated by ';'. A segment is '!' (a zone the client does not know) or
-    -- 'zone|b0,d1,d2,...': the zone's canonical name, then period boundaries
-    -- in Unix seconds, the first absolute and each next as the step from the
-    -- one before.
-    local CALENDAR = {}
+    -- The head (A[1], ARGV[1] of every command; clients/lua/README.md):
+    -- clock (";" zone)*. clock: '' (the script reads the server's TIME) or the
+    -- Unix µs the client passes. zone: written|canonical|lo|off0(|t|off)*, the
+    -- UTC offsets of a zone the client's zone database knows, for the TZ value
+    -- written as the command line has it: off0 in effect at lo (Unix s), then
+    -- each change at t to off, up to lo + 800 days.
+    local CLOCK, ZONES = A[1], {}
+    local TIME_REFUSED = 'ERR ratelimit: TIME refused in scripts: '
     do
-      local i = 0
-      local text = A[1] or ''
-      if text ~= '' then
-        for seg in string.gmatch(text .. ';', '([^;]*);') do
-          i = i + 1
-          CALENDAR[i] = seg
+      local cut = string.find(CLOCK, ';', 1, true)
+      if cut then
+        for seg in string.gmatch(string.sub(CLOCK, cut + 1) .. ';', '([^;]*);') do
+          local written = string.match(seg, '^([^|]*)|')
+          if written then ZONES[written] = seg end
         end
+        CLOCK = string.sub(CLOCK, 1, cut - 1)
       end
     end
-    local quota_seen = 0
     local function zone_printable(s)
       local out = {}
       for i = 1, math.min(#s, 64) do
@@ -1117,41 +1145,145 @@ do
       if #s > 64 then text = text .. '...' end
       return text
     end
-    -- The zone of a QUOTA spec: {name, bounds} from the calendar, or the
-    -- module's error for it.
+    -- The zone of a QUOTA spec's TZ value (nil: none, UTC), as the module reads
+    -- it: {name = the name stored in the key, fixed = the offset (UTC, +HH:MM)}
+    -- or {name, lo, hi, ts = {t...}, offs = {off0, off...}} from the head; the
+    -- module's error for a value neither names.
     local function read_zone(name)
-      quota_seen = quota_seen + 1
-      local seg = CALENDAR[quota_seen]
-      if name ~= nil then
-        local sign = string.sub(name, 1, 1)
-        if sign == '+' or sign == '-' then
-          local h, m = string.match(name, '^[+-](%d%d):(%d%d)$')
-          if h == nil or tonumber(m) >= 60 then
-            throw("ERR unknown time zone '" .. zone_printable(name) .. "'")
-          end
-          if (tonumber(h) * 60 + tonumber(m)) * 60 > 18 * 3600 then
-            throw("ERR time zone offset '" .. zone_printable(name) .. "' is out of range (-18:00 to +18:00)")
-          end
-        elseif upper(name) ~= 'UTC' and seg == '!' then
+      if name == nil or upper(name) == 'UTC' then return {name = 'UTC', fixed = 0} end
+      local sign = string.sub(name, 1, 1)
+      if sign == '+' or sign == '-' then
+        local h, m = string.match(name, '^[+-](%d%d):(%d%d)$')
+        if h == nil or tonumber(m) >= 60 then
           throw("ERR unknown time zone '" .. zone_printable(name) .. "'")
         end
+        local off = (tonumber(h) * 60 + tonumber(m)) * 60
+        if off > 18 * 3600 then
+          throw("ERR time zone offset '" .. zone_printable(name) .. "' is out of range (-18:00 to +18:00)")
+        end
+        if off == 0 then return {name = 'UTC', fixed = 0} end
+        return {name = name, fixed = sign == '-' and -off or off}
       end
-      if seg == nil or seg == '!' or seg == '' then
-        throw('ERR the calendar argument lacks QUOTA spec ' .. quota_seen .. "'s period boundaries (a client bug)")
+      local seg = ZONES[name]
+      if seg == nil then throw("ERR unknown time zone '" .. zone_printable(name) .. "'") end
+      local fields = {}
+      for f in string.gmatch(string.sub(seg, #name + 2), '[^|]+') do fields[#fields + 1] = f end
+      local z = {name = fields[1], lo = tonumber(fields[2]), ts = {}, offs = {tonumber(fields[3])}}
+      if z.lo == nil or z.offs[1] == nil or #fields % 2 ~= 1 then
+        throw("ERR ratelimit: the head's offsets of time zone '" .. zone_printable(name) .. "' are malformed")
       end
-      local zname, list = string.match(seg, '^(.-)|(.*)$')
-      if zname == nil then throw('ERR the calendar argument is malformed') end
-      local bounds, at = {}, 0
-      for step in string.gmatch(list, '[^,]+') do
-        at = at + tonumber(step)
-        bounds[#bounds + 1] = at
+      z.hi = z.lo + 800 * 86400
+      for i = 4, #fields, 2 do
+        local t, off = tonumber(fields[i]), tonumber(fields[i + 1])
+        if t == nil or off == nil or t <= (z.ts[#z.ts] or z.lo) then
+          throw("ERR ratelimit: the head's offsets of time zone '" .. zone_printable(name) .. "' are malformed")
+        end
+        z.ts[#z.ts + 1] = t
+        z.offs[#z.offs + 1] = off
       end
-      if #bounds < 2 then throw('ERR the calendar argument is malformed') end
-      return {name = zname, bounds = bounds}
+      return z
     end
-
-    -- A spec's words into typed parameters, as the module's `params`: each
-    -- parameter in order, then the options, then the joint rules.
+    -- The calendar: the module's rules (src/core/quota/calendar.rs), on the
+    -- zone's offsets of the head. Local time: seconds since 1970-01-01 00:00
+    -- on the zone's clock (the instant t shows t + offset(t)). A period starts
+    -- whenever the local clock shows a unit's start or jumps over it (a
+    -- repeated local hour is two periods; a day whose midnight is skipped
+    -- starts at the jump); every boundary is a whole second. Units: 1 MINUTE,
+    -- 2 HOUR, 3 DAY, 4 WEEK (ISO, Monday), 5 MONTH, 6 YEAR.
+    local floor = math.floor
+    local MONTH_STARTS = {0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334}
+    local function is_leap(y) return y % 4 == 0 and (y % 100 ~= 0 or y % 400 == 0) end
+    local function leap_days_before(year)
+      local y = year - 1
+      return floor(y / 4) - floor(y / 100) + floor(y / 400)
+    end
+    local function year_start(year) return 365 * (year - 1970) + leap_days_before(year) - leap_days_before(1970) end
+    local function first_of(year, month)
+      return year_start(year) + MONTH_STARTS[month] + ((month > 2 and is_leap(year)) and 1 or 0)
+    end
+    local function year_month(days)
+      local year = 1970 + floor(days * 400 / 146097)
+      while year_start(year) > days do year = year - 1 end
+      while year_start(year + 1) <= days do year = year + 1 end
+      local doy = days - year_start(year)
+      local month = 12
+      while month > 1 and first_of(year, month) - year_start(year) > doy do month = month - 1 end
+      return year, month
+    end
+    -- The latest unit start at or before the local time `l`, and the earliest after it.
+    local function unit_floor(u, l)
+      if u == 1 then return l - l % 60 end
+      if u == 2 then return l - l % 3600 end
+      local days = floor(l / 86400)
+      if u == 3 then return days * 86400 end
+      if u == 4 then return (days - (days + 3) % 7) * 86400 end
+      local year, month = year_month(days)
+      if u == 5 then return first_of(year, month) * 86400 end
+      return first_of(year, 1) * 86400
+    end
+    local function unit_next(u, l)
+      local f = unit_floor(u, l)
+      if u == 1 then return f + 60 end
+      if u == 2 then return f + 3600 end
+      if u == 3 then return f + 86400 end
+      if u == 4 then return f + 7 * 86400 end
+      local year, month = year_month(floor(f / 86400))
+      if u == 5 then
+        if month == 12 then return first_of(year + 1, 1) * 86400 end
+        return first_of(year, month + 1) * 86400
+      end
+      return first_of(year + 1, 1) * 86400
+    end
+    -- The zone's rules: the offset at t, the latest change at or before t and
+    -- the earliest after it (nil: none in the range the head covers).
+    local function change_index(z, t) -- the number of changes at or before t
+      local lo, hi = 0, #z.ts
+      while lo < hi do
+        local mid = floor((lo + hi + 1) / 2)
+        if z.ts[mid] <= t then lo = mid else hi = mid - 1 end
+      end
+      return lo
+    end
+    local function offset(z, t) if z.fixed then return z.fixed end return z.offs[change_index(z, t) + 1] end
+    local function change_at_or_before(z, t) if z.fixed then return nil end return z.ts[change_index(z, t)] end
+    local function change_after(z, t) if z.fixed then return nil end return z.ts[change_index(z, t) + 1] end
+    local function uncovered(z)
+      throw("ERR ratelimit: the calendar of time zone '" .. zone_printable(z.name) ..
+        "' is not covered by the offsets the client passed (the client's clock is far from the server's)")
+    end
+    -- The latest boundary at or before t, walking back one segment of constant
+    -- offset at a time (calendar.rs's `start`).
+    local function period_start(t, u, z)
+      local x, off = t, offset(z, t)
+      for _ = 1, 64 do
+        local shown = unit_floor(u, x + off)
+        local c = change_at_or_before(z, x)
+        if c == nil or not (shown - off < c) then
+          if c == nil and not z.fixed and shown - off < z.lo then uncovered(z) end
+          return shown - off
+        end
+        local before = offset(z, c - 1)
+        if shown >= c + before then return c end
+        x, off = c - 1, before
+      end
+      return x
+    end
+    -- The earliest boundary after t (calendar.rs's `end`).
+    local function period_end(t, u, z)
+      local x, off = t, offset(z, t)
+      for _ = 1, 64 do
+        local nxt = unit_next(u, x + off)
+        local c = change_after(z, x)
+        if c == nil or not (nxt - off >= c) then
+          if c == nil and not z.fixed and nxt - off > z.hi then uncovered(z) end
+          return nxt - off
+        end
+        local after = offset(z, c)
+        if nxt <= c + after or unit_floor(u, c + after) == c + after then return c end
+        x, off = c, after
+      end
+      return x
+    end
     local function read_params(kind, words, options, unit)
       local v = {}
       for i, p in ipairs(kind.params) do
@@ -1265,9 +1397,18 @@ do
 
     -- Time and keys -----------------------------------------------------------
 
+    -- Now, in µs: the head's clock, else the server's TIME. A server that
+    -- refuses TIME in scripts gets the answer that tells the client to pass
+    -- its clock (TIME_REFUSED; clients/lua/README.md).
     local function read_clock()
-      local t = redis.call('TIME')
-      NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
+      if CLOCK == '' then
+        local t = redis.pcall('TIME')
+        if t.err then throw(TIME_REFUSED .. t.err) end
+        NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
+      else
+        NOW = #CLOCK <= 16 and string.find(CLOCK, '^%d+$') and tonumber(CLOCK)
+        if not NOW then throw("ERR ratelimit: the head's clock '" .. printable(CLOCK) .. "' is not Unix microseconds") end
+      end
       NOW_NS = bmul(big(NOW), big(1000))
     end
     local function us_ns(us) return bmul(big(us), big(1000)) end
@@ -1938,7 +2079,7 @@ do
       call_chunked('HSET', key, sets, 1000, {'L', '1'})
     end
 
-    -- RL.QUOTA: calendar periods from the client's boundaries -----------------
+    -- RL.QUOTA: calendar periods (lib/calendar.lua) -----------------------------
     -- state: {used, start, fin, till (Unix s), last (µs), unit, zone}
 
     local quota = {}
@@ -1952,24 +2093,16 @@ do
       return 'Q|' .. numstr(st.used) .. '|' .. numstr(st.start) .. '|' .. numstr(st.fin) .. '|' ..
         numstr(st.till) .. '|' .. numstr(st.last) .. '|' .. st.unit .. '|' .. st.zone
     end
-    local CAL_ERR = "ERR the server's time is outside the period boundaries the client passed: the client's clock is too far from the server's"
     -- (start, end) in Unix seconds of the period holding t (µs); with
-    -- `below_ok`, an instant before the boundaries gets (nil, first boundary),
-    -- an end that is never earlier than the true one.
+    -- `below_ok`, an instant before the range the head covers gets (nil, the
+    -- range's start): only a key's last unit long ago asks, whose period ended
+    -- before now, so that its true end and this one decide alike.
     local function period(t_us, P, below_ok)
       local t = divmod(t_us, 1000000)
-      local b = P.zone.bounds
-      if t < b[1] then
-        if below_ok then return nil, b[1] end
-        throw(CAL_ERR)
-      end
-      if t >= b[#b] then throw(CAL_ERR) end
-      local lo, hi = 1, #b
-      while hi - lo > 1 do
-        local mid = math.floor((lo + hi) / 2)
-        if b[mid] <= t then lo = mid else hi = mid end
-      end
-      return b[lo], b[hi]
+      local z = P.zone
+      if below_ok and not z.fixed and t < z.lo then return nil, z.lo end
+      if not z.fixed and (t < z.lo or t > z.hi) then uncovered(z) end
+      return period_start(t, P.unit_index, z), period_end(t, P.unit_index, z)
     end
     local function counted_until(st, P)
       if st == nil or st.used == 0 then return nil end
@@ -2339,13 +2472,7 @@ do
         return out
       end)
     end
-    -- set_clock: what read_clock() would set, for test code.
-    local function set_clock(us) NOW = us; NOW_NS = bmul(big(us), big(1000)) end
-    return {big = big, bmul = bmul, bparse = bparse, numstr = numstr, reply_of = reply_of, throttle = throttle,
-      set_clock = set_clock, limiter = limiter, release = release, inspect = inspect, refund = refund,
-      several = several}
+    return {limiter = limiter, release = release, inspect = inspect, refund = refund, several = several}
   end
-  local G = lib()
-  if entry == 'lib' then return arg(G) end
-  return G[entry](arg)
+  return lib()[entry](arg)
 end

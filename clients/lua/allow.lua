@@ -1,1 +1,0 @@
-local entry, arg = 'several', true -- RL.ALLOW: prelude.lua follows

@@ -1,1 +1,0 @@
-local entry, arg = 'limiter', 'LEASE' -- RL.LEASE: prelude.lua follows

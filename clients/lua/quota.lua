@@ -1,1 +1,0 @@
-local entry, arg = 'limiter', 'QUOTA' -- RL.QUOTA: prelude.lua follows

@@ -1,1 +1,0 @@
-local entry, arg = 'refund', nil -- RL.REFUND: prelude.lua follows

@@ -1,1 +1,0 @@
-local entry, arg = 'release', nil -- RL.RELEASE: prelude.lua follows

@@ -1,1 +1,0 @@
-local entry, arg = 'limiter', 'SLICE' -- RL.SLICE: prelude.lua follows

@@ -1,1 +1,0 @@
-local entry, arg = 'limiter', 'SLIDE' -- RL.SLIDE: prelude.lua follows

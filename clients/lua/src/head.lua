@@ -1,0 +1,37 @@
+-- redis-ratelimit's Lua backend: the code every command's script shares.
+-- The script sent to the server is the command's own file (throttle.lua,
+-- ...), a newline, then this file: the command's file names the path this
+-- code takes, in two locals (below).
+-- KEYS: the command's keys. ARGV: the module command's other arguments,
+-- exactly as the module gets them, after the calendar (see README.md) for
+-- the commands that may name a QUOTA limit (RL.QUOTA, RL.ALLOW, RL.PEEK,
+-- RL.REFUND): RL.THROTTLE k 10 20 30 is KEYS {k}, ARGV {10, 20, 30};
+-- RL.ALLOW 2 a b spec... is KEYS {a, b}, ARGV {calendar, 2, spec...}.
+-- Numbers are Lua doubles: integers are exact below 2^53; anything larger
+-- (nanosecond instants, GCRA's scaled arithmetic) goes through the small
+-- decimal big-integer helpers of lib().
+
+-- The command's file sets `entry` and `arg`: `limiter` with the kind's
+-- name (RL.THROTTLE ... RL.QUOTA), `several` with whether to write
+-- (RL.ALLOW, RL.PEEK), or `inspect`, `refund`, `release`; or `lib` with a
+-- function that is given lib()'s names and answers the call (test code:
+-- clients/conformance/exact_throttle.lua). Everything is made in the
+-- block below, and only on the path a call takes: a script keeps nothing
+-- between calls, so each function it defines is made again on every call
+-- (a closure and its upvalues cost about 700 and 400 instructions; a
+-- function wrapping this block, another closure and call, about 1,300).
+-- The full code, lib(), is made only when a fast path gives the call up,
+-- or for the commands without one.
+do
+  -- Exact arithmetic in doubles, used wherever every value is an integer
+  -- below 2^52 (a double holds it, and a % b is exact); the big integers of
+  -- lib() take over when one is not. Lua function calls into C (string.*,
+  -- math.*, tonumber) cost about as much as a dozen arithmetic steps, so
+  -- the fast paths avoid them: strings of digits become numbers by
+  -- arithmetic coercion (s + 0). Numbers become strings through
+  -- string.format's %d (a 64-bit integer: every value so written is an
+  -- integer below 2^53), with as few fields as can be: %.0f, tostring and
+  -- .. print through the C library's floating-point code, several times
+  -- dearer. So is a number given to redis.call, which the server prints
+  -- with %.17g (about 2,800 instructions more than a string): the fast paths
+  -- give it strings.

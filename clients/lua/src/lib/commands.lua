@@ -1,0 +1,314 @@
+local ALGO = {THROTTLE = throttle, SLIDE = slide, SLICE = slice, LEASE = lease, QUOTA = quota}
+
+-- The commands -------------------------------------------------------------
+
+local function run(f)
+  local ok, res = pcall(f)
+  if ok then return res end
+  if type(res) == 'table' and res.e then return redis.error_reply(res.e) end
+  error(res, 0)
+end
+
+local function parse_state(algo, raw) if raw == nil then return nil end return algo.parse(raw) end
+local function copy_leases(st)
+  local out = {}
+  for id, l in pairs(st or {}) do out[id] = {l[1], l[2]} end
+  return out
+end
+local function store_state(algo, key, new, old, before)
+  if algo == lease then lease.store(key, new, old) else algo.store(key, new, before) end
+end
+
+-- RL.<NAME> key <params> [lease_id] [quantity] [MS] [options]
+local function limiter(name)
+  return run(function()
+    local kind = KINDS[name]
+    local algo = ALGO[name]
+    local n = #kind.params
+    local quantity_at = n + (kind.takes_id and 1 or 0)
+    if NARGS < 1 + quantity_at then throw(err_arity('RL.' .. name).err) end
+    if NARGS + 1 > 12 then throw("ERR unknown argument '" .. printable(arg(12)) .. "'") end
+    local words = {}
+    for i = 2, NARGS do words[#words + 1] = arg(i) end
+    local params = {}
+    for i = 1, n do params[i] = words[i] end
+    local id = nil
+    if kind.takes_id then id = lease_id(words[n + 1]) end
+    local tail = {unit = S_NS}
+    local q = 1
+    local options = {}
+    local i = quantity_at + 1
+    while words[i] ~= nil do
+      local word = words[i]
+      if ms_or_at(words, i, tail) then
+      else
+        local o = option_index(kind, word)
+        if o then
+          i = i + 1
+          if words[i] == nil then throw(value_error(kind.options[o], tail.unit)) end
+          if options[o] ~= nil then throw('ERR ' .. kind.options[o][1] .. ' is given more than once') end
+          options[o] = words[i]
+        elseif i == quantity_at + 1 and string.find(word, '^[%d%-]') then
+          q = integer(word, 'quantity', 0, MAX_QUANTITY)
+        else
+          throw("ERR unknown argument '" .. printable(word) .. "'")
+        end
+      end
+      i = i + 1
+    end
+    local P = read_params(kind, params, options, tail.unit)
+    read_clock()
+    local key = KEYS[1]
+    local raw = load(name, key)
+    local st = parse_state(algo, raw)
+    local old = name == 'LEASE' and copy_leases(st) or nil
+    local before = expire_ms(key)
+    local d, u = algo.decide(st, P, q, id)
+    if u then
+      local new = algo.apply(st, u, P)
+      store_state(algo, key, new, old, before)
+      expire_later(key, before, d.reset, true)
+    elseif d.limited and q > 0 and raw ~= nil then
+      expire_later(key, before, d.reset, false)
+    end
+    return reply_of(d, tail.unit)
+  end)
+end
+
+-- RL.RELEASE key lease_id
+local function release()
+  return run(function()
+    local argc = NARGS + 1
+    if argc == 5 then
+      if upper(arg(3)) == 'AT' then throw("ERR AT is accepted only from the master or the AOF: it carries the master's clock") end
+      throw("ERR unknown argument '" .. printable(arg(3)) .. "'")
+    elseif argc ~= 3 then
+      throw(err_arity('RL.RELEASE').err)
+    end
+    local id = lease_id(arg(2))
+    read_clock()
+    local key = KEYS[1]
+    local raw = load('LEASE', key)
+    if raw == nil then return 0 end
+    local st = lease.parse(raw)
+    if not (st[id] and st[id][1] > NOW) then return 0 end
+    local old = copy_leases(st)
+    local new = {}
+    local left = 0
+    for lid, l in pairs(st) do
+      if l[1] > NOW and lid ~= id then new[lid] = l; left = left + 1 end
+    end
+    if left == 0 then
+      redis.call('DEL', key)
+    else
+      local dels = {}
+      for lid in pairs(old) do if new[lid] == nil then dels[#dels + 1] = '#' .. lid end end
+      call_chunked('HDEL', key, dels, 1000)
+    end
+    return 1
+  end)
+end
+
+-- What a key of this backend holds: its kind and parsed state; nil when missing.
+local function held(key)
+  local t = key_type(key)
+  if t == 'none' then return nil end
+  if t == 'string' then
+    local s = redis.call('GET', key)
+    local tag = string.sub(s, 1, 2)
+    if tag == 'G|' or tag == 'g|' then return 'THROTTLE', throttle.parse(s) end
+    if tag == 'Q|' then return 'QUOTA', quota.parse(s) end
+  elseif t == 'list' then
+    local all = redis.call('LRANGE', key, 0, -1)
+    if string.sub(all[1] or '', 1, 2) == 'S|' then return 'SLIDE', slide.parse(all) end
+  elseif t == 'hash' then
+    if redis.call('HEXISTS', key, 'S') == 1 then return 'SLICE', slice.parse(redis.call('HGETALL', key)) end
+    if redis.call('HEXISTS', key, 'L') == 1 then return 'LEASE', lease.parse(redis.call('HGETALL', key)) end
+  end
+  throw(WRONGTYPE.err)
+end
+
+-- RL.INSPECT key
+local function inspect()
+  return run(function()
+    if NARGS ~= 1 then throw(err_arity('RL.INSPECT').err) end
+    read_clock()
+    local key = KEYS[1]
+    local name, st = held(key)
+    if name == nil then return false end
+    local at = expire_ms(key)
+    local ttl = -1
+    if at >= 0 then ttl = math.max(at - bnum(bdiv_ceil(big(NOW), 1000)), 0) end
+    local memory = redis.pcall('MEMORY', 'USAGE', key)
+    if type(memory) ~= 'number' then memory = -1 end
+    local out = {{ok = 'type'}, string.lower(name), {ok = 'ttl'}, ttl, {ok = 'memory'}, memory}
+    local fields = ALGO[name].inspect(st)
+    for i = 1, #fields, 2 do
+      out[#out + 1] = {ok = fields[i]}
+      out[#out + 1] = fields[i + 1]
+    end
+    return out
+  end)
+end
+
+-- RL.REFUND key spec quantity [MS]
+local function refund()
+  return run(function()
+    if NARGS + 1 < 6 then throw(err_arity('RL.REFUND').err) end
+    if NARGS + 1 > 15 then throw("ERR unknown argument '" .. printable(arg(15)) .. "'") end
+    local words = {}
+    for i = 2, NARGS do words[#words + 1] = arg(i) end
+    local kind, params, options, nxt = find_spec(words, 1, 0)
+    if kind.no_refund then throw('ERR RL.REFUND does not take a ' .. kind.name .. ' spec') end
+    if nxt > #words then throw('ERR ' .. kind.name .. ' expects ' .. expects(kind) .. ' quantity') end
+    local q = integer(words[nxt], 'quantity', 0, MAX_QUANTITY)
+    local tail = {unit = S_NS}
+    for i = nxt + 1, #words do
+      if not ms_or_at(words, i, tail) then throw("ERR unknown argument '" .. printable(words[i]) .. "'") end
+    end
+    local P = read_params(kind, params, options, tail.unit)
+    read_clock()
+    local key = KEYS[1]
+    local algo = ALGO[kind.name]
+    local raw = load(kind.name, key)
+    if raw == nil then return reply_of(algo.decide(nil, P, 0), tail.unit) end
+    local st = algo.parse(raw)
+    if q == 0 then return reply_of(algo.decide(st, P, 0), tail.unit) end
+    local before = expire_ms(key)
+    st = algo.refund(st, P, q)
+    local d = algo.decide(st, P, 0)
+    if d.reset == 0 or (type(d.reset) == 'table' and biszero(d.reset)) then
+      redis.call('DEL', key)
+    else
+      algo.store(key, st, before)
+      expire_later(key, before, d.reset, true)
+    end
+    return reply_of(d, tail.unit)
+  end)
+end
+
+local function retry_rank(r)
+  if r == nil then return 0, BZERO end
+  if r == 'never' then return 2, BZERO end
+  if type(r) == 'number' then return 1, big(r) end
+  return 1, r
+end
+local function tobig(x) if type(x) == 'number' then return big(x) end return x end
+local function binding(ds)
+  local any = false
+  for _, d in ipairs(ds) do if d.limited then any = true end end
+  local best = nil
+  for i, d in ipairs(ds) do
+    if not (any and not d.limited) then
+      local better
+      if best == nil then better = true
+      elseif any then
+        local a, x = retry_rank(d.retry)
+        local b, y = retry_rank(ds[best].retry)
+        better = a > b or (a == b and bcmp(x, y) > 0)
+      else
+        local b = ds[best]
+        better = d.remaining < b.remaining or (d.remaining == b.remaining and bcmp(tobig(d.reset), tobig(b.reset)) > 0)
+      end
+      if better then best = i end
+    end
+  end
+  return best
+end
+
+-- RL.ALLOW / RL.PEEK numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS] [ID id]
+local function several(write)
+  local cmd = write and 'RL.ALLOW' or 'RL.PEEK'
+  return run(function()
+    if NARGS + 1 < 6 then throw(err_arity(cmd).err) end
+    if NARGS + 1 > 105 then throw("ERR unknown argument '" .. printable(arg(105)) .. "'") end
+    local words = {}
+    for i = 1, NARGS do words[i] = arg(i) end
+    local count = integer(words[1], 'numkeys', 1, 16)
+    if #words < 1 + count then throw('ERR spec 1 is missing: ' .. count .. ' keys need ' .. count .. ' specs') end
+    for i = 2, count do
+      for j = 1, i - 1 do
+        if words[1 + i] == words[1 + j] then throw("ERR key '" .. printable(words[1 + i]) .. "' is given more than once") end
+      end
+    end
+    local found = {}
+    local at = count + 2
+    for index = 1, count do
+      if at > #words then throw('ERR spec ' .. index .. ' is missing: ' .. count .. ' keys need ' .. count .. ' specs') end
+      local kind, params, options, nxt = find_spec(words, at, index)
+      found[index] = {kind, params, options}
+      at = nxt
+    end
+    local tail = {unit = S_NS}
+    local q, q_given, id = 1, false, nil
+    local i = at
+    while words[i] ~= nil do
+      local w = upper(words[i])
+      if ms_or_at(words, i, tail) then
+      elseif w == 'QUANTITY' then
+        if q_given then throw('ERR QUANTITY is given more than once') end
+        q_given = true
+        i = i + 1
+        q = integer(words[i], 'QUANTITY', 0, MAX_QUANTITY)
+      elseif w == 'ID' then
+        if id ~= nil then throw('ERR ID is given more than once') end
+        i = i + 1
+        id = lease_id(words[i])
+      else
+        throw("ERR unknown argument '" .. printable(words[i]) .. "'")
+      end
+      i = i + 1
+    end
+    local specs = {}
+    for index, f in ipairs(found) do
+      local ok, res = pcall(read_params, f[1], f[2], f[3], tail.unit)
+      if not ok then
+        if type(res) == 'table' and res.e then
+          throw('ERR spec ' .. index .. ' (' .. f[1].name .. '): ' .. string.sub(res.e, 5))
+        end
+        error(res, 0)
+      end
+      specs[index] = res
+    end
+    local needs = nil
+    for _, f in ipairs(found) do if f[1].takes_id then needs = f[1].name; break end end
+    if needs and id == nil and write then throw('ERR a ' .. needs .. ' spec needs the ID option: ID lease_id') end
+    if needs == nil and id ~= nil then throw('ERR ID is given but no spec takes it') end
+
+    read_clock()
+    local takes = write and q > 0
+    local limits, ds = {}, {}
+    for index, P in ipairs(specs) do
+      local key = KEYS[index]
+      local algo = ALGO[P.kind]
+      local raw = load(P.kind, key)
+      local st = parse_state(algo, raw)
+      local d, u = algo.decide(st, P, q, id)
+      limits[index] = {key = key, algo = algo, raw = raw, st = st, u = u, P = P,
+        old = P.kind == 'LEASE' and copy_leases(st) or nil}
+      ds[index] = d
+    end
+    local allowed = true
+    for _, d in ipairs(ds) do if d.limited then allowed = false end end
+    if takes then
+      for index, l in ipairs(limits) do
+        local before = expire_ms(l.key)
+        if allowed then
+          if l.u then store_state(l.algo, l.key, l.algo.apply(l.st, l.u, l.P), l.old, before) end
+          expire_later(l.key, before, ds[index].reset, true)
+        elseif l.raw ~= nil then
+          local d0 = l.algo.decide(parse_state(l.algo, l.raw), l.P, 0, nil)
+          expire_later(l.key, before, d0.reset, false)
+        end
+      end
+    end
+    local fives = {}
+    for index, d in ipairs(ds) do fives[index] = reply_of(d, tail.unit) end
+    local b = binding(ds)
+    local out = {}
+    for k = 1, 5 do out[k] = fives[b][k] end
+    out[6] = b
+    out[7] = fives
+    return out
+  end)
+end

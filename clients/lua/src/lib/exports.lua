@@ -1,0 +1,1 @@
+return {limiter = limiter, release = release, inspect = inspect, refund = refund, several = several}

@@ -1,0 +1,111 @@
+local function read_params(kind, words, options, unit)
+  local v = {}
+  for i, p in ipairs(kind.params) do
+    local w = words[i]
+    if p[2] == 'int' then
+      v[i] = parse_int(w, p[3], p[4])
+    elseif p[2] == 'dur' then
+      v[i] = parse_int(w, 1, max_time(unit))
+    elseif p[2] == 'word' then
+      for j, u in ipairs(UNITS) do if w ~= nil and upper(w) == u then v[i] = j end end
+    end
+    if v[i] == nil then throw(value_error(p, unit)) end
+  end
+  local opt = {}
+  for i, o in ipairs(kind.options) do
+    local w = options[i]
+    if w ~= nil then
+      if o[2] == 'dur0' then
+        opt[i] = parse_int(w, 0, max_time(unit))
+        if opt[i] == nil then throw(value_error(o, unit)) end
+      else
+        if #w < 1 or #w > 64 then throw(value_error(o, unit)) end
+        opt[i] = w
+      end
+    end
+  end
+  local us_per = unit / 1000 -- microseconds per unit
+  local P = {kind = kind.name, unit = unit}
+  if kind.name == 'THROTTLE' then
+    P.cap = v[1] + 1
+    P.count = v[2]
+    P.p = v[3]
+    P.period = bmul(big(v[3]), big(unit)) -- ns
+    -- (max_burst + 1) x period <= 100 years x count, in ns
+    local tol = bmul(big(P.cap), P.period)
+    if bcmp(tol, bmul(big(3153600000000000000 / 1000), bmul(big(1000), big(P.count)))) > 0 then
+      throw('ERR (max_burst + 1) x period / count must be at most 3153600000 seconds (100 years)')
+    end
+    P.tolerance = tol
+  elseif kind.name == 'SLIDE' then
+    P.limit = v[1]
+    P.window = v[2] * us_per -- µs
+    local d = opt[1] or 0
+    if d > v[2] then throw('ERR PRECISION must be at most the window') end
+    P.precision = d * us_per
+  elseif kind.name == 'SLICE' then
+    P.limit = v[1]
+    P.window = v[2] * us_per
+    P.slices = v[3]
+    -- The Lua backend keeps slice indexes as doubles: a slice of at least
+    -- 256 ns keeps them below 2^53 until the year 2500.
+    if P.window * 1000 < P.slices * 256 then
+      throw('ERR the Lua backend needs window / slices of at least 256 ns (the module takes down to 1 ns)')
+    end
+  elseif kind.name == 'LEASE' then
+    P.limit = v[1]
+    P.ttl = v[2] * us_per
+  elseif kind.name == 'QUOTA' then
+    P.limit = v[1]
+    P.unit_index = v[2]
+    P.zone = read_zone(opt[1])
+  end
+  return P
+end
+
+-- Reads `MS` or `AT` at words[i]; true when it was one of them.
+local function ms_or_at(words, i, tail)
+  local w = upper(words[i])
+  if w == 'MS' then
+    if tail.unit == MS_NS then throw('ERR MS is given more than once') end
+    tail.unit = MS_NS
+    return true
+  elseif w == 'AT' then
+    throw("ERR AT is accepted only from the master or the AOF: it carries the master's clock")
+  end
+  return false
+end
+
+-- Finds the spec starting at words[at]: kind, parameter words, options, next.
+local function find_spec(words, at, index)
+  local word = words[at]
+  local kind = word and KINDS[upper(word)]
+  if kind == nil then
+    local prefix = index == 0 and '' or ('spec ' .. index .. ': ')
+    throw('ERR ' .. prefix .. "unknown algorithm '" .. printable(word or '') .. "' (expected " .. KIND_WORDS .. ')')
+  end
+  local n = #kind.params
+  if at + n > #words then
+    if index == 0 then throw('ERR ' .. kind.name .. ' expects ' .. expects(kind)) end
+    throw('ERR spec ' .. index .. ' (' .. kind.name .. '): expects ' .. expects(kind))
+  end
+  local params = {}
+  for i = 1, n do params[i] = words[at + i] end
+  local options = {}
+  local nxt = at + 1 + n
+  while true do
+    local o = option_index(kind, words[nxt])
+    if o == nil then break end
+    local function spec_err(text)
+      if index == 0 then throw(text) end
+      throw('ERR spec ' .. index .. ' (' .. kind.name .. '): ' .. string.sub(text, 5))
+    end
+    local value = words[nxt + 1]
+    if value == nil then spec_err(value_error(kind.options[o], S_NS)) end
+    if options[o] ~= nil then spec_err('ERR ' .. kind.options[o][1] .. ' is given more than once') end
+    options[o] = value
+    nxt = nxt + 2
+  end
+  return kind, params, options, nxt
+end
+

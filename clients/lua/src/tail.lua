@@ -1,0 +1,3 @@
+  end
+  return lib()[entry](arg)
+end

@@ -1,1 +1,0 @@
-local entry, arg = 'limiter', 'THROTTLE' -- RL.THROTTLE: prelude.lua follows
