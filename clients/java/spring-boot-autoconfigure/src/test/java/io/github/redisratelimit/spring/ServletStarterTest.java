@@ -1,5 +1,6 @@
 package io.github.redisratelimit.spring;
 
+import io.github.redisratelimit.spring.servlet.ServletApp;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;

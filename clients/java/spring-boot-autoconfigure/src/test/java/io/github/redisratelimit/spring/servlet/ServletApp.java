@@ -1,4 +1,7 @@
-package io.github.redisratelimit.spring;
+package io.github.redisratelimit.spring.servlet;
+
+import io.github.redisratelimit.spring.RateLimit;
+import io.github.redisratelimit.spring.RateLimitedException;
 
 import io.github.redisratelimit.QuotaUnit;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
