@@ -857,6 +857,41 @@ public final class RateLimiter {
         return runAsync(refundLine(key, limit, quantity), Replies::result);
     }
 
+    /**
+     * A module command line as it is ({@code RL.SLIDE k 10 60}, the name
+     * with or without the {@code RL.} prefix, any case) through the
+     * backend, answering the module's reply untyped (Long, byte[], List,
+     * null); an error reply raises the driver's exception. For tools such
+     * as the conformance suite's driver; applications use the typed calls.
+     *
+     * @param command the command line, its name first
+     * @return the reply
+     */
+    public Object execute(List<byte[]> command) {
+        if (command.isEmpty()) {
+            throw new IllegalArgumentException("a command line needs at least the command name");
+        }
+        String name = new String(command.get(0), StandardCharsets.UTF_8).toUpperCase(Locale.ROOT);
+        if (name.startsWith("RL.")) {
+            name = name.substring(3);
+        }
+        List<byte[]> args = command.subList(1, command.size());
+        int from = args.isEmpty() ? -1 : 0;
+        int to = args.isEmpty() ? -1 : 1;
+        if ((name.equals("ALLOW") || name.equals("PEEK")) && !args.isEmpty()) {
+            int n;
+            try {
+                n = Integer.parseInt(new String(args.get(0), StandardCharsets.US_ASCII));
+            } catch (NumberFormatException e) {
+                n = 0;
+            }
+            boolean ok = n >= 1 && n <= 16 && args.size() > n;
+            from = ok ? 1 : -1;
+            to = ok ? 1 + n : -1;
+        }
+        return backendSync().callSync(name, List.copyOf(args), from, to);
+    }
+
     // -- leases -----------------------------------------------------------
 
     /** A fresh lease id: 16 random bytes in hex. */
