@@ -264,3 +264,23 @@ scripts/python-venv.sh
 # into tmp/node.
 node_tools
 node_package
+# The Java packages: Maven downloads their dependencies and plugins into
+# tmp/m2 (the repository every Java command names with -Dmaven.repo.local),
+# installs the reactor there (the example and the benchmark build against
+# it, not the reactor), runs the server-free unit tests once so that the
+# test runner's own parts are fetched, and resolves the example and the
+# benchmark; after this, every Java command works with mvn -o.
+java_packages() {
+    local repo="$PWD/tmp/m2"
+    echo "Resolving the Java packages' dependencies into tmp/m2 (Maven Central) ..."
+    mvn -B -q -Dmaven.repo.local="$repo" -f clients/java/pom.xml install \
+        -Dtest='ValuesTest,RequestLimiterTest' -Dsurefire.failIfNoSpecifiedTests=false
+    mvn -B -q -Dmaven.repo.local="$repo" -f examples/java/pom.xml test-compile dependency:go-offline
+    mvn -B -q -Dmaven.repo.local="$repo" -f bench/clients/java/pom.xml compile dependency:go-offline
+    mkdir -p tmp/java
+    mvn -B -q -o -Dmaven.repo.local="$repo" -f clients/java/client/pom.xml dependency:build-classpath \
+        -Dmdep.includeScope=runtime -Dmdep.outputFile="$PWD/tmp/java/deps.classpath"
+    echo "$repo/io/github/redis-ratelimit/redis-ratelimit-client/0.4.0/redis-ratelimit-client-0.4.0.jar:$(cat tmp/java/deps.classpath)" \
+        >tmp/java/conformance.classpath
+}
+java_packages

@@ -49,6 +49,10 @@ if "site-packages" not in (redis_ratelimit_client.__file__ or ""):
 # under tmp/node/node_modules); NODE_PATH names another place.
 NODE_PATH = os.environ.get("NODE_PATH") or str(ROOT / "tmp" / "node" / "node_modules")
 NODE_DRIVER = Path(__file__).resolve().parent / "node_driver.js"
+# The Java package's driver runs the jar installed into tmp/m2, with the
+# classpath scripts/deps.sh --test writes (java_driver.java).
+JAVA_DRIVER = Path(__file__).resolve().parent / "java_driver.java"
+JAVA_CLASSPATH = ROOT / "tmp" / "java" / "conformance.classpath"
 FAKED_SERVER = "tmp/bin/valkey-server-8.1"
 # RL_LUA_NO_TIME=1: every server's default user refuses TIME (ACL -time),
 # in scripts too (Redis 7 and later run a script with its caller's ACL), so
@@ -105,9 +109,17 @@ def free_port() -> int:
 class NodeLua:
     """The Node package's executeLua in a node process (node_driver.js),
     connected to a server's port through `client` (ioredis or node-redis);
-    with no port, its zoneOffsets alone."""
+    with no port, its zoneOffsets alone. With `argv`, another driver of the
+    same protocol (JavaLua)."""
 
-    def __init__(self, port: int | None, client: str = "ioredis") -> None:
+    def __init__(self, port: int | None, client: str = "ioredis", argv: list[str] | None = None) -> None:
+        if argv is not None:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            hello = self._read()
+            if not hello.get("ready") or not str(hello.get("package", "")).endswith(".jar"):
+                self.close()
+                raise RuntimeError(f"{argv[-3]} must run the installed jar, not {hello}")
+            return
         node = shutil.which("node")
         if node is None:
             raise RuntimeError("node not found: install Node.js 20+ (scripts/deps.sh --test)")
@@ -175,6 +187,18 @@ class NodeLua:
             self.proc.wait()
 
 
+class JavaLua(NodeLua):
+    """The Java package's Lua backend (RateLimiter.execute of the jar in
+    tmp/m2, over Lettuce) in a java process (java_driver.java)."""
+
+    def __init__(self, port: int) -> None:
+        java = shutil.which("java")
+        if java is None or not JAVA_CLASSPATH.exists():
+            raise RuntimeError(f"java or {JAVA_CLASSPATH} is missing: run scripts/deps.sh --test")
+        classpath = JAVA_CLASSPATH.read_text().strip()
+        super().__init__(port, argv=[java, "-cp", classpath, str(JAVA_DRIVER), str(port), "lua"])
+
+
 def _unhex(reply: Any) -> Any:
     if isinstance(reply, dict):
         return bytes.fromhex(reply["hex"])
@@ -198,6 +222,7 @@ class Server:
         self.dir = tempfile.mkdtemp(prefix="rl-conformance-")
         self.clock_file = os.path.join(self.dir, "clock")
         self._node: NodeLua | None = None
+        self._java: JavaLua | None = None
         env = dict(os.environ)
         if faked:
             self.set_clock("2026-01-01 00:00:00.000000")
@@ -263,7 +288,15 @@ class Server:
             self._node = NodeLua(self.port)
         return self._node
 
+    def java(self) -> JavaLua:
+        """The Java package's Lua backend on this server (started once)."""
+        if self._java is None:
+            self._java = JavaLua(self.port)
+        return self._java
+
     def stop(self) -> None:
+        if self._java is not None:
+            self._java.close()
         if self._node is not None:
             self._node.close()
         self.proc.terminate()
@@ -329,6 +362,8 @@ def send(srv: Server, backend: str, cmd: list[Any], now: float | None) -> Any:
         return run(*cmd)
     if backend == "node-lua":
         return srv.node().execute(*cmd, now=now)
+    if backend == "java-lua":
+        return srv.java().execute(*cmd, now=now)
     return execute(srv.client, *cmd, lua_dir=LUA_DIR, now=now)
 
 

@@ -1,0 +1,48 @@
+package io.github.redisratelimit;
+
+import java.math.BigInteger;
+import java.util.List;
+
+/**
+ * GCRA (RL.THROTTLE): {@code count} per {@code period}, in bursts of up to
+ * {@code maxBurst + 1} (the capacity). With {@code ms} the period is in
+ * milliseconds.
+ *
+ * @param maxBurst the burst beyond one (capacity = maxBurst + 1)
+ * @param count    requests per period
+ * @param period   the period, in seconds (milliseconds with ms)
+ * @param ms       times in milliseconds
+ */
+public record Throttle(long maxBurst, long count, long period, boolean ms) implements Limit {
+    /** The same limit with its times in milliseconds. */
+    public Throttle inMillis() {
+        return new Throttle(maxBurst, count, period, true);
+    }
+
+    @Override
+    public String command() {
+        return "THROTTLE";
+    }
+
+    @Override
+    public List<String> spec() {
+        return List.of("THROTTLE", Long.toString(maxBurst), Long.toString(count), Long.toString(period));
+    }
+
+    @Override
+    public List<String> commandArgs() {
+        return List.of(Long.toString(maxBurst), Long.toString(count), Long.toString(period));
+    }
+
+    /** capacity x period / count, rounded up, in seconds (at least 1). */
+    @Override
+    public long windowSeconds() {
+        if (count <= 0) {
+            return 1;
+        }
+        BigInteger divisor = BigInteger.valueOf(count).multiply(BigInteger.valueOf(ms ? 1000 : 1));
+        BigInteger product = BigInteger.valueOf(maxBurst).add(BigInteger.ONE).multiply(BigInteger.valueOf(period));
+        BigInteger w = product.add(divisor).subtract(BigInteger.ONE).divide(divisor);
+        return Math.max(1, w.min(BigInteger.valueOf(Long.MAX_VALUE)).longValue());
+    }
+}

@@ -1,0 +1,126 @@
+package example;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.File;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/** The example over a real HTTP port against a real server with the module. */
+@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+class ExampleAppTest {
+    static final int REDIS_PORT = freePort();
+    static final Process REDIS = start();
+    static final HttpClient HTTP = HttpClient.newHttpClient();
+
+    static int freePort() {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    static Process start() {
+        String servers = System.getProperty("redis.servers", "redis-server").trim();
+        String binary = servers.isEmpty() ? "redis-server" : servers.split("\\s+")[0];
+        String module = System.getenv().getOrDefault("RL_MODULE", System.getProperty("rl.module"));
+        if (module == null || !new File(module).isFile()) {
+            fail("the module " + module + " is missing: run `cargo build --release` (or set RL_MODULE)");
+        }
+        List<String> cmd = new ArrayList<>(List.of(binary, "--port", "" + REDIS_PORT, "--bind", "127.0.0.1",
+                "--save", "", "--appendonly", "no", "--loadmodule", module));
+        try {
+            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(new File("/dev/null")).start();
+            Runtime.getRuntime().addShutdownHook(new Thread(p::destroyForcibly));
+            for (int i = 0; i < 500; i++) {
+                try {
+                    new Socket("127.0.0.1", REDIS_PORT).close();
+                    return p;
+                } catch (Exception e) {
+                    Thread.sleep(20);
+                }
+            }
+        } catch (Exception e) {
+            fail(binary + " does not run: run `scripts/deps.sh --test` (" + e.getMessage() + ")");
+        }
+        return fail(binary + " did not start");
+    }
+
+    @DynamicPropertySource
+    static void redis(DynamicPropertyRegistry r) {
+        r.add("spring.data.redis.host", () -> "127.0.0.1");
+        r.add("spring.data.redis.port", () -> REDIS_PORT);
+    }
+
+    @AfterAll
+    static void stop() {
+        REDIS.destroyForcibly();
+    }
+
+    @LocalServerPort
+    int port;
+
+    HttpResponse<String> send(HttpRequest.Builder b) throws Exception {
+        return HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    HttpRequest.Builder at(String path) {
+        return HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path));
+    }
+
+    @Test
+    void theCodeEndpointIsLimitedPerAddress() throws Exception {
+        HttpRequest.Builder code = at("/codes?email=ada@example.com").POST(HttpRequest.BodyPublishers.noBody());
+        HttpResponse<String> sent = send(code);
+        assertEquals(200, sent.statusCode());
+        assertEquals("code sent to ada@example.com\n", sent.body());
+        HttpResponse<String> again = send(code);
+        assertEquals(429, again.statusCode(), "one a minute per address");
+        long retry = Long.parseLong(again.headers().firstValue("Retry-After").orElseThrow());
+        assertTrue(retry > 55 && retry <= 60, "Retry-After " + retry);
+        assertEquals("\"code-per-minute\";r=0;t=" + retry, again.headers().firstValue("RateLimit").orElseThrow());
+        assertEquals(200, send(at("/codes?email=bob@example.com").POST(HttpRequest.BodyPublishers.noBody())).statusCode());
+    }
+
+    @Test
+    void theApiIsLimitedPerUserAndPerAddress() throws Exception {
+        for (int i = 4; i >= 0; i--) {
+            HttpResponse<String> ok = send(at("/api/items").header("Authorization", "Bearer ada"));
+            assertEquals(200, ok.statusCode());
+            assertEquals("\"per-user\";q=5;w=60, \"per-address\";q=10;w=60",
+                    ok.headers().firstValue("RateLimit-Policy").orElseThrow());
+        }
+        HttpResponse<String> ada = send(at("/api/items").header("Authorization", "Bearer ada"));
+        assertEquals(429, ada.statusCode(), "ada's five a minute are spent");
+        assertTrue(ada.headers().firstValue("RateLimit").orElseThrow().startsWith("\"per-user\";r=0;"));
+        // Another user from the same address: the address has 10 a minute, 5 spent by ada.
+        for (int i = 0; i < 4; i++) {
+            assertEquals(200, send(at("/api/items").header("Authorization", "Bearer bob")).statusCode());
+        }
+        HttpResponse<String> bob = send(at("/api/items").header("Authorization", "Bearer bob"));
+        assertEquals(200, bob.statusCode());
+        assertEquals("0", bob.headers().firstValue("X-RateLimit-Remaining").orElseThrow());
+        HttpResponse<String> address = send(at("/api/items").header("Authorization", "Bearer carol"));
+        assertEquals(429, address.statusCode(), "the address's ten are spent");
+        assertTrue(address.headers().firstValue("RateLimit").orElseThrow().startsWith("\"per-address\";r=0;"));
+        assertEquals(200, send(at("/actuator/health")).statusCode(), "skipped");
+        HttpResponse<String> meters = send(at("/actuator/metrics/ratelimit.decisions"));
+        assertEquals(200, meters.statusCode());
+        assertTrue(meters.body().contains("\"rule\""), meters.body());
+    }
+}
