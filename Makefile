@@ -35,7 +35,7 @@ SHELL := /bin/bash
 PORT ?=
 # The servers the tests run against, the whole suite on each: Redis 7.0.15
 # (Debian), Valkey 9.1.2, Redis 8.2.3 and Valkey 8.1.8 (tmp/, from
-# scripts/deps.sh --test). What each tier takes: bench/results/ci-tiers.md.
+# scripts/deps.sh --test). What each tier takes: bench/results/README.md.
 # Add one per line, or choose some: make test SERVERS="redis-server ...".
 SERVERS ?= redis-server \
            $(CURDIR)/tmp/bin/valkey-server \
