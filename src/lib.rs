@@ -16,6 +16,9 @@ mod clock;
 mod commands;
 mod config;
 mod core;
+// The fuzz targets' entry points: for the unit tests' replay and for the
+// fuzz crate (`--cfg fuzzing`, fuzz/), never in the shipped module.
+#[cfg(any(test, fuzzing))]
 #[doc(hidden)]
 pub mod fuzzing;
 mod kinds;

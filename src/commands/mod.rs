@@ -2,7 +2,7 @@
 //!
 //! - `flow`: the entry every command goes through, the errors, and what a
 //!   change of a key entails (expiry, WATCH, propagation);
-//! - `limiter`: `<prefix>.<NAME>`, one per kind, all running the one flow
+//! - `single`: `<prefix>.<NAME>`, one per kind, all running the one flow
 //!   of `single::limit`: parse, open the key, read the clock once, decide,
 //!   store, expire, propagate, reply;
 //! - `several`: RL.ALLOW and RL.PEEK;

@@ -2,7 +2,7 @@
 //! module built by this `cargo test`: six servers (`Server`, so the same
 //! binary, module and clean-up as every other test), joined with
 //! `redis-cli --cluster create` and waited for until every node agrees on
-//! who serves what. Used by tests/cluster.rs and tests/examples.rs.
+//! who serves what. Used by tests/cluster.rs and tests/lease.rs.
 //!
 //! `redis-cli` is `$REDIS_CLI` (default `redis-cli` on PATH); a missing one
 //! fails the test, naming the set-up that installs it.
