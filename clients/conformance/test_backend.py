@@ -248,8 +248,9 @@ def test_a_slice_key_of_the_older_layout_keeps_working_and_gains_its_total() -> 
     # that leave, and answer the same.
     with server("redis-server", faked=False) as srv:
         r = srv.client
-        sec, _ = r.time()
-        idx = sec  # 60 s in 60 slices: slice j is Unix second j
+        # 60 s in 60 slices: slice j is Unix second j (INFO's clock: TIME may
+        # be refused, RL_LUA_NO_TIME=1)
+        idx = int(r.info("server")["server_time_usec"]) // 1_000_000
         r.hset("s", mapping={"S": f"60000000|60|{idx}", str(idx - 5): "2", str(idx): "3"})
         r.pexpireat("s", (idx + 56) * 1000)
         reply = execute(r, "RL.SLICE", "s", 10, 60, 60, lua_dir=LUA_DIR)
