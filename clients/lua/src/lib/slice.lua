@@ -13,7 +13,9 @@ function slice.parse(flat)
   for i = 1, #flat, 2 do
     local f, v = flat[i], flat[i + 1]
     if f == 'S' then
+      -- window|slices|head|total|fields, or the older scripts' first three
       local w, s, h = string.match(v, '^(%d+)|(%d+)|(%d+)$')
+      if w == nil then w, s, h = string.match(v, '^(%d+)|(%d+)|(%d+)|%d+|%d+$') end
       if w == nil then throw(WRONGTYPE.err) end
       st.window, st.slices, st.head = tonumber(w), tonumber(s), tonumber(h)
     else
@@ -148,7 +150,15 @@ function slice.inspect(st)
     'head_age_ms', bnum(bdiv_ceil(age, 1000000)), 'counts', counts}
 end
 function slice.store(key, st)
-  local header = numstr(st.window) .. '|' .. numstr(st.slices) .. '|' .. numstr(st.head)
+  -- total: the units of slices head - slices to head; fields: the slices
+  -- stored (the fast path reads these instead of the whole key)
+  local total, fields = 0, 0
+  for j, n in pairs(st.counts) do
+    fields = fields + 1
+    if j >= st.head - st.slices and j <= st.head then total = total + n end
+  end
+  local header = numstr(st.window) .. '|' .. numstr(st.slices) .. '|' .. numstr(st.head) .. '|' .. numstr(total)
+    .. '|' .. numstr(fields)
   local stored = st.stored or {}
   local dels = {}
   for j in pairs(stored) do

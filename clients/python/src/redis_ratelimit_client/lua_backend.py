@@ -83,7 +83,8 @@ def _scripts(lua_dir: Optional[Path]) -> Dict[str, Tuple[bytes, str, str]]:
         if lua_dir is not None:
             return (lua_dir / file).read_bytes()
         package = resources.files(__package__ or "redis_ratelimit_client")
-        return package.joinpath("lua", file).read_bytes()
+        # One part per call: Traversable.joinpath takes one before 3.11.
+        return package.joinpath("lua").joinpath(file).read_bytes()
 
     body = read("ratelimit.lua")
     out = {}
