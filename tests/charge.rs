@@ -205,3 +205,46 @@ fn charges_replicate_and_persist_with_the_masters_clock() {
     let mut con = master.conn();
     assert_same_dataset(&dataset(&mut con), &want, 5, "after AOF replay");
 }
+
+#[test]
+fn charged_keys_survive_dump_restore_copy_and_reload() {
+    let server = Server::start();
+    let mut con = server.conn();
+    // Debts past what allowed requests can hold: more units than any
+    // SLIDE limit, a QUOTA's used past any limit.
+    five(
+        &mut con,
+        &["RL.CHARGE", "l", "SLIDE", "5", "600", "4000000000"],
+    );
+    five(
+        &mut con,
+        &["RL.CHARGE", "q", "QUOTA", "5", "MONTH", "999999999999"],
+    );
+    five(
+        &mut con,
+        &["RL.CHARGE", "t", "THROTTLE", "0", "1", "1", "86400"],
+    );
+    for key in ["l", "q", "t"] {
+        let dump: Vec<u8> = cmd(&["DUMP", key]).query(&mut con).unwrap();
+        // With the key's expiry, which DEBUG DIGEST-VALUE mixes in.
+        let at = pexpiretime(&mut con, key).to_string();
+        let mut restore = cmd(&["RESTORE", &format!("{key}-r"), &at]);
+        restore.arg(dump).arg("ABSTTL");
+        let _: () = restore.query(&mut con).unwrap();
+        let copied: i64 = cmd(&["COPY", key, &format!("{key}-c")])
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(copied, 1);
+        let value = digest_value(&mut con, key);
+        assert_eq!(digest_value(&mut con, &format!("{key}-r")), value, "{key}");
+        assert_eq!(digest_value(&mut con, &format!("{key}-c")), value, "{key}");
+    }
+    let before = digest(&mut con);
+    let _: () = cmd(&["DEBUG", "RELOAD"]).query(&mut con).unwrap();
+    assert_eq!(digest(&mut con), before);
+    let fields = inspect(&mut con, "l").unwrap();
+    assert!(
+        fields.contains(&("units".to_string(), Value::Int(4_000_000_000))),
+        "{fields:?}"
+    );
+}
