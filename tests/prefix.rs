@@ -13,7 +13,7 @@ use common::*;
 
 /// One call of every command, under `p`'s names: changes on every kind
 /// (RL.QUOTA's reaches replicas and the AOF as `<p>.STATE`), a lease
-/// released, a refund, a several-limit call.
+/// released, a refund, a charge, a several-limit call.
 fn workload(con: &mut Connection, p: &str) {
     let c = |name: &str| format!("{p}.{name}");
     let calls: &[Vec<String>] = &[
@@ -58,6 +58,14 @@ fn workload(con: &mut Connection, p: &str) {
             "60".into(),
             "1".into(),
         ],
+        vec![
+            c("CHARGE"),
+            "w".into(),
+            "SLIDE".into(),
+            "10".into(),
+            "60".into(),
+            "3".into(),
+        ],
     ];
     for args in calls {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -88,8 +96,8 @@ fn workload(con: &mut Connection, p: &str) {
 }
 
 /// Every command the module registers, without its prefix.
-const NAMES: [&str; 11] = [
-    "THROTTLE", "SLIDE", "SLICE", "LEASE", "QUOTA", "ALLOW", "PEEK", "INSPECT", "REFUND",
+const NAMES: [&str; 12] = [
+    "THROTTLE", "SLIDE", "SLICE", "LEASE", "QUOTA", "ALLOW", "PEEK", "INSPECT", "REFUND", "CHARGE",
     "RELEASE", "STATE",
 ];
 
@@ -197,6 +205,7 @@ fn an_aof_written_with_a_prefix_replays() {
         "xy.ALLOW",
         "xy.RELEASE",
         "xy.REFUND",
+        "xy.CHARGE",
     ] {
         assert!(text.contains(name), "the AOF names {name}");
     }

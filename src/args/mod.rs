@@ -13,7 +13,7 @@ mod spec;
 
 use std::ffi::CString;
 
-pub use spec::{id, refund, several, single, Request};
+pub use spec::{charge, id, refund, several, single, Request};
 
 pub use crate::config::Bounds;
 use crate::core::{Param, ParamKind, TimeUnit, MAX_DURATION_SECONDS};
@@ -95,6 +95,11 @@ pub enum ArgError {
     RepeatedKey(String),
     /// RL.REFUND with a spec of a kind that gives nothing back this way.
     NotRefundable(&'static str),
+    /// RL.CHARGE with a spec of a kind it does not charge (LEASE).
+    NotChargeable(&'static str),
+    /// A charge that would take a counter past its maximum: the rule it
+    /// breaks, which follows `quantity` in the message.
+    Charge(&'static str),
     /// RL.ALLOW with a spec that takes an id, and no `ID`.
     IdMissing(&'static str),
     /// `ID` in a call with no spec that takes one.
@@ -163,6 +168,10 @@ impl ArgError {
             ArgError::NotRefundable(kind) => {
                 format!("ERR RL.REFUND does not take a {kind} spec")
             }
+            ArgError::NotChargeable(kind) => {
+                format!("ERR RL.CHARGE does not take a {kind} spec")
+            }
+            ArgError::Charge(rule) => format!("ERR quantity {rule}"),
             ArgError::IdMissing(kind) => {
                 format!("ERR a {kind} spec needs the ID option: ID lease_id")
             }

@@ -500,9 +500,32 @@ pub fn refund<'a>(
     trusted: impl FnOnce() -> bool,
     bounds: Bounds,
 ) -> Result<(Spec, Tail<'a>), ArgError> {
+    one_spec(args, trusted, bounds, 0, ArgError::NotRefundable)
+}
+
+/// `RL.CHARGE key spec quantity [MS] [AT ns]`, from the arguments after
+/// the key: RL.REFUND's, with a quantity of at least 1.
+pub fn charge<'a>(
+    args: &[&'a [u8]],
+    trusted: impl FnOnce() -> bool,
+    bounds: Bounds,
+) -> Result<(Spec, Tail<'a>), ArgError> {
+    one_spec(args, trusted, bounds, 1, ArgError::NotChargeable)
+}
+
+/// `spec quantity [MS] [AT ns]` of a command about one key, a quantity of
+/// at least `min`; a spec of a kind that gives nothing back by RL.REFUND
+/// is refused with `refused`'s error (RL.CHARGE takes the same kinds).
+fn one_spec<'a>(
+    args: &[&'a [u8]],
+    trusted: impl FnOnce() -> bool,
+    bounds: Bounds,
+    min: u64,
+    refused: fn(&'static str) -> ArgError,
+) -> Result<(Spec, Tail<'a>), ArgError> {
     let (row, raw, next) = find_spec(args, 0, 0)?;
     if !row.refunds {
-        return Err(ArgError::NotRefundable(row.name));
+        return Err(refused(row.name));
     }
     if next >= args.len() {
         return Err(ArgError::SpecTooShort {
@@ -511,7 +534,7 @@ pub fn refund<'a>(
             expects: format!("{} quantity", expects(row)),
         });
     }
-    let quantity = integer(arg(args, next), "quantity", 0, MAX_QUANTITY, None)?;
+    let quantity = integer(arg(args, next), "quantity", min, MAX_QUANTITY, None)?;
     let mut tail = tail(args, next + 1, false, trusted)?;
     tail.quantity = quantity;
     let spec = row.visit(ReadSpec {

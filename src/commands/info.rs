@@ -21,6 +21,7 @@ impl Stat {
     pub const INSPECT: Stat = Stat(KINDS.len() + 2);
     pub const REFUND: Stat = Stat(KINDS.len() + 3);
     pub const RELEASE: Stat = Stat(KINDS.len() + 4);
+    pub const CHARGE: Stat = Stat(KINDS.len() + 5);
 
     /// The row of kind `L`'s command.
     pub const fn of<L: Listed>() -> Stat {
@@ -29,7 +30,7 @@ impl Stat {
 }
 
 /// The rows after the kinds', named as INFO shows them.
-const OTHER_ROWS: [&str; 5] = ["allow", "peek", "inspect", "refund", "release"];
+const OTHER_ROWS: [&str; 6] = ["allow", "peek", "inspect", "refund", "release", "charge"];
 const ROWS: usize = KINDS.len() + OTHER_ROWS.len();
 
 static STATS: Stats<ROWS> = Stats::new();

@@ -1,5 +1,5 @@
-//! The commands about one key of any kind: RL.INSPECT, RL.REFUND, and the
-//! internal RL.STATE that AOF rewrite writes.
+//! The commands about one key of any kind: RL.INSPECT, RL.REFUND,
+//! RL.CHARGE, and the internal RL.STATE that AOF rewrite writes.
 
 use std::ffi::CString;
 
@@ -10,7 +10,7 @@ use super::flow::{
     Error, Outcome,
 };
 use super::info::Stat;
-use super::several::spec_doc;
+use super::several::refund_spec_doc;
 use crate::args::ArgError;
 use crate::core::lease::LeaseState;
 use crate::core::{Decision, Detail, Nanos};
@@ -61,7 +61,31 @@ pub fn refund_command() -> CommandDef {
         },
         args: vec![
             DocArg::new("key", ArgType::Key),
-            spec_doc(),
+            refund_spec_doc(),
+            DocArg::integer("quantity"),
+            DocArg::flag("ms", "MS").optional(),
+        ],
+    }
+}
+
+/// `RL.CHARGE key spec quantity [MS]`
+pub fn charge_command() -> CommandDef {
+    CommandDef {
+        name: name("CHARGE"),
+        handler: handler::<Charge>,
+        flags: "write deny-oom fast",
+        acl: "write fast",
+        arity: -6,
+        summary: "Records quantity units unconditionally (a cost known afterwards), even past the limit: a key in debt limits every request until it is paid back. Replies the five fields a peek gives right after.",
+        complexity: "O(1) amortized, O(slices) at worst for an RL.SLICE key",
+        since: "0.4.0",
+        keys: Keys::One {
+            pos: 1,
+            access: Access::ReadUpdate,
+        },
+        args: vec![
+            DocArg::new("key", ArgType::Key),
+            refund_spec_doc(),
             DocArg::integer("quantity"),
             DocArg::flag("ms", "MS").optional(),
         ],
@@ -263,6 +287,82 @@ impl Visit for RefundKey<'_, '_> {
             recorded(key, decision.reset_at);
         }
         propagate_change::<L>(self.ctx, key, "REFUND", self.argv, self.at, now);
+        Ok(decision)
+    }
+}
+
+/// `RL.CHARGE key spec quantity [MS]`
+struct Charge;
+
+impl Command for Charge {
+    fn run(ctx: Ctx<'_>, argv: Argv<'_>) {
+        entry(ctx, argv, Some(Stat::CHARGE), rl_charge_call);
+    }
+}
+
+fn rl_charge_call<'a>(ctx: Ctx<'a>, argv: Argv<'a>) -> Result<Outcome, Error> {
+    if argv.len() < 5 {
+        return Err(Error::Arity);
+    }
+    let mut words = ArrayVec::<&[u8], MAX_REFUND_ARGS>::new();
+    arg_bytes(argv, 2, &mut words)?;
+    let (spec, tail) = args::charge(&words, || ctx.is_from_master_or_aof(), config::bounds())?;
+    let now = tail.at.unwrap_or_else(clock::now);
+    let mut key = ctx.open_key(argv, 1, true);
+    let decision = spec.visit(ChargeKey {
+        ctx,
+        argv,
+        key: &mut key,
+        at: tail.at,
+        now,
+        quantity: tail.quantity,
+    })?;
+    ctx.reply_integers(&decision.reply(now, tail.unit));
+    Ok(Outcome::of(tail.at, decision.limited))
+}
+
+/// Charges a key holding `L`'s state (a missing key: a new one),
+/// propagates the change, and answers what a peek answers right after. A
+/// refused charge changes nothing.
+struct ChargeKey<'k, 'a> {
+    ctx: Ctx<'a>,
+    argv: Argv<'a>,
+    key: &'k mut Key<'a>,
+    at: Option<Nanos>,
+    now: Nanos,
+    quantity: u64,
+}
+
+impl Visit for ChargeKey<'_, '_> {
+    type Out = Result<Decision, Error>;
+
+    fn visit<L: Listed>(self, params: &L::Params) -> Self::Out {
+        let (key, now) = (self.key, self.now);
+        let charged = |state: &mut L| {
+            state
+                .charge(now, params, self.quantity)
+                .map_err(|e| Error::Arg(ArgError::Charge(e.0)))
+        };
+        let decision = match key.value(L::module_type()) {
+            Held::Ours(state) => {
+                charged(state)?;
+                state.decide(now, params, 0).0
+            }
+            Held::Nothing => {
+                let mut state = L::default();
+                charged(&mut state)?;
+                let decision = state.decide(now, params, 0).0;
+                store(key, state)?;
+                decision
+            }
+            Held::Other => return Err(Error::WrongType),
+        };
+        if decision.reset_at <= now {
+            delete(key)?;
+        } else {
+            recorded(key, decision.reset_at);
+        }
+        propagate_change::<L>(self.ctx, key, "CHARGE", self.argv, self.at, now);
         Ok(decision)
     }
 }

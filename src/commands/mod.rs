@@ -6,7 +6,8 @@
 //!   of `single::limit`: parse, open the key, read the clock once, decide,
 //!   store, expire, propagate, reply;
 //! - `several`: RL.ALLOW and RL.PEEK;
-//! - `keys`: RL.INSPECT, RL.REFUND, RL.RELEASE and the internal RL.STATE;
+//! - `keys`: RL.INSPECT, RL.REFUND, RL.CHARGE, RL.RELEASE and the internal
+//!   RL.STATE;
 //! - `info`: the INFO section.
 //!
 //! Every name starts with the module's prefix, `RL` unless the module was
@@ -32,6 +33,7 @@ pub fn commands() -> Vec<CommandDef> {
     commands.push(several::peek_command());
     commands.push(keys::inspect_command());
     commands.push(keys::refund_command());
+    commands.push(keys::charge_command());
     commands.push(keys::release_command());
     commands.push(keys::state_command());
     commands
@@ -96,6 +98,7 @@ mod tests {
                 "RL.PEEK",
                 "RL.INSPECT",
                 "RL.REFUND",
+                "RL.CHARGE",
                 "RL.RELEASE",
                 "RL.STATE",
             ]

@@ -10,7 +10,7 @@ use super::single::{
 };
 use crate::args::{self, MAX_KEYS};
 use crate::core::Decision;
-use crate::kinds::{Staged, KINDS};
+use crate::kinds::{Row, Staged, KINDS};
 use crate::server::{
     handler, Access, ArgType, Argv, Command, CommandDef, Ctx, DocArg, Handler, Key, Keys,
 };
@@ -75,11 +75,21 @@ fn several_command(
 /// A `spec` argument as COMMAND DOCS shows it: one of the kinds, each a
 /// block of its word, parameters and options.
 pub(super) fn spec_doc() -> DocArg {
+    spec_doc_of(|_| true)
+}
+
+/// The `spec` of RL.REFUND and RL.CHARGE: the kinds that give back units.
+pub(super) fn refund_spec_doc() -> DocArg {
+    spec_doc_of(|k| k.refunds)
+}
+
+fn spec_doc_of(takes: fn(&Row) -> bool) -> DocArg {
     DocArg::new(
         "spec",
         ArgType::OneOf(
             KINDS
                 .iter()
+                .filter(|k| takes(k))
                 .map(|k| {
                     let mut block = vec![DocArg::flag("algorithm", k.name)];
                     block.extend(k.params.iter().map(doc_param));

@@ -126,6 +126,21 @@ pub trait Kind: Clone + Default + Sized + 'static {
     /// for kinds with `REFUNDS`.
     fn refund(&mut self, now: Nanos, params: &Self::Params, quantity: u64);
 
+    /// Records `quantity` units (at least 1) at `now` unconditionally, as
+    /// an allowed request of that quantity records them, even where that
+    /// takes the key over its limit (RL.CHARGE: a cost known afterwards).
+    /// A key over its limit is in debt: `decide` limits every request
+    /// until enough has left, and its `retry` counts the debt exactly.
+    /// Memory stays within what allowed requests may take. Refused, with
+    /// nothing recorded, only when a counter would pass its maximum.
+    /// Called only for kinds with `REFUNDS`.
+    fn charge(
+        &mut self,
+        now: Nanos,
+        params: &Self::Params,
+        quantity: u64,
+    ) -> Result<(), ChargeError>;
+
     /// What the state holds at `now`, in a user's words: field-value pairs
     /// for RL.INSPECT. Needs no parameters.
     fn inspect(&self, now: Nanos) -> Vec<(&'static str, Detail)>;
@@ -291,6 +306,11 @@ pub enum ParamError {
     /// show (without `ERR `), such as an unknown time zone.
     Unknown(String),
 }
+
+/// Why a charge was refused: it would take a counter of the key past its
+/// maximum, which the text states (it follows `quantity` in the error).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChargeError(pub &'static str);
 
 /// Why a persisted state (an RDB payload or an AOF state blob) was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

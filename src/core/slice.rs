@@ -73,13 +73,17 @@ use super::codec::{Reader, Writer};
 use super::decision::{Decision, Retry};
 use super::time::Nanos;
 use super::{
-    millis, Ceiling, DecodeError, Detail, Kind, Param, ParamError, ParamKind, Value, MAX_DURATION,
+    millis, Ceiling, ChargeError, DecodeError, Detail, Kind, Param, ParamError, ParamKind, Value,
+    MAX_DURATION,
 };
 
 /// The most slices a window may have.
 pub const MAX_SLICES: u64 = 1_000_000;
-/// The largest limit: a counter is a `u32` and never exceeds the limit.
+/// The largest limit: a counter is a `u32`. Only RL.CHARGE takes the
+/// counters past the limit, never past this.
 pub const MAX_LIMIT: u64 = u32::MAX as u64;
+/// The bound of a charge, as its error states it after `quantity`.
+const CHARGE_RULE: &str = "would take the units a SLICE key holds past 4294967295";
 
 /// The parameters of one `RL.SLICE` call, valid by construction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -328,6 +332,29 @@ impl Kind for SliceState {
         self.total += added;
         if was_empty {
             self.oldest = self.head;
+        }
+    }
+
+    /// Adds `quantity` units to the current slice, as an allowed request
+    /// would (on the geometry of `params`), whatever the limit: the same
+    /// decision under the largest limit, which allows it exactly when the
+    /// counters can hold it.
+    fn charge(
+        &mut self,
+        now: Nanos,
+        params: &SliceParams,
+        quantity: u64,
+    ) -> Result<(), ChargeError> {
+        let open = SliceParams {
+            limit: MAX_LIMIT,
+            ..*params
+        };
+        match self.decide(now, &open, quantity) {
+            (decision, Some(update)) if !decision.limited => {
+                self.apply(update);
+                Ok(())
+            }
+            _ => Err(ChargeError(CHARGE_RULE)),
         }
     }
 

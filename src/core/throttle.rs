@@ -29,8 +29,8 @@
 use super::codec::{Reader, Writer};
 use super::time::Nanos;
 use super::{
-    millis, Decision, DecodeError, Detail, Kind, Param, ParamError, ParamKind, Retry, Value,
-    MAX_DURATION,
+    millis, ChargeError, Decision, DecodeError, Detail, Kind, Param, ParamError, ParamKind, Retry,
+    Value, MAX_DURATION,
 };
 
 /// The largest `max_burst`. (A request's quantity has its own bound in the
@@ -46,6 +46,9 @@ pub const MAX_TOLERANCE: Nanos = Nanos::new(10 * MAX_DURATION.get());
 /// The rule `MAX_TOLERANCE` sets, as the error message states it.
 const TOLERANCE_RULE: &str =
     "(max_burst + 1) x period / count must be at most 3153600000 seconds (100 years)";
+
+/// The bound of a charge, as its error states it after `quantity`.
+const CHARGE_RULE: &str = "would put the TAT more than 315360000 seconds (10 years) ahead of now";
 
 /// Validated GCRA parameters: `count` units per `period`, burst `max_burst`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -310,6 +313,28 @@ impl Kind for ThrottleState {
         }
         let back = u128::from(quantity.min(params.capacity)) * u128::from(params.period);
         *self = ThrottleState::from_scaled(tat_s.saturating_sub(back).max(now_s), params);
+    }
+
+    /// Moves the TAT to `max(now, TAT) + quantity × T`, past the tolerance
+    /// if need be (a debt that time pays back); refused when that puts it
+    /// more than [`MAX_DURATION`] ahead of `now`, or past `Nanos::MAX`.
+    fn charge(
+        &mut self,
+        now: Nanos,
+        params: &ThrottleParams,
+        quantity: u64,
+    ) -> Result<(), ChargeError> {
+        let now_s = params.scale(now);
+        let ahead = self
+            .scaled(params)
+            .saturating_sub(now_s)
+            .checked_add(u128::from(quantity) * u128::from(params.period))
+            .filter(|&ahead| ahead <= params.scale(MAX_DURATION))
+            // Nor past the last instant a TAT holds (in 2554).
+            .filter(|&ahead| now_s + ahead <= params.scale(Nanos::MAX))
+            .ok_or(ChargeError(CHARGE_RULE))?;
+        *self = ThrottleState::after(now, ahead, params);
+        Ok(())
     }
 
     /// `tat_ahead_ms`: how far the TAT is ahead of now, which is the time

@@ -290,6 +290,7 @@ fn check_retry<L: Kind>(state: &L, params: &L::Params, d: &Decision, quantity: u
 
 /// What the commands do with a state, driven by a script: decide and
 /// apply (RL.<NAME>, RL.ALLOW), peek (RL.PEEK), refund (RL.REFUND),
+/// charge (RL.CHARGE),
 /// release (RL.RELEASE, through `release`), inspect (RL.INSPECT), the
 /// expiry (`check_reset`) and persistence (`check_round_trip`) after each
 /// change. At most 64 steps; returns the state they leave.
@@ -365,6 +366,25 @@ fn exercise<L: Kind + PartialEq>(
                 );
                 check_round_trip(&state);
                 check_reset(&state, p, &after, now, id);
+            }
+            // RL.CHARGE: records or, past a counter's maximum, changes
+            // nothing; never more units remain than before.
+            5 if L::REFUNDS => {
+                let before = state.decide(now, p, 0).0;
+                let kept = state.clone();
+                match state.charge(now, p, s.pick(1, MAX_QUANTITY)) {
+                    Ok(()) => {
+                        let after = state.decide(now, p, 0).0;
+                        check_decision(&after, false, now, 0);
+                        assert!(
+                            after.remaining <= before.remaining,
+                            "{before:?} then {after:?}"
+                        );
+                        check_round_trip(&state);
+                        check_reset(&state, p, &after, now, id);
+                    }
+                    Err(_) => assert!(state == kept, "a refused charge changed the state"),
+                }
             }
             // RL.RELEASE: a release that releases nothing changes nothing.
             4 => {

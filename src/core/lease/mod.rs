@@ -156,7 +156,8 @@ use hashbrown::HashTable;
 use super::codec::{Reader, Writer};
 use super::time::Nanos;
 use super::{
-    millis, Decision, DecodeError, Detail, Kind, Param, ParamError, ParamKind, Retry, Value,
+    millis, ChargeError, Decision, DecodeError, Detail, Kind, Param, ParamError, ParamKind, Retry,
+    Value,
 };
 
 /// The largest `limit`; a key never holds more weight than this.
@@ -705,6 +706,17 @@ impl Kind for LeaseState {
     /// Never called: a lease is given back by RL.RELEASE, and RL.REFUND
     /// refuses a LEASE spec (`REFUNDS` is false). Gives nothing back.
     fn refund(&mut self, _now: Nanos, _params: &LeaseParams, _quantity: u64) {}
+
+    /// Never called: RL.CHARGE refuses a LEASE spec (`REFUNDS` is false).
+    /// Records nothing.
+    fn charge(
+        &mut self,
+        _now: Nanos,
+        _params: &LeaseParams,
+        _quantity: u64,
+    ) -> Result<(), ChargeError> {
+        Ok(())
+    }
 
     fn inspect(&self, now: Nanos) -> Vec<(&'static str, Detail)> {
         LeaseState::inspect(self, now)

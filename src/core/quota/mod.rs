@@ -56,11 +56,17 @@ pub use zone::{tzdb_version, Zone, MAX_ZONE_NAME};
 
 use super::codec::{Reader, Writer};
 use super::{
-    millis, Decision, DecodeError, Detail, Kind, Nanos, Param, ParamError, ParamKind, Retry, Value,
+    millis, ChargeError, Decision, DecodeError, Detail, Kind, Nanos, Param, ParamError, ParamKind,
+    Retry, Value,
 };
 
 /// The largest `limit`: 10^15.
 pub const MAX_LIMIT: u64 = 1_000_000_000_000_000;
+/// The most units a period may hold: 10^18. Only RL.CHARGE takes `used`
+/// past the limit (a debt until the period ends).
+pub const MAX_USED: u64 = 1_000_000_000_000_000_000;
+/// The bound of a charge, as its error states it after `quantity`.
+const CHARGE_RULE: &str = "would take the period's used units past 1000000000000000000";
 /// The longest span a stored key may cover, from the start of its period
 /// to its end and from its last unit to `until`: 370 days, a leap year and
 /// the largest jump a zone's clock ever made (a day), rounded up. Longer
@@ -159,6 +165,25 @@ impl QuotaState {
         }
     }
 
+    /// Records `quantity` units at `now` as an allowed request would,
+    /// whatever the limit; refused when `used` would pass [`MAX_USED`].
+    pub fn charge(
+        &mut self,
+        now: Nanos,
+        params: &QuotaParams,
+        quantity: u64,
+    ) -> Result<(), ChargeError> {
+        let now = now.min(LAST_INSTANT);
+        let deadline = self.counted_until(now, params);
+        let used = if deadline.is_some() { self.used } else { 0 };
+        if used.checked_add(quantity).is_none_or(|u| u > MAX_USED) {
+            return Err(ChargeError(CHARGE_RULE));
+        }
+        let update = self.record(now, params, quantity, deadline);
+        self.apply(update);
+        Ok(())
+    }
+
     /// Whether nothing counts at `now` under the key's own unit and zone.
     /// (Another unit or zone may count the units a little longer, until
     /// the end of its period that holds `last`; `decide` under it reports
@@ -213,7 +238,7 @@ impl QuotaState {
     }
 
     /// Reads what `encode` wrote, refusing anything no state encodes to:
-    /// `used` above [`MAX_LIMIT`], an empty or reversed period, spans
+    /// `used` above [`MAX_USED`], an empty or reversed period, spans
     /// above [`MAX_PERIOD`], instants past `Nanos::MAX`, `last` outside
     /// the period, an unknown unit, a zone name that is empty, too long,
     /// not in its canonical spelling or not a name at all, and bytes left
@@ -242,8 +267,10 @@ impl QuotaState {
         if at + name.len() != bytes.len() {
             return Err(DecodeError::Length);
         }
-        if used > MAX_LIMIT {
-            return Err(DecodeError::Invalid("used is above the largest limit"));
+        if used > MAX_USED {
+            return Err(DecodeError::Invalid(
+                "used is above the most a period holds",
+            ));
         }
         if span == 0 || span > MAX_PERIOD.get() {
             return Err(DecodeError::Invalid(
@@ -401,6 +428,15 @@ impl Kind for QuotaState {
 
     fn refund(&mut self, now: Nanos, params: &QuotaParams, quantity: u64) {
         QuotaState::refund(self, now, params, quantity)
+    }
+
+    fn charge(
+        &mut self,
+        now: Nanos,
+        params: &QuotaParams,
+        quantity: u64,
+    ) -> Result<(), ChargeError> {
+        QuotaState::charge(self, now, params, quantity)
     }
 
     fn inspect(&self, now: Nanos) -> Vec<(&'static str, Detail)> {

@@ -3,7 +3,7 @@
 //! joined with PRECISION), dropped when they leave, and taken back.
 
 use super::times::{reserve, shrink_if_sparse, Room};
-use super::{nanos, SlideState, COUNT_FROM, NS_PER_US};
+use super::{nanos, SlideParams, SlideState, COUNT_FROM, NS_PER_US};
 use crate::core::Nanos;
 
 impl SlideState {
@@ -147,6 +147,38 @@ impl SlideState {
                 self.join(t, quantity, room);
             }
             _ => self.push_entry(t, quantity, room),
+        }
+    }
+
+    /// RL.CHARGE's recording of `quantity` units at `t` (µs, not before
+    /// the newest entry) under `params`: as `record` (exact) or
+    /// `record_within` (PRECISION) would, unless that takes the log past
+    /// its bound of entries; then they join the newest entry.
+    pub(super) fn charge_at(&mut self, t: u64, quantity: u64, params: &SlideParams) {
+        let d = params.precision;
+        let mut bound = params.limit;
+        if d > Nanos::ZERO {
+            bound = bound.min((params.window.get() / d.get()).saturating_add(1));
+        }
+        let bound = usize::try_from(bound).unwrap_or(usize::MAX);
+        let room = Room {
+            limit: bound,
+            tight: d > Nanos::ZERO,
+        };
+        // `record` adds at most two entries (below COUNT_FROM units, one
+        // a unit), `record_within` at most one.
+        let adds = if d > Nanos::ZERO { 1 } else { 2 };
+        if self.times.len().saturating_add(adds) <= bound {
+            if d == Nanos::ZERO {
+                self.record(t, quantity, room);
+            } else {
+                self.record_within(t, quantity, d, room);
+            }
+        } else if self.times.is_empty() {
+            // A limit of 1: the units are one entry, however few.
+            self.push_entry(t, quantity, room);
+        } else {
+            self.join(t, quantity, room);
         }
     }
 

@@ -4,7 +4,7 @@
 use std::mem;
 
 use super::times::{Room, Times, TAIL};
-use super::{first_ns_of, micros_up, SlideState, MAX_LIMIT, MAX_MICROS, V1_TAG};
+use super::{first_ns_of, micros_up, SlideState, MAX_LIMIT, MAX_MICROS, MAX_UNITS, V1_TAG};
 use crate::core::codec::{Reader, Writer};
 use crate::core::{DecodeError, Nanos};
 
@@ -70,7 +70,7 @@ impl SlideState {
     }
 
     /// Decodes what `encode` wrote, validating everything: the exact
-    /// length, at most `MAX_LIMIT` entries and units, instants and the
+    /// length, at most `MAX_LIMIT` entries and `MAX_UNITS` units, instants and the
     /// clock within range. Every entry takes at least a byte, so what is
     /// reserved is bounded by the payload's own length (at most 8 bytes of
     /// memory per byte).
@@ -101,9 +101,9 @@ impl SlideState {
                 1
             };
             units = units.saturating_add(count);
-            if units > MAX_LIMIT {
+            if units > MAX_UNITS {
                 return Err(DecodeError::Invalid(
-                    "slide log holds more units than any limit",
+                    "slide log holds more units than a log can",
                 ));
             }
             log.push_entry(t, count, Room::UNBOUNDED);

@@ -32,14 +32,21 @@ use std::mem;
 
 use super::time::Nanos;
 use super::{
-    millis, Ceiling, Decision, DecodeError, Detail, Kind, Param, ParamError, ParamKind, Retry,
-    Value, MAX_DURATION,
+    millis, Ceiling, ChargeError, Decision, DecodeError, Detail, Kind, Param, ParamError,
+    ParamKind, Retry, Value, MAX_DURATION,
 };
 use times::{Room, Times};
 
 /// The largest `limit`: it bounds the memory of a key, and a decoded log
 /// may not hold more units than this.
 pub const MAX_LIMIT: u64 = 100_000_000;
+
+/// The most units a log holds: only RL.CHARGE takes it past the limit
+/// (a debt until enough has left), never past this, which keeps the
+/// entries' counts exact in their `u32` sums.
+pub const MAX_UNITS: u64 = u32::MAX as u64;
+/// The bound of a charge, as its error states it after `quantity`.
+const CHARGE_RULE: &str = "would take the units a SLIDE key holds past 4294967295";
 
 /// The tag of the first format, one `u64` of nanoseconds per unit (RDB
 /// encoding version 1), which `decode_legacy` still reads.
@@ -331,6 +338,34 @@ impl Kind for SlideState {
         self.keep_units(self.units().saturating_sub(quantity));
         self.clock = at;
         self.shrink_if_sparse();
+    }
+
+    /// Drops the units that have left, then records `quantity` units at
+    /// the clock as an allowed request would, as one entry (or, below
+    /// `COUNT_FROM`, one entry a unit); when that would take the log past
+    /// its bound of entries, `limit` (with PRECISION `d`, also at most
+    /// `window / d + 1`), they join the newest entry, whose instant moves
+    /// to theirs: counted for longer, never shorter. Refused when the log
+    /// would hold more than [`MAX_UNITS`].
+    fn charge(
+        &mut self,
+        now: Nanos,
+        params: &SlideParams,
+        quantity: u64,
+    ) -> Result<(), ChargeError> {
+        let at = self.read_at(now);
+        let expired = self.expired_at(at, params.window);
+        let held = self.units() - self.units_before(expired);
+        if held.checked_add(quantity).is_none_or(|u| u > MAX_UNITS) {
+            return Err(ChargeError(CHARGE_RULE));
+        }
+        self.drop_front(expired);
+        self.charge_at(micros_up(at), quantity, params);
+        self.clock = at;
+        if expired > 0 {
+            self.shrink_if_sparse();
+        }
+        Ok(())
     }
 
     /// `units`: the units held (some may have left already: the window is

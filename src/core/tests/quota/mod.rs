@@ -18,7 +18,7 @@ use jiff::Timestamp;
 use proptest::prelude::*;
 
 use crate::core::quota::{
-    period, CalendarUnit, QuotaParams, QuotaState, QuotaUpdate, Zone, MAX_LIMIT, MAX_PERIOD,
+    period, CalendarUnit, QuotaParams, QuotaState, QuotaUpdate, Zone, MAX_PERIOD, MAX_USED,
 };
 use crate::core::{Decision, DecodeError, Detail, Nanos, Retry, TimeUnit};
 

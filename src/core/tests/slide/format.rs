@@ -6,7 +6,7 @@ use std::iter;
 
 use super::{params, request, MS, S};
 use crate::core::codec::Writer;
-use crate::core::slide::{first_ns_of, SlideState, MAX_LIMIT, MAX_MICROS, V1_TAG};
+use crate::core::slide::{first_ns_of, SlideState, MAX_LIMIT, MAX_MICROS, MAX_UNITS, V1_TAG};
 use crate::core::{DecodeError, Kind, Nanos};
 
 /// Encodes entries `(instant µs, count)` and a clock (ns) as `encode`
@@ -113,10 +113,11 @@ fn decode_rejects_malformed_payloads() {
     trailing.extend([0, 0]);
     assert_eq!(SlideState::decode(&trailing), Err(DecodeError::Length));
     let invalid = |bytes: &[u8]| matches!(SlideState::decode(bytes), Err(DecodeError::Invalid(_)));
-    // More entries, or units, than any limit.
-    assert!(invalid(&v2(&[(1, MAX_LIMIT + 1)])));
-    assert!(invalid(&v2(&[(1, MAX_LIMIT), (2, 1)])));
-    assert!(SlideState::decode(&v2(&[(1, MAX_LIMIT - 1), (2, 1)])).is_ok());
+    // More units than a log holds (RL.CHARGE's debts may pass the limit,
+    // never MAX_UNITS), or more entries than any limit.
+    assert!(invalid(&v2(&[(1, MAX_UNITS + 1)])));
+    assert!(invalid(&v2(&[(1, MAX_UNITS), (2, 1)])));
+    assert!(SlideState::decode(&v2(&[(1, MAX_UNITS - 1), (2, 1)])).is_ok());
     let mut w = Writer::default();
     w.varint(MAX_LIMIT + 1);
     assert!(invalid(&w.into_bytes()));
