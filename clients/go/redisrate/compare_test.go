@@ -50,7 +50,9 @@ func ours(l *redis_rate.Limiter) limiter {
 		}
 		return answer{r.Allowed, r.Remaining, r.RetryAfter, r.ResetAfter, ""}
 	}
-	lim := func(u upstream.Limit) redis_rate.Limit { return redis_rate.Limit{Rate: u.Rate, Burst: u.Burst, Period: u.Period} }
+	lim := func(u upstream.Limit) redis_rate.Limit {
+		return redis_rate.Limit{Rate: u.Rate, Burst: u.Burst, Period: u.Period}
+	}
 	return limiter{
 		allowN:      func(k string, u upstream.Limit, n int) answer { return conv(l.AllowN(ctx, k, lim(u), n)) },
 		allowAtMost: func(k string, u upstream.Limit, n int) answer { return conv(l.AllowAtMost(ctx, k, lim(u), n)) },

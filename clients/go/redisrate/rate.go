@@ -12,7 +12,6 @@
 // short, times are rounded up to the millisecond, a refused AllowN reports
 // the units that remain, a request larger than the burst answers
 // RetryAfter -1 (it can never fit), and AllowAtMost takes two round trips.
-//
 package redis_rate
 
 import (
