@@ -1,0 +1,221 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Backend chooses what answers the commands.
+type Backend int
+
+const (
+	// BackendAuto is the module when the server has it loaded (detected
+	// once, with its PREFIX), else the Lua scripts.
+	BackendAuto Backend = iota
+	// BackendModule is the module; a server without it is a BackendError.
+	BackendModule
+	// BackendLua is the scripts, even where the module is loaded.
+	BackendLua
+)
+
+func (b Backend) String() string {
+	switch b {
+	case BackendModule:
+		return "module"
+	case BackendLua:
+		return "lua"
+	}
+	return "auto"
+}
+
+// Clock chooses the clock of the Lua backend's scripts.
+type Clock int
+
+const (
+	// ClockAuto is the server's TIME read in the script, until a server
+	// refuses TIME in scripts: then, for good, the client-passed clock.
+	ClockAuto Clock = iota
+	// ClockServer is always the script's TIME.
+	ClockServer
+	// ClockClient is always the client-passed clock: the server's TIME
+	// read outside the script, carried forward on the monotonic clock.
+	ClockClient
+)
+
+// An Option configures New.
+type Option func(*Limiter)
+
+// WithBackend forces a backend (default BackendAuto).
+func WithBackend(b Backend) Option { return func(l *Limiter) { l.choice = b } }
+
+// WithPrefix names the module's command prefix (its load-time PREFIX
+// option) instead of detecting it; it also skips the detection of a
+// forced BackendModule.
+func WithPrefix(prefix string) Option { return func(l *Limiter) { l.prefix = prefix } }
+
+// WithClock sets the Lua backend's clock (default ClockAuto).
+func WithClock(c Clock) Option { return func(l *Limiter) { l.clock = c } }
+
+// Limiter sends the module's commands over a go-redis v9 client (single
+// node, cluster, sentinel: any redis.UniversalClient) and answers typed
+// results. It is safe for concurrent use.
+type Limiter struct {
+	rdb    redis.UniversalClient
+	choice Backend
+	prefix string
+	clock  Clock
+
+	resolved atomic.Pointer[resolved]
+	mu       sync.Mutex // held while detecting
+
+	clientClock atomic.Bool // the scripts' clock is passed (TIME refused, or ClockClient)
+	server      serverClock
+}
+
+// resolved is the backend found: the module under prefix, or the scripts.
+type resolved struct {
+	module bool
+	prefix string
+}
+
+// New makes a Limiter over rdb. Nothing is sent until the first call.
+func New(rdb redis.UniversalClient, opts ...Option) *Limiter {
+	l := &Limiter{rdb: rdb}
+	for _, o := range opts {
+		o(l)
+	}
+	if l.clock == ClockClient {
+		l.clientClock.Store(true)
+	}
+	return l
+}
+
+// Client is the go-redis client the Limiter sends over.
+func (l *Limiter) Client() redis.UniversalClient { return l.rdb }
+
+// BackendInUse detects the backend if not done yet and says which answers:
+// BackendModule (with its prefix) or BackendLua.
+func (l *Limiter) BackendInUse(ctx context.Context) (Backend, string, error) {
+	r, err := l.backend(ctx)
+	if err != nil {
+		return BackendAuto, "", err
+	}
+	if r.module {
+		return BackendModule, r.prefix, nil
+	}
+	return BackendLua, "", nil
+}
+
+func (l *Limiter) backend(ctx context.Context) (*resolved, error) {
+	if r := l.resolved.Load(); r != nil {
+		return r, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r := l.resolved.Load(); r != nil {
+		return r, nil
+	}
+	r, err := l.detect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l.resolved.Store(r)
+	return r, nil
+}
+
+func (l *Limiter) detect(ctx context.Context) (*resolved, error) {
+	if l.choice == BackendLua {
+		return &resolved{}, nil
+	}
+	if l.choice == BackendModule && l.prefix != "" {
+		return &resolved{module: true, prefix: l.prefix}, nil
+	}
+	found, err := detectPrefix(ctx, l.rdb)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case found != "":
+		if l.prefix != "" {
+			found = l.prefix
+		}
+		return &resolved{module: true, prefix: found}, nil
+	case l.choice == BackendModule:
+		return nil, &BackendError{Message: "the redis-ratelimit module is not loaded on this server " +
+			"(COMMAND LIST FILTERBY MODULE ratelimit is empty): load it (loadmodule /path/to/libredis_ratelimit.so), " +
+			"or use WithBackend(ratelimit.BackendLua) or BackendAuto"}
+	}
+	return &resolved{}, nil
+}
+
+// detectPrefix is the module's command prefix on this server, or "" when
+// it is not loaded: COMMAND LIST FILTERBY MODULE ratelimit; where that is
+// refused (an ACL), COMMAND INFO RL.THROTTLE, which finds only the default.
+func detectPrefix(ctx context.Context, rdb redis.UniversalClient) (string, error) {
+	listed, err := rdb.Do(ctx, "COMMAND", "LIST", "FILTERBY", "MODULE", "ratelimit").StringSlice()
+	if err != nil {
+		if !isReply(err) {
+			return "", err
+		}
+		info, err := rdb.Do(ctx, "COMMAND", "INFO", "RL.THROTTLE").Slice()
+		if err != nil {
+			return "", err
+		}
+		if len(info) > 0 && info[0] != nil {
+			return "RL", nil
+		}
+		return "", nil
+	}
+	for _, name := range listed {
+		if len(name) > len(".throttle") && strings.EqualFold(name[len(name)-len(".throttle"):], ".throttle") {
+			return name[:len(name)-len(".throttle")], nil
+		}
+	}
+	return "", nil
+}
+
+// isReply: err is an error reply of the server (not the network's).
+func isReply(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && !errors.Is(err, redis.Nil) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// Do sends a module command line, name without prefix ("THROTTLE") and the
+// module's exact arguments, through the backend in use, and answers the
+// module's reply: error replies as CommandError or WrongTypeError.
+func (l *Limiter) Do(ctx context.Context, name string, args ...any) (any, error) {
+	r, err := l.backend(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var reply any
+	if r.module {
+		line := make([]any, 0, len(args)+1)
+		line = append(line, r.prefix+"."+name)
+		line = append(line, args...)
+		reply, err = l.rdb.Do(ctx, line...).Result()
+	} else {
+		reply, err = l.runScript(ctx, "RL."+name, args)
+	}
+	if err != nil {
+		return nil, replyError("RL."+name, err)
+	}
+	return reply, nil
+}
+
+func argString(a any) string {
+	switch v := a.(type) {
+	case string:
+		return v
+	case []byte:
+		return string(v)
+	default:
+		return fmt.Sprint(v)
+	}
+}

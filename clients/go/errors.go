@@ -1,0 +1,87 @@
+package ratelimit
+
+import (
+	"errors"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// ErrWrongType matches (errors.Is) a WRONGTYPE reply: a key holds another
+// type than the command's kind (or another backend's state).
+var ErrWrongType = errors.New("WRONGTYPE")
+
+// ErrBackendUnavailable matches (errors.Is) a BackendError.
+var ErrBackendUnavailable = errors.New("ratelimit: backend unavailable")
+
+// CommandError is an ERR reply of the module (or the scripts, which answer
+// the same text): a refused argument, a malformed command line. Message is
+// the server's text; Argument names the refused argument when the text
+// starts with one (`ERR window must be ...`: "window"), and Spec is the
+// 1-based spec the text names (`ERR spec 2 (SLIDE): ...`), 0 when none.
+type CommandError struct {
+	Command  string
+	Argument string
+	Spec     int
+	Message  string
+}
+
+func (e *CommandError) Error() string { return e.Message }
+
+// ArgumentError is an argument refused before anything is sent: a Go value
+// the command line cannot carry (a time that is not whole milliseconds, no
+// rules, too many). Argument names it.
+type ArgumentError struct {
+	Argument string
+	Message  string
+}
+
+func (e *ArgumentError) Error() string { return "ratelimit: " + e.Message }
+
+// WrongTypeError is a WRONGTYPE reply; errors.Is(err, ErrWrongType) holds.
+type WrongTypeError struct {
+	Command string
+	Message string
+}
+
+func (e *WrongTypeError) Error() string { return e.Message }
+
+// Is matches ErrWrongType.
+func (e *WrongTypeError) Is(target error) bool { return target == ErrWrongType }
+
+// BackendError says that no backend can answer: the module is not loaded
+// and the module was asked for, or the scripts do not answer the command.
+// errors.Is(err, ErrBackendUnavailable) holds.
+type BackendError struct {
+	Message string
+}
+
+func (e *BackendError) Error() string { return "ratelimit: " + e.Message }
+
+// Is matches ErrBackendUnavailable.
+func (e *BackendError) Is(target error) bool { return target == ErrBackendUnavailable }
+
+var argumentText = regexp.MustCompile(`^ERR (?:spec (\d+) \([A-Z]+\): )?([a-z_]+) (?:must |is given |expects )`)
+
+// replyError types a server's error reply; other errors (the network, a
+// context that ended) come back as they are.
+func replyError(command string, err error) error {
+	text := err.Error()
+	if !isReply(err) {
+		return err
+	}
+	switch {
+	case strings.HasPrefix(text, "WRONGTYPE"):
+		return &WrongTypeError{Command: command, Message: text}
+	case strings.HasPrefix(text, "ERR "):
+		e := &CommandError{Command: command, Message: text}
+		if m := argumentText.FindStringSubmatch(text); m != nil {
+			e.Argument = m[2]
+			e.Spec, _ = strconv.Atoi(m[1])
+		} else if m := regexp.MustCompile(`^ERR spec (\d+)`).FindStringSubmatch(text); m != nil {
+			e.Spec, _ = strconv.Atoi(m[1])
+		}
+		return e
+	}
+	return err
+}

@@ -1,0 +1,220 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The typed calls: one per command of the module. Every call sends its
+// times in milliseconds (MS), passes its numbers through unchecked (the
+// module, or the scripts, name a refused argument in a CommandError) and
+// answers the reply as typed values.
+
+func (l *Limiter) five(ctx context.Context, name string, args []any) (Result, error) {
+	reply, err := l.Do(ctx, name, args...)
+	if err != nil {
+		return Result{}, err
+	}
+	return parseResult("RL."+name, reply)
+}
+
+func line(key string, numbers []any, quantity int64, options ...any) []any {
+	a := make([]any, 0, 3+len(numbers)+len(options))
+	a = append(a, key)
+	a = append(a, numbers...)
+	a = append(a, itoa(quantity), "MS")
+	return append(a, options...)
+}
+
+// Throttle is RL.THROTTLE key max_burst count period quantity MS: GCRA.
+// Quantity 0 peeks.
+func (l *Limiter) Throttle(ctx context.Context, key string, limit Throttle, quantity int64) (Result, error) {
+	n, err := limit.args()
+	if err != nil {
+		return Result{}, err
+	}
+	return l.five(ctx, "THROTTLE", line(key, n, quantity))
+}
+
+// Slide is RL.SLIDE key limit window quantity MS [PRECISION d]: the exact
+// sliding log.
+func (l *Limiter) Slide(ctx context.Context, key string, limit Slide, quantity int64) (Result, error) {
+	n, err := limit.args()
+	if err != nil {
+		return Result{}, err
+	}
+	o, err := limit.options()
+	if err != nil {
+		return Result{}, err
+	}
+	return l.five(ctx, "SLIDE", line(key, n, quantity, o...))
+}
+
+// Slice is RL.SLICE key limit window slices quantity MS.
+func (l *Limiter) Slice(ctx context.Context, key string, limit Slice, quantity int64) (Result, error) {
+	n, err := limit.args()
+	if err != nil {
+		return Result{}, err
+	}
+	return l.five(ctx, "SLICE", line(key, n, quantity))
+}
+
+// Quota is RL.QUOTA key limit unit quantity MS [TZ zone]: a calendar quota.
+func (l *Limiter) Quota(ctx context.Context, key string, limit Quota, quantity int64) (Result, error) {
+	n, _ := limit.args()
+	return l.five(ctx, "QUOTA", line(key, n, quantity, limit.options()...))
+}
+
+// Lease is RL.LEASE key limit ttl lease_id quantity MS: takes, or renews,
+// the lease leaseID. Acquire holds one and renews it for you.
+func (l *Limiter) Lease(ctx context.Context, key string, limit Lease, leaseID string, quantity int64) (Result, error) {
+	n, err := limit.args()
+	if err != nil {
+		return Result{}, err
+	}
+	return l.five(ctx, "LEASE", line(key, append(n, leaseID), quantity))
+}
+
+// Release is RL.RELEASE key lease_id: true when the lease was held.
+func (l *Limiter) Release(ctx context.Context, key, leaseID string) (bool, error) {
+	reply, err := l.Do(ctx, "RELEASE", key, leaseID)
+	if err != nil {
+		return false, err
+	}
+	n, ok := reply.(int64)
+	if !ok {
+		return false, fmt.Errorf("ratelimit: RL.RELEASE answered %v, not an integer", reply)
+	}
+	return n == 1, nil
+}
+
+// Rule is one limit of RL.ALLOW and RL.PEEK: a key and its limit. Name
+// names it in the header fields (Headers); it is not sent.
+type Rule struct {
+	Name  string
+	Key   string
+	Limit Limit
+}
+
+// AllowOptions are RL.ALLOW's and RL.PEEK's options.
+type AllowOptions struct {
+	// Quantity is what the request costs of every limit (QUANTITY); 0
+	// means 1. To ask without taking anything, use Peek.
+	Quantity int64
+	// LeaseID names the lease that LEASE rules take (ID).
+	LeaseID string
+}
+
+func severalLine(rules []Rule, o AllowOptions) ([]any, error) {
+	if len(rules) == 0 {
+		return nil, &ArgumentError{Argument: "rules", Message: "rules must hold 1 to 16 limits, not none"}
+	}
+	a := make([]any, 0, 1+5*len(rules)+5)
+	a = append(a, itoa(int64(len(rules))))
+	for _, r := range rules {
+		a = append(a, r.Key)
+	}
+	for i, r := range rules {
+		if r.Limit == nil {
+			return nil, &ArgumentError{Argument: "rules", Message: fmt.Sprintf("rule %d has no limit", i+1)}
+		}
+		s, err := r.Limit.Spec()
+		if err != nil {
+			return nil, err
+		}
+		a = append(a, s...)
+	}
+	q := o.Quantity
+	if q == 0 {
+		q = 1
+	}
+	a = append(a, "QUANTITY", itoa(q), "MS")
+	if o.LeaseID != "" {
+		a = append(a, "ID", o.LeaseID)
+	}
+	return a, nil
+}
+
+// Allow is RL.ALLOW: every rule decided at once; allowed only when every
+// limit allows, then every key records it; refused, nothing is recorded.
+func (l *Limiter) Allow(ctx context.Context, rules []Rule, o AllowOptions) (AllowResult, error) {
+	return l.several(ctx, "ALLOW", rules, o)
+}
+
+// Peek is RL.PEEK: what Allow would answer, changing nothing (read-only:
+// it works on replicas).
+func (l *Limiter) Peek(ctx context.Context, rules []Rule, o AllowOptions) (AllowResult, error) {
+	return l.several(ctx, "PEEK", rules, o)
+}
+
+func (l *Limiter) several(ctx context.Context, name string, rules []Rule, o AllowOptions) (AllowResult, error) {
+	a, err := severalLine(rules, o)
+	if err != nil {
+		return AllowResult{}, err
+	}
+	reply, err := l.Do(ctx, name, a...)
+	if err != nil {
+		return AllowResult{}, err
+	}
+	return parseAllowResult("RL."+name, reply)
+}
+
+// Refund is RL.REFUND key spec quantity MS: gives back up to quantity
+// recorded units (not of a LEASE: Release gives a lease back).
+func (l *Limiter) Refund(ctx context.Context, key string, limit Limit, quantity int64) (Result, error) {
+	s, err := limit.Spec()
+	if err != nil {
+		return Result{}, err
+	}
+	a := append([]any{key}, s...)
+	return l.five(ctx, "REFUND", append(a, itoa(quantity), "MS"))
+}
+
+// Inspection is RL.INSPECT's answer: what the key holds.
+type Inspection struct {
+	// Type is the kind: throttle, slide, slice, lease or quota.
+	Type string
+	// TTL is the key's remaining life.
+	TTL time.Duration
+	// Memory is the key's size in bytes.
+	Memory int64
+	// Fields are every field as answered (integers int64, texts string,
+	// lists []any), the three above included.
+	Fields map[string]any
+}
+
+// Inspect is RL.INSPECT key; nil (and no error) when the key is missing.
+func (l *Limiter) Inspect(ctx context.Context, key string) (*Inspection, error) {
+	reply, err := l.Do(ctx, "INSPECT", key)
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	fields := map[string]any{}
+	switch v := reply.(type) {
+	case nil:
+		return nil, nil
+	case map[any]any:
+		for k, x := range v {
+			fields[argString(k)] = x
+		}
+	case []any:
+		for i := 0; i+1 < len(v); i += 2 {
+			fields[argString(v[i])] = v[i+1]
+		}
+	default:
+		return nil, fmt.Errorf("ratelimit: RL.INSPECT answered %v, not field-value pairs", reply)
+	}
+	in := &Inspection{Fields: fields}
+	in.Type, _ = fields["type"].(string)
+	ttl, _ := fields["ttl"].(int64)
+	in.TTL = time.Duration(ttl) * time.Millisecond
+	in.Memory, _ = fields["memory"].(int64)
+	return in, nil
+}
