@@ -65,14 +65,14 @@ BENCH_SMOKE := quick_benchmark_reports_every_row
 # reads $REDIS_SERVERS; a new package is its name here and one target:
 #   <name>: build
 #   	cd clients/<name> && <its build, lints and tests>
-CLIENTS := python node java
+CLIENTS := python node java go
 # make dist's parts; a new one is a target below and its name here.
 DIST_PARTS := dist-module dist-deb dist-python dist-node
 
 FUZZ_SECONDS ?= 60
 
 .PHONY: deps setup node-tools build floor run test lint rust-lint python-lint node-lint \
-	conformance-lint unit integration clients $(CLIENTS) java-setup python-install python-test \
+	conformance-lint unit integration clients $(CLIENTS) java-setup go-setup python-install python-test \
 	node-install node-test conformance dist $(DIST_PARTS) test-dist test-package \
 	test-node lua-test lua-dist fuzz fuzz-seeds bench clean
 
@@ -230,6 +230,22 @@ tmp/m2/.resolved: $(JAVA_POMS)
 java: setup java-setup build
 	$(JAVA_MVN) -o -f clients/java/pom.xml install -Dredis.servers="$(SERVERS)" -Drl.module=$(RL_MODULE)
 	$(JAVA_MVN) -o -f examples/java/pom.xml test -Dredis.servers="$(firstword $(SERVERS))" -Drl.module=$(RL_MODULE)
+
+# The Go package (clients/go: the package, redisrate, httplimit): go-setup
+# downloads its modules and staticcheck into tmp/go (the one Go step that
+# downloads); then gofmt, go vet, staticcheck, and go test -race across
+# every server of SERVERS in one run (it reads REDIS_SERVERS).
+GO_BIN := $(CURDIR)/tmp/go/bin
+STATICCHECK_VERSION := v0.8.2
+go-setup: $(GO_BIN)/staticcheck
+	cd clients/go && go mod download
+$(GO_BIN)/staticcheck:
+	GOBIN=$(GO_BIN) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+go: go-setup build
+	@test -z "$$(gofmt -l clients/go)" || { gofmt -l clients/go; echo "gofmt: the files above"; exit 1; }
+	cd clients/go && go vet ./... && $(GO_BIN)/staticcheck ./...
+	cd clients/go && go test -race -count=1 ./...
 
 # The Lua backend's conformance suite (clients/conformance), with the Python
 # package installed from dist/ into the venv and the Node package from

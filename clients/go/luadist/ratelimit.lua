@@ -1,27 +1,30 @@
--- redis-ratelimit's Lua backend: the code every command's script shares.
--- The script sent to the server is the command's own file (throttle.lua,
--- ...), a newline, then this file: the command's file names the path this
+-- redis-ratelimit's Lua backend: one script for every command (built by
+-- clients/lua/build.py from clients/lua/src/; README.md has the contract).
+-- The manifest's prefix of a command comes first and names the path this
 -- code takes, in two locals (below).
--- KEYS: the command's keys. ARGV: the module command's other arguments,
--- exactly as the module gets them, after the calendar (see README.md) for
--- the commands that may name a QUOTA limit (RL.QUOTA, RL.ALLOW, RL.PEEK,
--- RL.REFUND): RL.THROTTLE k 10 20 30 is KEYS {k}, ARGV {10, 20, 30};
--- RL.ALLOW 2 a b spec... is KEYS {a, b}, ARGV {calendar, 2, spec...}.
+-- KEYS: the command's keys. ARGV: the head (the clock, '' for the server's
+-- TIME, and the zones' UTC offsets), then the module command's other
+-- arguments, exactly as the module gets them: RL.THROTTLE k 10 20 30 is
+-- KEYS {k}, ARGV {head, 10, 20, 30}; RL.ALLOW 2 a b spec... is KEYS {a, b},
+-- ARGV {head, 2, spec...}.
 -- Numbers are Lua doubles: integers are exact below 2^53; anything larger
 -- (nanosecond instants, GCRA's scaled arithmetic) goes through the small
 -- decimal big-integer helpers of lib().
 
--- The command's file sets `entry` and `arg`: `limiter` with the kind's
--- name (RL.THROTTLE ... RL.QUOTA), `several` with whether to write
--- (RL.ALLOW, RL.PEEK), or `inspect`, `refund`, `release`; or `lib` with a
--- function that is given lib()'s names and answers the call (test code:
--- clients/conformance/exact_throttle.lua). Everything is made in the
--- block below, and only on the path a call takes: a script keeps nothing
--- between calls, so each function it defines is made again on every call
--- (a closure and its upvalues cost about 700 and 400 instructions; a
--- function wrapping this block, another closure and call, about 1,300).
--- The full code, lib(), is made only when a fast path gives the call up,
--- or for the commands without one.
+-- The prefix sets `entry` and `arg`: `limiter` with the kind's name
+-- (RL.THROTTLE ... RL.QUOTA), `several` with whether to write (RL.ALLOW,
+-- RL.PEEK), or `inspect`, `refund`, `release` (the test variant also
+-- takes `lib`: clients/conformance/exact_throttle.lua). Everything is made
+-- in the block below, and only on the path a call takes: a script keeps
+-- nothing between calls, so each function it defines is made again on
+-- every call (a closure and its upvalues cost about 700 and 400
+-- instructions; a function wrapping this block, another closure and call,
+-- about 1,300). The full code, lib(), is made only when a fast path gives
+-- the call up, or for the commands without one. Decisions written twice
+-- for speed: RL.THROTTLE's µs call (throttle_us.lua and fast/gcra.lua,
+-- about 9,000 instructions a call saved) and each kind's usual call
+-- (fast/ and lib/; fast() exists so that a usual call never makes lib()'s
+-- hundreds of functions).
 do
   -- Exact arithmetic in doubles, used wherever every value is an integer
   -- below 2^52 (a double holds it, and a % b is exact); the big integers of
@@ -41,7 +44,8 @@ do
   -- at most 2^50 ns (13 days) that count divides in whole µs, a tolerance
   -- of at most 100 years, a state of the usual form (G| and a TAT of 19
   -- digits in whole µs) or none, and a TAT at most 4,000,000 s ahead. It
-  -- is gcra()'s µs case with every value below 2^52, and the fast path's
+  -- is gcra()'s µs case (fast/gcra.lua: written twice, a change there is
+  -- made here too) with every value below 2^52, and the fast path's
   -- writes (see fast()); it makes no function and calls none of the
   -- prelude's, so it costs about 9,000 instructions less than going
   -- through fast() and gcra(). Any other call goes on below, before any write
@@ -115,6 +119,9 @@ do
     end
   end
 
+  -- Written twice: RL.THROTTLE's usual call in whole µs is also decided by
+  -- throttle_us.lua, which runs first and saves about 9,000 instructions a
+  -- call (78,237 -> 69,432, docs/DESIGN.md); a change here is made there too.
   -- RL.THROTTLE's decision (the module's GCRA in units of 1/count ns) in
   -- doubles, in the largest unit that holds the case exactly: µs or ns when
   -- the period per count is whole in it and so is the stored TAT (no
@@ -541,7 +548,8 @@ do
       end
       return five, rx - now, 0
     elseif kind == 'SLICE' then
-      -- The hash: field S holds window (µs)|slices|head, field j the units
+      -- The hash: field S holds window (µs)|slices|head|total|fields (the
+      -- older scripts' keys: window|slices|head), field j the units
       -- admitted in slice j (slice j begins ceil(j x window / slices) ns
       -- after the epoch), kept from head - slices to head. Only a key of
       -- the same window and slices is decided here.
@@ -555,44 +563,10 @@ do
       if not (limit >= 1 and limit <= 4294967295 and W >= us_per and S >= 1 and S <= 86400 and q <= 1000000000000
         and W * S <= 4503599627370496 and W >= S) then return nil end
       local now = t[1] * 1000000 + t[2]
-      local h = redis.pcall('HGETALL', key)
-      local head, js, ns, fs = nil, {}, {}, {} -- slot numbers, units, field names
-      if type(h) ~= 'table' or h.err then return nil end
-      if #h > 0 then
-        -- The head (nil: another window or slices), the slots into js, ns
-        -- and fs; an error when a field or a count is not a number.
-        local function read(h, W, S, js, ns, fs)
-          local head
-          for i = 1, #h, 2 do
-            local f = h[i]
-            if f == 'S' then
-              local sw, sn, sh = string.match(h[i + 1], '^(%d+)|(%d+)|(%d+)$')
-              if sh and sw + 0 == W and sn + 0 == S then head = sh + 0 end
-            else
-              js[#js + 1] = f + 0
-              fs[#fs + 1] = f
-              ns[#ns + 1] = h[i + 1] + 0
-            end
-          end
-          return head
-        end
-        local ok
-        ok, head = pcall(read, h, W, S, js, ns, fs)
-        if not ok or head == nil then return nil end
-      end
       -- The slice holding now: floor(now x S / W).
       local r = now % W
       local rs = r * S
       local idx = (now - r) / W * S + (rs - rs % W) / W
-      local current = idx
-      if head and head > idx then current = head end
-      local first = current - S
-      if first < 0 then first = 0 end
-      local used = 0
-      for i = 1, #js do
-        local j = js[i]
-        if j >= first and j <= head then used = used + ns[i] end
-      end
       -- Slice m begins ceil(m x W x 1000 / S) ns after the epoch: with m =
       -- b x S + k and W = a x S + r0, that is 1000 x (b x W + k x a) + k x
       -- qr + ceil(k x rW / S) ns, qr and rW the quotient and remainder of
@@ -619,6 +593,94 @@ do
         if r > 0 then return (x - x % u) / u + 1 end
         return ceil_div(x, u)
       end
+      -- The header's usual form, W|S|head|total|fields (total: the units of
+      -- slices head - S to head, every field's; fields: the slices stored):
+      -- read with the slice of now, and the slices that leave by their
+      -- computed names, never the whole key. An older key (W|S|head), an
+      -- empty one, a limited call or more slices leaving than are stored
+      -- read the whole key below.
+      local hm = redis.pcall('HMGET', key, 'S', string.format('%d', idx))
+      if type(hm) ~= 'table' or hm.err then return nil end
+      local hw, hn, hh, ht, hc
+      if hm[1] then hw, hn, hh, ht, hc = string.match(hm[1], '^(%d+)|(%d+)|(%d+)|(%d+)|(%d+)$') end
+      local h = nil
+      local head, js, ns, fs = nil, {}, {}, {} -- slot numbers, units, field names
+      if hc and hw + 0 == W and hn + 0 == S and hh + 0 <= idx then
+        local hd, total, nf = hh + 0, ht + 0, hc + 0
+        local gone = idx - hd
+        if gone > S + 1 then gone = S + 1 end
+        local lo = hd - S -- the first slice that leaves
+        if lo < 0 then gone = gone + lo; lo = 0 end
+        local dead, dn = {}, 0
+        if gone > 4000 then nf = -1 end -- unpack's bound: the whole key
+        if gone > 0 and gone <= nf then
+          local names = {}
+          for x = 1, gone do names[x] = string.format('%d', lo + x - 1) end
+          local got = redis.call('HMGET', key, unpack(names))
+          for x = 1, gone do
+            local v = got[x]
+            if v then dead[#dead + 1] = names[x]; dn = dn + v end
+          end
+        end
+        if gone <= nf then
+          local used = total - dn
+          local n0 = hm[2] and hm[2] + 0 or 0
+          if q <= limit and used + q <= limit then
+            if q == 0 then
+              local off, r = 0, 0
+              if used > 0 then off, r = ends(hd, S, W, aW, qr, rW, now) end
+              return {0, limit, limit - used, -1, up(off, r, us_per)}, off, r
+            end
+            local off, r, ms = ends(idx, S, W, aW, qr, rW, now)
+            local function put(key, idx, q, n0, used, nf, dead, W, S, ms)
+              local slot = string.format('%d', idx)
+              if n0 == 0 then nf = nf + 1 end
+              redis.call('HSET', key, 'S', string.format('%d|%d|%s|%d|%d', W, S, slot, used + q, nf - #dead),
+                slot, string.format('%d', n0 + q))
+              if #dead > 0 then redis.call('HDEL', key, unpack(dead)) end
+              if redis.call('PEXPIRETIME', key) < ms then redis.call('PEXPIREAT', key, string.format('%d', ms)) end
+            end
+            local five = {0, limit, limit - used - q, -1, up(off, r, us_per)}
+            if commit then put(key, idx, q, n0, used, nf, dead, W, S, ms) return five end
+            return five, off, r, put, key, idx, q, n0, used, nf, dead, W, S, ms
+          end
+        end
+      end
+      h = redis.pcall('HGETALL', key)
+      if type(h) ~= 'table' or h.err then return nil end
+      if #h > 0 then
+        -- The head (nil: another window or slices), the slots into js, ns
+        -- and fs; an error when a field or a count is not a number.
+        local function read(h, W, S, js, ns, fs)
+          local head
+          for i = 1, #h, 2 do
+            local f = h[i]
+            if f == 'S' then
+              local v = h[i + 1]
+              local sw, sn, sh = string.match(v, '^(%d+)|(%d+)|(%d+)$')
+              if not sh then sw, sn, sh = string.match(v, '^(%d+)|(%d+)|(%d+)|%d+|%d+$') end
+              if sh and sw + 0 == W and sn + 0 == S then head = sh + 0 end
+            else
+              js[#js + 1] = f + 0
+              fs[#fs + 1] = f
+              ns[#ns + 1] = h[i + 1] + 0
+            end
+          end
+          return head
+        end
+        local ok
+        ok, head = pcall(read, h, W, S, js, ns, fs)
+        if not ok or head == nil then return nil end
+      end
+      local current = idx
+      if head and head > idx then current = head end
+      local first = current - S
+      if first < 0 then first = 0 end
+      local used = 0
+      for i = 1, #js do
+        local j = js[i]
+        if j >= first and j <= head then used = used + ns[i] end
+      end
       if q <= limit and used + q <= limit then
         if q == 0 then
           local off, r = 0, 0
@@ -626,31 +688,31 @@ do
           return {0, limit, limit - used, -1, up(off, r, us_per)}, off, r
         end
         local off, r, ms = ends(current, S, W, aW, qr, rW, now)
-        local function put(key, head, current, first, js, ns, fs, q, W, S, ms)
+        local function put(key, head, current, first, js, ns, fs, q, W, S, ms, used)
           local slot = string.format('%d', current)
           if head == nil then
-            redis.call('HSET', key, 'S', string.format('%d|%d|%s', W, S, slot), slot, string.format('%d', q))
+            redis.call('HSET', key, 'S', string.format('%d|%d|%s|%d|1', W, S, slot, q), slot, string.format('%d', q))
             redis.call('PEXPIREAT', key, string.format('%d', ms))
             return
           end
-          local n0 = 0
+          local n0, nf = nil, #js
           local dead = {}
           for i = 1, #js do
             local j = js[i]
             if j == current then n0 = ns[i] elseif j < first and current > head then dead[#dead + 1] = fs[i] end
           end
-          if current > head then
-            redis.call('HSET', key, 'S', string.format('%d|%d|%s', W, S, slot), slot, string.format('%d', n0 + q))
-          else
-            redis.call('HSET', key, slot, string.format('%d', n0 + q))
-          end
+          if n0 == nil then n0 = 0; nf = nf + 1 end
+          -- The header at every write (a key of the older scripts gets its
+          -- total and fields here).
+          redis.call('HSET', key, 'S', string.format('%d|%d|%s|%d|%d', W, S, slot, used + q, nf - #dead),
+            slot, string.format('%d', n0 + q))
           if #dead > 0 then redis.call('HDEL', key, unpack(dead)) end
           -- Later only; a key without an expiry gets one.
           if redis.call('PEXPIRETIME', key) < ms then redis.call('PEXPIREAT', key, string.format('%d', ms)) end
         end
         local five = {0, limit, limit - used - q, -1, up(off, r, us_per)}
-        if commit then put(key, head, current, first, js, ns, fs, q, W, S, ms) return five end
-        return five, off, r, put, key, head, current, first, js, ns, fs, q, W, S, ms
+        if commit then put(key, head, current, first, js, ns, fs, q, W, S, ms, used) return five end
+        return five, off, r, put, key, head, current, first, js, ns, fs, q, W, S, ms, used
       end
       -- Limited: more than the limit, or until enough units leave.
       local retry = -1
@@ -692,9 +754,57 @@ do
         return nil
       end
       local now = t[1] * 1000000 + t[2]
+      local expiry = now + ttl * us_per
+      -- The hash's field H: the units of every stored lease, the earliest
+      -- expiry (a lower bound) and the latest (exact), which every write
+      -- keeps. While no stored lease has expired (now < the earliest), a
+      -- call reads H and its own lease alone: O(1), however many are held.
+      -- Else (or with no H: a key of an older layout, migrated here on
+      -- write), HGETALL, O(leases held), which drops the expired ones.
+      local function put(key, fresh, own, expiry, q, dead, ms, hv)
+        local v = string.format('%d|%d', expiry, q)
+        if fresh then
+          redis.call('HSET', key, 'L', '1', own, v, 'H', hv)
+          redis.call('PEXPIREAT', key, string.format('%d', ms))
+          return
+        end
+        redis.call('HSET', key, own, v, 'H', hv)
+        if #dead > 0 then redis.call('HDEL', key, unpack(dead)) end
+        -- Later only; a key without an expiry gets one.
+        local at = string.format('%d', ms)
+        if redis.call('PEXPIREAT', key, at, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
+          redis.call('PEXPIREAT', key, at)
+        end
+      end
+      local own = '#' .. id
+      if q > 0 then
+        local hm = redis.pcall('HMGET', key, 'H', 'L', own)
+        if type(hm) ~= 'table' or hm.err then return nil end
+        local hh, hmin, hmax
+        if hm[1] and hm[2] then hh, hmin, hmax = string.match(hm[1], '^(%d+)|(%d+)|(%d+)$') end
+        if hh and now < hmin + 0 then
+          hh, hmin, hmax = hh + 0, hmin + 0, hmax + 0
+          local oe, ow = 0, 0
+          if hm[3] then
+            oe, ow = string.match(hm[3], '^(%d+)|(%d+)$')
+            if oe == nil then return nil end
+            oe, ow = oe + 0, ow + 0
+          end
+          -- The latest of the others is H's unless it is this lease's, moved
+          -- earlier: then the full read below.
+          if not (oe == hmax and oe > expiry) then
+            if hh - ow + q > limit then return nil end
+            local x = expiry > hmax and expiry or hmax
+            local hv = string.format('%d|%d|%d', hh - ow + q, expiry < hmin and expiry or hmin, x)
+            local five, ms = {0, limit, limit - (hh - ow) - q, -1, ceil_div(x - now, us_per)}, ceil_div(x, 1000)
+            if commit then put(key, false, own, expiry, q, {}, ms, hv) return five end
+            return five, x - now, 0, put, key, false, own, expiry, q, {}, ms, hv
+          end
+        end
+      end
       local h = redis.pcall('HGETALL', key)
-      local own, marked = '#' .. id, false
-      local held, own_w, latest, others_latest = 0, 0, now, now
+      local marked = false
+      local held, own_w, latest, others_latest, others_min = 0, 0, now, now, nil
       local dead = {}
       if type(h) ~= 'table' or h.err then return nil end
       if #h > 0 then
@@ -712,7 +822,11 @@ do
             if e > latest then latest = e end
             if e > now then
               held = held + lw
-              if f == own then own_w = lw elseif e > others_latest then others_latest = e end
+              if f == own then own_w = lw
+              else
+                if e > others_latest then others_latest = e end
+                if others_min == nil or e < others_min then others_min = e end
+              end
             elseif f ~= own then dead[#dead + 1] = f end
           end
         end
@@ -724,26 +838,12 @@ do
         if remaining < 0 then remaining = 0 end
         return {0, limit, remaining, -1, ceil_div(latest - now, us_per)}, latest - now, 0
       end
-      local expiry = now + ttl * us_per
       local x = expiry > others_latest and expiry or others_latest
-      local function put(key, fresh, own, expiry, q, dead, ms)
-        local v = string.format('%d|%d', expiry, q)
-        if fresh then
-          redis.call('HSET', key, 'L', '1', own, v)
-          redis.call('PEXPIREAT', key, string.format('%d', ms))
-          return
-        end
-        redis.call('HSET', key, own, v)
-        if #dead > 0 then redis.call('HDEL', key, unpack(dead)) end
-        -- Later only; a key without an expiry gets one.
-        local at = string.format('%d', ms)
-        if redis.call('PEXPIREAT', key, at, 'GT') == 0 and redis.call('PEXPIRETIME', key) == -1 then
-          redis.call('PEXPIREAT', key, at)
-        end
-      end
+      local lo = (others_min == nil or expiry < others_min) and expiry or others_min
+      local hv = string.format('%d|%d|%d', held - own_w + q, lo, x)
       local five, ms = {0, limit, limit - (held - own_w) - q, -1, ceil_div(x - now, us_per)}, ceil_div(x, 1000)
-      if commit then put(key, #h == 0, own, expiry, q, dead, ms) return five end
-      return five, x - now, 0, put, key, #h == 0, own, expiry, q, dead, ms
+      if commit then put(key, #h == 0, own, expiry, q, dead, ms, hv) return five end
+      return five, x - now, 0, put, key, #h == 0, own, expiry, q, dead, ms, hv
     end
     return nil
   end
@@ -1809,7 +1909,9 @@ do
       for i = 1, #flat, 2 do
         local f, v = flat[i], flat[i + 1]
         if f == 'S' then
+          -- window|slices|head|total|fields, or the older scripts' first three
           local w, s, h = string.match(v, '^(%d+)|(%d+)|(%d+)$')
+          if w == nil then w, s, h = string.match(v, '^(%d+)|(%d+)|(%d+)|%d+|%d+$') end
           if w == nil then throw(WRONGTYPE.err) end
           st.window, st.slices, st.head = tonumber(w), tonumber(s), tonumber(h)
         else
@@ -1944,7 +2046,15 @@ do
         'head_age_ms', bnum(bdiv_ceil(age, 1000000)), 'counts', counts}
     end
     function slice.store(key, st)
-      local header = numstr(st.window) .. '|' .. numstr(st.slices) .. '|' .. numstr(st.head)
+      -- total: the units of slices head - slices to head; fields: the slices
+      -- stored (the fast path reads these instead of the whole key)
+      local total, fields = 0, 0
+      for j, n in pairs(st.counts) do
+        fields = fields + 1
+        if j >= st.head - st.slices and j <= st.head then total = total + n end
+      end
+      local header = numstr(st.window) .. '|' .. numstr(st.slices) .. '|' .. numstr(st.head) .. '|' .. numstr(total)
+        .. '|' .. numstr(fields)
       local stored = st.stored or {}
       local dels = {}
       for j in pairs(stored) do
@@ -1959,7 +2069,8 @@ do
     end
 
     -- RL.LEASE: named leases, expiries in µs ----------------------------------
-    -- state: {[id] = {exp, weight}} ; the hash holds 'L' and '#'..id fields
+    -- state: {[id] = {exp, weight}} ; the hash holds 'L', 'H' (units|earliest|latest
+    -- expiry of the stored leases) and '#'..id fields
 
     local lease = {}
     function lease.parse(flat)
@@ -2075,6 +2186,20 @@ do
           sets[#sets + 1] = '#' .. id
           sets[#sets + 1] = numstr(l[1]) .. '|' .. numstr(l[2])
         end
+      end
+      -- Field H: the units of every stored lease, the earliest and the latest
+      -- expiry (fast/lease.lua decides from it while none has expired).
+      local held, lo, hi = 0, nil, nil
+      for _, l in pairs(st) do
+        held = held + l[2]
+        if lo == nil or l[1] < lo then lo = l[1] end
+        if hi == nil or l[1] > hi then hi = l[1] end
+      end
+      if lo == nil then
+        redis.call('HDEL', key, 'H')
+      else
+        sets[#sets + 1] = 'H'
+        sets[#sets + 1] = numstr(held) .. '|' .. numstr(lo) .. '|' .. numstr(hi)
       end
       call_chunked('HSET', key, sets, 1000, {'L', '1'})
     end
@@ -2261,7 +2386,8 @@ do
         if left == 0 then
           redis.call('DEL', key)
         else
-          local dels = {}
+          -- H goes too: the next call that writes makes it again from every lease.
+          local dels = {'H'}
           for lid in pairs(old) do if new[lid] == nil then dels[#dels + 1] = '#' .. lid end end
           call_chunked('HDEL', key, dels, 1000)
         end
