@@ -1,0 +1,18 @@
+module github.com/redis-ratelimit/redis-ratelimit/examples/go
+
+go 1.25
+
+require (
+	github.com/redis-ratelimit/redis-ratelimit/clients/go v0.4.0
+	github.com/redis/go-redis/v9 v9.22.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.11.0 // indirect
+	golang.org/x/sys v0.30.0 // indirect
+)
+
+// The package from this repository's tree; a user's service needs no
+// replace: go get github.com/redis-ratelimit/redis-ratelimit/clients/go@v0.4.0
+replace github.com/redis-ratelimit/redis-ratelimit/clients/go => ../../clients/go
