@@ -234,18 +234,23 @@ java: setup java-setup build
 # The Go package (clients/go: the package, redisrate, httplimit): go-setup
 # downloads its modules and staticcheck into tmp/go (the one Go step that
 # downloads); then gofmt, go vet, staticcheck, and go test -race across
-# every server of SERVERS in one run (it reads REDIS_SERVERS).
+# every server of SERVERS in one run (it reads REDIS_SERVERS); then
+# examples/go, which imports the package by its module path (a replace),
+# tested over a real port.
 GO_BIN := $(CURDIR)/tmp/go/bin
 STATICCHECK_VERSION := v0.8.2
 go-setup: $(GO_BIN)/staticcheck
 	cd clients/go && go mod download
+	cd examples/go && go mod download
 $(GO_BIN)/staticcheck:
 	GOBIN=$(GO_BIN) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 go: go-setup build
-	@test -z "$$(gofmt -l clients/go)" || { gofmt -l clients/go; echo "gofmt: the files above"; exit 1; }
+	@test -z "$$(gofmt -l clients/go examples/go)" || { gofmt -l clients/go examples/go; echo "gofmt: the files above"; exit 1; }
 	cd clients/go && go vet ./... && $(GO_BIN)/staticcheck ./...
+	cd examples/go && go vet ./... && $(GO_BIN)/staticcheck ./...
 	cd clients/go && go test -race -count=1 ./...
+	cd examples/go && REDIS_SERVERS="$(firstword $(SERVERS))" go test -race -count=1 .
 
 # The Lua backend's conformance suite (clients/conformance), with the Python
 # package installed from dist/ into the venv and the Node package from
