@@ -312,11 +312,12 @@ fuzz:
 fuzz-seeds:
 	cargo test --lib fuzzing::tests::write_seeds -- --ignored
 
-bench: build setup python-install node-install
+bench: build setup python-install node-install java-setup
 	cargo build --release --example floor
 	python3 bench --module $(MODULE) --floor target/release/examples/libfloor.so
 	$(PYVENV)/bin/python bench/clients/python_bench.py
 	NODE_PATH=$(CURDIR)/$(NODE_PREFIX)/node_modules node bench/clients/node_bench.js
+	bench/clients/java/run.sh $(firstword $(SERVERS))
 
 clean:
 	cargo clean
