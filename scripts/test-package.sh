@@ -132,6 +132,7 @@ expect "0 " RL.ALLOW 2 rl:{pkg}:a rl:{pkg}:b THROTTLE 2 1 60 SLIDE 10 60
 expect "0 " RL.PEEK 2 rl:{pkg}:a rl:{pkg}:b THROTTLE 2 1 60 SLIDE 10 60
 expect "type slide ttl " RL.INSPECT rl:pkg:s
 expect "0 10 10 -1 0 " RL.REFUND rl:pkg:s SLIDE 10 60 1
+expect "0 10 7 -1 60 " RL.CHARGE rl:pkg:s SLIDE 10 60 3
 expect "ERR RL.STATE is accepted only from the master or the AOF" RL.STATE rl:pkg:x x
 registered=$(cli COMMAND LIST FILTERBY MODULE ratelimit | tr '[:upper:]' '[:lower:]' | sort)
 [ -n "$registered" ] || fail "COMMAND LIST FILTERBY MODULE ratelimit is empty"
