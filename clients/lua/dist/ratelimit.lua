@@ -17,12 +17,11 @@
 -- takes `lib`: clients/conformance/exact_throttle.lua). Everything is made
 -- in the block below, and only on the path a call takes: a script keeps
 -- nothing between calls, so each function it defines is made again on
--- every call (a closure and its upvalues cost about 700 and 400
--- instructions; a function wrapping this block, another closure and call,
--- about 1,300). The full code, lib(), is made only when a fast path gives
+-- every call (a closure, each upvalue and a function wrapping this block
+-- all cost: bench/results/design.md, "The Lua backend's costs"). The full code, lib(), is made only when a fast path gives
 -- the call up, or for the commands without one. Decisions written twice
 -- for speed: RL.THROTTLE's µs call (throttle_us.lua and fast/gcra.lua,
--- about 9,000 instructions a call saved) and each kind's usual call
+-- measured in bench/results/2026-12-01-lua.md) and each kind's usual call
 -- (fast/ and lib/; fast() exists so that a usual call never makes lib()'s
 -- hundreds of functions).
 do
@@ -36,7 +35,7 @@ do
   -- integer below 2^53), with as few fields as can be: %.0f, tostring and
   -- .. print through the C library's floating-point code, several times
   -- dearer. So is a number given to redis.call, which the server prints
-  -- with %.17g (about 2,800 instructions more than a string): the fast paths
+  -- with %.17g (dearer than a string: bench/results/design.md): the fast paths
   -- give it strings.
 
   -- RL.THROTTLE's usual call in whole µs, in one block, before anything
@@ -47,8 +46,8 @@ do
   -- is gcra()'s µs case (fast/gcra.lua: written twice, a change there is
   -- made here too) with every value below 2^52, and the fast path's
   -- writes (see fast()); it makes no function and calls none of the
-  -- prelude's, so it costs about 9,000 instructions less than going
-  -- through fast() and gcra(). Any other call goes on below, before any write
+  -- prelude's, so it costs less than going through fast() and gcra()
+  -- (measured: bench/results/2026-12-01-lua.md). Any other call goes on below, before any write
   -- (having read the clock and the key, which the rest reads again).
   -- ARGV: the head, then max_burst count period [quantity].
   if entry == 'limiter' and arg == 'THROTTLE' then
@@ -120,8 +119,8 @@ do
   end
 
   -- Written twice: RL.THROTTLE's usual call in whole µs is also decided by
-  -- throttle_us.lua, which runs first and saves about 9,000 instructions a
-  -- call (78,237 -> 69,432, docs/DESIGN.md); a change here is made there too.
+  -- throttle_us.lua, which runs first and saves a call of fast() and gcra()
+  -- (measured: bench/results/2026-12-01-lua.md); a change here is made there too.
   -- RL.THROTTLE's decision (the module's GCRA in units of 1/count ns) in
   -- doubles, in the largest unit that holds the case exactly: µs or ns when
   -- the period per count is whole in it and so is the stored TAT (no

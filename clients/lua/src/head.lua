@@ -17,12 +17,11 @@
 -- takes `lib`: clients/conformance/exact_throttle.lua). Everything is made
 -- in the block below, and only on the path a call takes: a script keeps
 -- nothing between calls, so each function it defines is made again on
--- every call (a closure and its upvalues cost about 700 and 400
--- instructions; a function wrapping this block, another closure and call,
--- about 1,300). The full code, lib(), is made only when a fast path gives
+-- every call (a closure, each upvalue and a function wrapping this block
+-- all cost: bench/results/design.md, "The Lua backend's costs"). The full code, lib(), is made only when a fast path gives
 -- the call up, or for the commands without one. Decisions written twice
 -- for speed: RL.THROTTLE's µs call (throttle_us.lua and fast/gcra.lua,
--- about 9,000 instructions a call saved) and each kind's usual call
+-- measured in bench/results/2026-12-01-lua.md) and each kind's usual call
 -- (fast/ and lib/; fast() exists so that a usual call never makes lib()'s
 -- hundreds of functions).
 do
@@ -36,5 +35,5 @@ do
   -- integer below 2^53), with as few fields as can be: %.0f, tostring and
   -- .. print through the C library's floating-point code, several times
   -- dearer. So is a number given to redis.call, which the server prints
-  -- with %.17g (about 2,800 instructions more than a string): the fast paths
+  -- with %.17g (dearer than a string: bench/results/design.md): the fast paths
   -- give it strings.

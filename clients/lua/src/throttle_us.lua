@@ -7,8 +7,8 @@
 -- is gcra()'s µs case (fast/gcra.lua: written twice, a change there is
 -- made here too) with every value below 2^52, and the fast path's
 -- writes (see fast()); it makes no function and calls none of the
--- prelude's, so it costs about 9,000 instructions less than going
--- through fast() and gcra(). Any other call goes on below, before any write
+-- prelude's, so it costs less than going through fast() and gcra()
+-- (measured: bench/results/2026-12-01-lua.md). Any other call goes on below, before any write
 -- (having read the clock and the key, which the rest reads again).
 -- ARGV: the head, then max_burst count period [quantity].
 if entry == 'limiter' and arg == 'THROTTLE' then

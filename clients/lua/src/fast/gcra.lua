@@ -1,7 +1,7 @@
 
 -- Written twice: RL.THROTTLE's usual call in whole µs is also decided by
--- throttle_us.lua, which runs first and saves about 9,000 instructions a
--- call (78,237 -> 69,432, docs/DESIGN.md); a change here is made there too.
+-- throttle_us.lua, which runs first and saves a call of fast() and gcra()
+-- (measured: bench/results/2026-12-01-lua.md); a change here is made there too.
 -- RL.THROTTLE's decision (the module's GCRA in units of 1/count ns) in
 -- doubles, in the largest unit that holds the case exactly: µs or ns when
 -- the period per count is whole in it and so is the stored TAT (no
