@@ -234,61 +234,7 @@ impl Command for Refund {
 }
 
 fn rl_refund_call<'a>(ctx: Ctx<'a>, argv: Argv<'a>) -> Result<Outcome, Error> {
-    if argv.len() < 5 {
-        return Err(Error::Arity);
-    }
-    let mut words = ArrayVec::<&[u8], MAX_REFUND_ARGS>::new();
-    arg_bytes(argv, 2, &mut words)?;
-    let (spec, tail) = args::refund(&words, || ctx.is_from_master_or_aof(), config::bounds())?;
-    let now = tail.at.unwrap_or_else(clock::now);
-    let mut key = ctx.open_key(argv, 1, tail.quantity > 0);
-    let decision = spec.visit(RefundKey {
-        ctx,
-        argv,
-        key: &mut key,
-        at: tail.at,
-        now,
-        quantity: tail.quantity,
-    })?;
-    ctx.reply_integers(&decision.reply(now, tail.unit));
-    Ok(Outcome::of(tail.at, decision.limited))
-}
-
-/// Refunds on a key holding `L`'s state, propagates the change, and
-/// answers what a peek answers right after. A key left with nothing
-/// counted is deleted; a missing key stays missing.
-struct RefundKey<'k, 'a> {
-    ctx: Ctx<'a>,
-    argv: Argv<'a>,
-    key: &'k mut Key<'a>,
-    at: Option<Nanos>,
-    now: Nanos,
-    quantity: u64,
-}
-
-impl Visit for RefundKey<'_, '_> {
-    type Out = Result<Decision, Error>;
-
-    fn visit<L: Listed>(self, params: &L::Params) -> Self::Out {
-        let (key, now) = (self.key, self.now);
-        let state = match key.value(L::module_type()) {
-            Held::Ours(state) => state,
-            Held::Nothing => return Ok(L::default().decide(now, params, 0).0),
-            Held::Other => return Err(Error::WrongType),
-        };
-        if self.quantity == 0 {
-            return Ok(state.decide(now, params, 0).0);
-        }
-        state.refund(now, params, self.quantity);
-        let decision = state.decide(now, params, 0).0;
-        if decision.reset_at <= now {
-            delete(key)?;
-        } else {
-            recorded(key, decision.reset_at);
-        }
-        propagate_change::<L>(self.ctx, key, "REFUND", self.argv, self.at, now);
-        Ok(decision)
-    }
+    adjust_call(ctx, argv, Adjust::Refund)
 }
 
 /// `RL.CHARGE key spec quantity [MS]`
@@ -301,68 +247,97 @@ impl Command for Charge {
 }
 
 fn rl_charge_call<'a>(ctx: Ctx<'a>, argv: Argv<'a>) -> Result<Outcome, Error> {
+    adjust_call(ctx, argv, Adjust::Charge)
+}
+
+/// What RL.REFUND and RL.CHARGE do to one key: give units back, or record
+/// them unconditionally. Both answer what a peek answers right after.
+#[derive(Clone, Copy)]
+enum Adjust {
+    Refund,
+    Charge,
+}
+
+/// The flow of RL.REFUND and RL.CHARGE: `key spec quantity [MS]`.
+fn adjust_call<'a>(ctx: Ctx<'a>, argv: Argv<'a>, op: Adjust) -> Result<Outcome, Error> {
     if argv.len() < 5 {
         return Err(Error::Arity);
     }
     let mut words = ArrayVec::<&[u8], MAX_REFUND_ARGS>::new();
     arg_bytes(argv, 2, &mut words)?;
-    let (spec, tail) = args::charge(&words, || ctx.is_from_master_or_aof(), config::bounds())?;
+    let trusted = || ctx.is_from_master_or_aof();
+    let (spec, tail) = match op {
+        Adjust::Refund => args::refund(&words, trusted, config::bounds())?,
+        Adjust::Charge => args::charge(&words, trusted, config::bounds())?,
+    };
     let now = tail.at.unwrap_or_else(clock::now);
-    let mut key = ctx.open_key(argv, 1, true);
-    let decision = spec.visit(ChargeKey {
+    let mut key = ctx.open_key(argv, 1, tail.quantity > 0);
+    let decision = spec.visit(AdjustKey {
         ctx,
         argv,
         key: &mut key,
         at: tail.at,
         now,
         quantity: tail.quantity,
+        op,
     })?;
     ctx.reply_integers(&decision.reply(now, tail.unit));
     Ok(Outcome::of(tail.at, decision.limited))
 }
 
-/// Charges a key holding `L`'s state (a missing key: a new one),
-/// propagates the change, and answers what a peek answers right after. A
-/// refused charge changes nothing.
-struct ChargeKey<'k, 'a> {
+/// Adjusts a key holding `L`'s state, propagates the change, and answers
+/// what a peek answers right after. A refund never creates a key (a
+/// missing key stays missing); a charge creates a missing one, and a
+/// refused charge changes nothing. A key left with nothing counted is
+/// deleted.
+struct AdjustKey<'k, 'a> {
     ctx: Ctx<'a>,
     argv: Argv<'a>,
     key: &'k mut Key<'a>,
     at: Option<Nanos>,
     now: Nanos,
     quantity: u64,
+    op: Adjust,
 }
 
-impl Visit for ChargeKey<'_, '_> {
+impl Visit for AdjustKey<'_, '_> {
     type Out = Result<Decision, Error>;
 
     fn visit<L: Listed>(self, params: &L::Params) -> Self::Out {
-        let (key, now) = (self.key, self.now);
+        let (key, now, quantity) = (self.key, self.now, self.quantity);
         let charged = |state: &mut L| {
             state
-                .charge(now, params, self.quantity)
+                .charge(now, params, quantity)
                 .map_err(|e| Error::Arg(ArgError::Charge(e.0)))
         };
-        let decision = match key.value(L::module_type()) {
-            Held::Ours(state) => {
-                charged(state)?;
-                state.decide(now, params, 0).0
+        let (decision, name) = match (key.value(L::module_type()), self.op) {
+            (Held::Other, _) => return Err(Error::WrongType),
+            (Held::Nothing, Adjust::Refund) => return Ok(L::default().decide(now, params, 0).0),
+            (Held::Ours(state), Adjust::Refund) => {
+                if quantity == 0 {
+                    return Ok(state.decide(now, params, 0).0);
+                }
+                state.refund(now, params, quantity);
+                (state.decide(now, params, 0).0, "REFUND")
             }
-            Held::Nothing => {
+            (Held::Ours(state), Adjust::Charge) => {
+                charged(state)?;
+                (state.decide(now, params, 0).0, "CHARGE")
+            }
+            (Held::Nothing, Adjust::Charge) => {
                 let mut state = L::default();
                 charged(&mut state)?;
                 let decision = state.decide(now, params, 0).0;
                 store(key, state)?;
-                decision
+                (decision, "CHARGE")
             }
-            Held::Other => return Err(Error::WrongType),
         };
         if decision.reset_at <= now {
             delete(key)?;
         } else {
             recorded(key, decision.reset_at);
         }
-        propagate_change::<L>(self.ctx, key, "CHARGE", self.argv, self.at, now);
+        propagate_change::<L>(self.ctx, key, name, self.argv, self.at, now);
         Ok(decision)
     }
 }
