@@ -12,7 +12,7 @@
 use arrayvec::ArrayVec;
 
 use super::{integer, max_time, printable, range, ArgError, Bounds, MAX_KEYS, MAX_QUANTITY};
-use crate::core::{Kind, Nanos, Param, ParamError, ParamKind, TimeUnit, Value};
+use crate::core::{block, Kind, Nanos, Param, ParamError, ParamKind, TimeUnit, Value};
 use crate::kinds::{self, Listed, Row, Spec, VisitKind};
 
 /// The most parameters, and options, any kind takes.
@@ -114,6 +114,11 @@ fn option_index(options: &[Param], word: &[u8]) -> Option<usize> {
         .position(|o| o.name.len() == word.len() && word.eq_ignore_ascii_case(o.name.as_bytes()))
 }
 
+/// Whether `word` is the BLOCK keyword (any case).
+fn is_block(word: &[u8]) -> bool {
+    word.eq_ignore_ascii_case(block::BLOCK.name.as_bytes())
+}
+
 impl<'a> RawSpec<'_, 'a> {
     /// Records the option at `options[index]` with its value.
     fn option(&mut self, options: &[Param], index: usize, value: &'a [u8]) -> Result<(), ArgError> {
@@ -168,6 +173,9 @@ pub fn single<'a, L: Kind>(
                 .is_some_and(|b| b.is_ascii_digit() || *b == b'-')
         {
             tail.quantity = integer(word, "quantity", 0, MAX_QUANTITY, None)?;
+        } else if is_block(word) {
+            // A kind that takes no BLOCK (LEASE) says so.
+            return Err(ArgError::NoBlock(L::NAME));
         } else {
             return Err(ArgError::Extra(printable(word)));
         }
@@ -332,20 +340,30 @@ impl VisitKind for ReadSpec<'_, '_, '_> {
     }
 }
 
-/// What a kind's spec takes, for an error: `limit window [PRECISION value]`.
+/// What a kind's spec takes, for an error: `limit window [PRECISION value]`
+/// (the kind's own options; BLOCK, which every kind but LEASE takes, is
+/// left out).
 fn expects(row: &Row) -> String {
     let mut names: Vec<String> = row.params.iter().map(|p| p.name.to_string()).collect();
-    names.extend(row.options.iter().map(|o| format!("[{} value]", o.name)));
+    names.extend(
+        row.options
+            .iter()
+            .filter(|o| o.name != block::BLOCK.name)
+            .map(|o| format!("[{} value]", o.name)),
+    );
     names.join(" ")
 }
 
 /// Finds the spec that starts at `args[at]`: its kind and its words, and
 /// the position after it. `index` is the spec's 1-based position in a
-/// several-limit call, 0 for RL.REFUND's one spec.
+/// several-limit call, 0 for RL.REFUND's one spec; `blocks` whether the
+/// command takes BLOCK in a spec (RL.REFUND and RL.CHARGE do not: there
+/// the word is left for the caller).
 fn find_spec<'w, 'a>(
     args: &'w [&'a [u8]],
     at: usize,
     index: usize,
+    blocks: bool,
 ) -> Result<(&'static Row, RawSpec<'w, 'a>, usize), ArgError> {
     let word = arg(args, at);
     let row = kinds::by_word(word).ok_or_else(|| ArgError::UnknownKind {
@@ -365,7 +383,9 @@ fn find_spec<'w, 'a>(
         options: [None; MAX_OPTIONS],
     };
     let mut next = at + 1 + n;
-    while let Some(o) = option_index(row.options, arg(args, next)) {
+    while let Some(o) = option_index(row.options, arg(args, next))
+        .filter(|&o| blocks || row.options[o].name != block::BLOCK.name)
+    {
         let value = args.get(next + 1).ok_or_else(|| {
             in_spec(
                 index,
@@ -376,6 +396,9 @@ fn find_spec<'w, 'a>(
         raw.option(row.options, o, value)
             .map_err(|e| in_spec(index, row, e))?;
         next += 2;
+    }
+    if blocks && is_block(arg(args, next)) && !block::takes_block(row.options) {
+        return Err(in_spec(index, row, ArgError::NoBlock(row.name)));
     }
     Ok((row, raw, next))
 }
@@ -466,7 +489,7 @@ pub fn several<'a>(
         if at >= args.len() {
             return Err(ArgError::MissingSpec { index, keys: count });
         }
-        let (row, raw, next) = find_spec(args, at, index)?;
+        let (row, raw, next) = find_spec(args, at, index, true)?;
         // `count` is at most MAX_KEYS.
         found.push((row, raw));
         at = next;
@@ -523,9 +546,12 @@ fn one_spec<'a>(
     min: u64,
     refused: fn(&'static str) -> ArgError,
 ) -> Result<(Spec, Tail<'a>), ArgError> {
-    let (row, raw, next) = find_spec(args, 0, 0)?;
+    let (row, raw, next) = find_spec(args, 0, 0, false)?;
     if !row.refunds {
         return Err(refused(row.name));
+    }
+    if is_block(arg(args, next)) {
+        return Err(ArgError::Extra(printable(arg(args, next))));
     }
     if next >= args.len() {
         return Err(ArgError::SpecTooShort {

@@ -1,14 +1,16 @@
 //! The `ratelimit` section of INFO: per command, calls, allowed, limited
 //! (not for RL.INSPECT and RL.RELEASE, which decide nothing) and errors;
 //! per kind, the keys that hold one (all databases); the version of the
-//! time-zone rules RL.QUOTA carries (`tzdb_version`). The counters count
+//! time-zone rules RL.QUOTA carries (`tzdb_version`); the blocks client
+//! requests started (`blocks_started`) and the refusals a running block
+//! answered (`blocked_refusals`, one per limit). The counters count
 //! client calls (not commands replayed from the master or the AOF) and
 //! are reset by `CONFIG RESETSTAT`.
 
 use crate::core::quota;
 use crate::kinds::{Listed, VisitKind, KINDS};
 use crate::server::{Fields, Section};
-use crate::stats::{Call, Stats};
+use crate::stats::{Call, Stats, Tally};
 
 /// A row of the section: one per kind (its index in `kinds::KINDS`), then
 /// the commands that are not a kind's.
@@ -34,6 +36,19 @@ const OTHER_ROWS: [&str; 6] = ["allow", "peek", "inspect", "refund", "release", 
 const ROWS: usize = KINDS.len() + OTHER_ROWS.len();
 
 static STATS: Stats<ROWS> = Stats::new();
+static BLOCKS_STARTED: Tally = Tally::new();
+static BLOCKED_REFUSALS: Tally = Tally::new();
+
+/// Counts a block a client's request started (BLOCK).
+pub fn block_started() {
+    BLOCKS_STARTED.bump();
+}
+
+/// Counts a refusal of at least one unit that a key's running block
+/// answered.
+pub fn blocked_refusal() {
+    BLOCKED_REFUSALS.bump();
+}
 
 /// Counts one client call of row `stat` and how it ended.
 #[inline]
@@ -72,11 +87,15 @@ impl Section for Info {
         for (i, kind) in KINDS.iter().enumerate() {
             fields.number(&format!("{}_keys", row_name(i)), kind.visit(KeysHeld));
         }
+        fields.number("blocks_started", BLOCKS_STARTED.read());
+        fields.number("blocked_refusals", BLOCKED_REFUSALS.read());
         fields.text(c"tzdb_version", quota::tzdb_version());
     }
 
     fn reset() {
         STATS.reset();
+        BLOCKS_STARTED.reset();
+        BLOCKED_REFUSALS.reset();
     }
 }
 

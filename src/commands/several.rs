@@ -6,7 +6,8 @@ use arrayvec::ArrayVec;
 use super::flow::{arg_bytes, entry, propagate, recorded, Error, Outcome};
 use super::info::Stat;
 use super::single::{
-    doc_options, doc_param, Commit, DecideKey, ExtendKey, PrefetchKey, ReplicateState,
+    doc_options, doc_param, Commit, DecideKey, Decided, ExtendKey, PrefetchKey, ReplicateState,
+    StartBlock,
 };
 use crate::args::{self, MAX_KEYS};
 use crate::core::Decision;
@@ -124,8 +125,9 @@ impl Command for Peek {
 }
 
 /// The most arguments a several-limit call can have: the name, numkeys,
-/// 16 keys, 16 specs of at most 5 words, QUANTITY q, MS, ID id, AT ns.
-const MAX_SEVERAL_ARGS: usize = 2 + MAX_KEYS * 6 + 7;
+/// 16 keys, 16 specs of at most 7 words (`SLIDE l w PRECISION d BLOCK b`),
+/// QUANTITY q, MS, ID id, AT ns.
+const MAX_SEVERAL_ARGS: usize = 2 + MAX_KEYS * 8 + 7;
 
 /// One limit of a several-limit call: its open key and what it would
 /// record. Its decision is kept apart, in the order of the limits, for the
@@ -182,29 +184,44 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
         });
     }
     let mut decisions: ArrayVec<Decision, MAX_KEYS> = ArrayVec::new();
+    let mut blocks: ArrayVec<Decided, MAX_KEYS> = ArrayVec::new();
     for (limit, spec) in limits.iter_mut().zip(&specs) {
-        decisions.push(spec.visit(DecideKey {
+        let decided = spec.visit(DecideKey {
             key: &mut limit.key,
             now,
             quantity: options.quantity,
             id,
             stage: takes.then_some(&mut limit.staged),
-        })?);
+        })?;
+        decisions.push(decided.decision);
+        blocks.push(decided);
     }
     let allowed = decisions.iter().all(|d| !d.limited);
 
     if takes {
-        for ((limit, spec), decision) in limits.iter_mut().zip(&specs).zip(&decisions) {
+        for ((limit, spec), decided) in limits.iter_mut().zip(&specs).zip(&blocks) {
             let key = &mut limit.key;
+            let decision = &decided.decision;
             if allowed {
                 limit.staged.take(Commit { key }, Ok(()))?;
                 recorded(key, decision.reset_at);
                 limit.changed = true;
             } else {
-                limit.changed = spec.visit(ExtendKey { key, now });
+                // Every refusing limit with BLOCK blocks its own key; the
+                // others only keep the expiry rule of a limited request.
+                if let Some(end) = decided.starts {
+                    spec.visit(StartBlock { key, end })?;
+                    recorded(key, decision.reset_at);
+                    limit.changed = true;
+                } else {
+                    limit.changed = spec.visit(ExtendKey { key, now });
+                }
                 if decision.limited {
                     key.notify(c"rl.limited");
                 }
+            }
+            if options.at.is_none() {
+                decided.count();
             }
         }
         if limits.iter().any(|l| l.changed) {
@@ -213,7 +230,7 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
                 for (limit, spec) in limits.iter_mut().zip(&specs) {
                     if limit.changed {
                         let key = &mut limit.key;
-                        spec.visit(ReplicateState { ctx, key });
+                        spec.visit(ReplicateState { ctx, key, now });
                     }
                 }
             }
