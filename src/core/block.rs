@@ -90,8 +90,14 @@ pub fn decide<K: Kind>(
 ) -> Blocking<K::Update> {
     let (decision, update) = state.decide_as(now, params, quantity, id);
     if let Some(end) = blocked_at(state, now) {
+        // The limiter's own answer for a request that records nothing: an
+        // allowed one's reset counts the units it would have taken.
+        let own = match decision.limited {
+            true => decision,
+            false => state.decide_as(now, params, 0, id).0,
+        };
         return Blocking {
-            decision: held(decision, end, quantity),
+            decision: held(own, end, quantity),
             update: None,
             starts: None,
             blocked: true,

@@ -19,6 +19,7 @@
 //! instant a decision said to retry at, a nanosecond before it, the edges
 //! of a range. A pair shrinks towards `(0, 0)`, the simplest value.
 
+mod block;
 mod charge;
 mod fixtures;
 mod lease;
