@@ -247,7 +247,7 @@ proptest! {
         for (dt, quantity, blocking) in steps {
             now = now.saturating_add(Nanos::new(dt * S));
             let p = if blocking { &with } else { &without };
-            let before = k.clone();
+            let before = k;
             let d = block::decide(&k, now, p, quantity, b"");
             if d.blocked {
                 prop_assert!(d.update.is_none() && d.starts.is_none());
@@ -255,7 +255,7 @@ proptest! {
             }
             request(&mut k, now, p, quantity);
             if let Retry::At(t) = d.decision.retry {
-                let mut later = before.clone();
+                let mut later = before;
                 if let Some(end) = d.starts {
                     later.set_blocked_until(end);
                 }
