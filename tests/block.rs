@@ -448,3 +448,84 @@ fn inspect_int(con: &mut Connection, key: &str, name: &str) -> i64 {
         other => panic!("{key}: {name} is {other:?} in {fields:?}"),
     }
 }
+
+/// The blocked keys of `tests/fixtures/blocked` (made by
+/// `tests/fixtures/make-blocked.sh` with Redis 7.0.15): each key's
+/// `blocked_until` (Unix ms) and the module value of its DUMP (the payload
+/// without the server's RDB version and CRC): today's encoding of the
+/// state, then the block's end (u64 ns) and the trailer's 0.
+#[rustfmt::skip]
+const BLOCKED_FIXTURES: &[(&str, i64, &str, &[&str])] = &[
+    ("b:t", 2_111_532_231_376, "0781ae5fa072b6bef8010519fb229ab32e49ed1800000000010000009940ed8660ab4d1d0000",
+     &["RL.THROTTLE", "b:t", "0", "1", "60"]),
+    ("b:l", 2_111_532_231_468, "0781ae5fac96275ef802051401d6def8fcfde6b006cb03229b638c60ab4d1d0000",
+     &["RL.SLIDE", "b:l", "1", "60"]),
+    ("b:s", 2_111_532_231_548, "0781ae5fac96271ef801053d005847f80d0000000600000000000000c7bdb40a000000000000000000000000000000000000000000000000000000000100000088572f9160ab4d1d0000",
+     &["RL.SLICE", "b:s", "1", "60", "6"]),
+    ("b:q", 2_111_532_232_190, "0781ae5faaba8b5af801052f010060a2e37543ed188080bc8ac9d2130080e889edaeb501020c4575726f70652f50617269731a0e71b760ab4d1d0000",
+     &["RL.QUOTA", "b:q", "1", "DAY", "TZ", "Europe/Paris"]),
+];
+
+fn check_blocked_fixtures(con: &mut Connection, what: &str) {
+    for &(key, until, body, call) in BLOCKED_FIXTURES {
+        assert_eq!(
+            inspect_int(con, key, "blocked_until"),
+            until,
+            "{what}: {key}"
+        );
+        assert_eq!(pexpiretime(con, key), until, "{what}: {key}");
+        let payload: Vec<u8> = redis::cmd("DUMP").arg(key).query(con).unwrap();
+        let got: String = common::dump::body_of(&payload)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(got, body, "{what}: DUMP of {key}");
+        // Refused, until the block's end (rounded up to the second).
+        let before = unix_ns();
+        let r = five(con, call);
+        let after = unix_ns();
+        let end = i128::from(until) * NS_PER_MS;
+        assert_eq!((r[0], r[2]), (1, 0), "{what}: {key}: {r:?}");
+        assert!(
+            (ceil_to(end - after, NS_PER_S)..=ceil_to(end - before, NS_PER_S)).contains(&r[3]),
+            "{what}: {key}: {r:?}"
+        );
+    }
+}
+
+#[test]
+fn blocked_fixtures_load() {
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/blocked");
+    for (fixture, extra) in [
+        (
+            "rdb",
+            &["--appendonly", "no", "--dbfilename", "dump.rdb"][..],
+        ),
+        (
+            "aof-rewritten",
+            &["--appendonly", "yes", "--aof-use-rdb-preamble", "no"][..],
+        ),
+    ] {
+        let from = source.join(fixture);
+        let mut args = vec!["--save", "", "--rdbcompression", "no"];
+        args.extend_from_slice(extra);
+        let server = Server::start_prepared(|dir| copy_dir(&from, dir), &args);
+        let mut con = server.conn();
+        assert_eq!(dbsize(&mut con), 4, "{fixture}");
+        check_blocked_fixtures(&mut con, fixture);
+        let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
+        check_blocked_fixtures(&mut con, &format!("{fixture}, after DEBUG RELOAD"));
+    }
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("fixture dir").flatten() {
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy fixture");
+        }
+    }
+}

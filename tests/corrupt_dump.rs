@@ -1,5 +1,6 @@
 //! Corrupt DUMP payloads, in the style of Redis's corrupt-dump fuzzer: the
-//! payloads of keys of every kind in varied states (made by the commands),
+//! payloads of keys of every kind in varied states (made by the commands;
+//! blocked keys among them, whose payload ends with the block trailer),
 //! mutated (bits flipped, cut short, runs inserted, deleted and duplicated,
 //! integers at their extremes), and RESTOREd with checksum validation off
 //! (`DEBUG SET-SKIP-CHECKSUM-VALIDATION 1`). The server refuses a payload
@@ -58,6 +59,8 @@ const KINDS: &[Kind] = &[
             &["RL.THROTTLE", "{k}", "15", "30", "60"],
             &["RL.THROTTLE", "{k}", "15", "30", "60", "9"],
             &["RL.THROTTLE", "{k}", "2", "7", "600000", "3", "MS"],
+            // Refused: blocked (the block trailer, docs/DESIGN.md#block).
+            &["RL.THROTTLE", "{k}", "0", "1", "3600", "1", "BLOCK", "3600"],
         ],
         calls: &[
             &["RL.THROTTLE", "{k}", "15", "30", "60"],
@@ -71,6 +74,7 @@ const KINDS: &[Kind] = &[
                 "7",
             ],
             &["RL.THROTTLE", "{k}", "100", "1000", "1", "5", "MS"],
+            &["RL.THROTTLE", "{k}", "0", "1", "60", "1", "BLOCK", "60"],
         ],
         specs: &[
             &["THROTTLE", "15", "30", "60"],
@@ -87,6 +91,7 @@ const KINDS: &[Kind] = &[
             &["RL.SLIDE", "{k}", "100", "300", "4"],
             &["RL.SLIDE", "{k}", "1000", "600000", "250", "MS"],
             &["RL.SLIDE", "{k}", "100", "300", "3", "PRECISION", "10"],
+            &["RL.SLIDE", "{k}", "1", "300", "1", "BLOCK", "3600"],
         ],
         calls: &[
             &["RL.SLIDE", "{k}", "100", "300"],
@@ -101,6 +106,7 @@ const KINDS: &[Kind] = &[
                 "60",
             ],
             &["RL.SLIDE", "{k}", "10", "60000", "0", "MS"],
+            &["RL.SLIDE", "{k}", "1", "60", "1", "BLOCK", "60"],
         ],
         specs: &[
             &["SLIDE", "100", "300"],
@@ -116,12 +122,14 @@ const KINDS: &[Kind] = &[
             &["RL.SLICE", "{k}", "10", "60", "6"],
             &["RL.SLICE", "{k}", "10", "60", "6", "3"],
             &["RL.SLICE", "{k}", "100", "315360000000", "7", "42", "MS"],
+            &["RL.SLICE", "{k}", "1", "60", "6", "1", "BLOCK", "3600"],
         ],
         calls: &[
             &["RL.SLICE", "{k}", "10", "60", "6"],
             &["RL.SLICE", "{k}", "4294967295", "315360000", "1000", "9"],
             &["RL.SLICE", "{k}", "1", "1", "1", "0"],
             &["RL.SLICE", "{k}", "100", "1000", "10", "3", "MS"],
+            &["RL.SLICE", "{k}", "1", "60", "6", "1", "BLOCK", "60"],
         ],
         specs: &[&["SLICE", "10", "60", "6"], &["SLICE", "5", "10", "2"]],
         refunds: true,
@@ -161,6 +169,7 @@ const KINDS: &[Kind] = &[
             &["RL.QUOTA", "{k}", "100", "DAY"],
             &["RL.QUOTA", "{k}", "100", "MONTH", "5", "TZ", "Europe/Paris"],
             &["RL.QUOTA", "{k}", "1000", "YEAR", "7", "TZ", "+05:30"],
+            &["RL.QUOTA", "{k}", "1", "DAY", "1", "BLOCK", "3600"],
         ],
         calls: &[
             &["RL.QUOTA", "{k}", "100", "DAY"],
@@ -175,6 +184,7 @@ const KINDS: &[Kind] = &[
                 "Australia/Lord_Howe",
             ],
             &["RL.QUOTA", "{k}", "1", "HOUR", "0"],
+            &["RL.QUOTA", "{k}", "1", "HOUR", "1", "BLOCK", "60"],
         ],
         specs: &[
             &["QUOTA", "100", "DAY"],

@@ -9,7 +9,7 @@
 //!
 //! | target | reads |
 //! |---|---|
-//! | `state_throttle` ... `state_quota` | a kind's saved state (RDB, DUMP), after an operation script |
+//! | `state_throttle` ... `state_quota` | a kind's saved state (RDB, DUMP; a blocked key's with its block trailer), after an operation script |
 //! | `rl_state` | RL.STATE's payload: a tag, then a state of the kind it names |
 //! | `args_limiter` | `RL.<NAME>`'s arguments, for each kind |
 //! | `args_several` | RL.ALLOW's and RL.PEEK's arguments and specs |
