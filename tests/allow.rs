@@ -289,7 +289,10 @@ fn key_positions_and_command_docs() {
             .iter()
             .map(|a| text(field(a, "name").unwrap()))
             .collect();
-        assert_eq!(slice_names, ["algorithm", "limit", "window", "slices"]);
+        assert_eq!(
+            slice_names,
+            ["algorithm", "limit", "window", "slices", "BLOCK"]
+        );
         let Some(Value::Array(lease_args)) = field(&blocks[3], "arguments") else {
             panic!("{:?}", blocks[3])
         };

@@ -707,11 +707,11 @@ fn memory_is_fixed_by_the_slice_count() {
         for _ in 0..200 {
             five(&mut con, &["RL.SLICE", key, "1000", "3600", &n, "3"]);
         }
-        expected.push((key, 56 + 4 * (slices + 1)));
+        expected.push((key, 64 + 4 * (slices + 1)));
     }
-    // A THROTTLE key, 16 bytes, for comparison across types.
+    // A THROTTLE key, 24 bytes, for comparison across types.
     five(&mut con, &["RL.THROTTLE", "g", "1", "1", "60"]);
-    expected.push(("g", 16));
+    expected.push(("g", 24));
     assert_memory_usage(&mut con, &expected);
 }
 
@@ -738,6 +738,7 @@ fn command_metadata() {
             ("slices", "integer", false, None),
             ("quantity", "integer", true, None),
             ("ms", "pure-token", true, Some("MS")),
+            ("BLOCK", "integer", true, Some("BLOCK")),
         ],
     );
 }

@@ -318,18 +318,19 @@ fn memory_usage_is_computed() {
     five(&mut con, &["RL.THROTTLE", "g1", "15", "30", "60"]);
     // A TAT with a fraction of a ns, under another count.
     five(&mut con, &["RL.THROTTLE", "g2", "999", "7", "1", "500"]);
-    // Ten units at once: one counted entry, in the log's struct (64
-    // bytes), a side table (56 bytes) of 4 eight-byte records.
+    // Ten units at once: one counted entry, in the log's struct (72
+    // bytes), a side table (56 bytes) of 4 eight-byte records.  (Each
+    // state holds the end of a block, 8 bytes: docs/DESIGN.md#block.)
     five(&mut con, &["RL.SLIDE", "l", "10", "60", "10"]);
     // Six slices: seven 4-byte counters.
     five(&mut con, &["RL.SLICE", "s", "10", "60", "6"]);
     assert_memory_usage(
         &mut con,
         &[
-            ("g1", 16),
-            ("g2", 16),
-            ("l", 64 + 56 + 4 * 8),
-            ("s", 56 + 7 * 4),
+            ("g1", 24),
+            ("g2", 24),
+            ("l", 72 + 56 + 4 * 8),
+            ("s", 64 + 7 * 4),
         ],
     );
 }
@@ -357,6 +358,7 @@ fn command_metadata() {
             ("period", "integer", false, None),
             ("quantity", "integer", true, None),
             ("ms", "pure-token", true, Some("MS")),
+            ("BLOCK", "integer", true, Some("BLOCK")),
         ],
     );
 }

@@ -76,15 +76,16 @@ fn several_command(
 /// A `spec` argument as COMMAND DOCS shows it: one of the kinds, each a
 /// block of its word, parameters and options.
 pub(super) fn spec_doc() -> DocArg {
-    spec_doc_of(|_| true)
+    spec_doc_of(|_| true, true)
 }
 
-/// The `spec` of RL.REFUND and RL.CHARGE: the kinds that give back units.
+/// The `spec` of RL.REFUND and RL.CHARGE: the kinds that give back units,
+/// without BLOCK.
 pub(super) fn refund_spec_doc() -> DocArg {
-    spec_doc_of(|k| k.refunds)
+    spec_doc_of(|k| k.refunds, false)
 }
 
-fn spec_doc_of(takes: fn(&Row) -> bool) -> DocArg {
+fn spec_doc_of(takes: fn(&Row) -> bool, blocks: bool) -> DocArg {
     DocArg::new(
         "spec",
         ArgType::OneOf(
@@ -94,7 +95,10 @@ fn spec_doc_of(takes: fn(&Row) -> bool) -> DocArg {
                 .map(|k| {
                     let mut block = vec![DocArg::flag("algorithm", k.name)];
                     block.extend(k.params.iter().map(doc_param));
-                    block.extend(doc_options(k.options));
+                    block.extend(
+                        doc_options(k.options)
+                            .filter(|o| blocks || o.name != crate::core::block::BLOCK.name),
+                    );
                     DocArg::new(k.name, ArgType::Block(block))
                 })
                 .collect(),
