@@ -90,13 +90,16 @@ fn a_grant_moves_the_tat_by_the_increment() {
     assert_eq!(d.reply(Nanos::new(S), TimeUnit::Seconds), [0, 1, 0, 2, 12]);
 }
 
+/// A limit's own turn, and whether it is enforced.
+type Turn = (Option<Nanos>, bool);
+
 #[test]
 fn the_call_goes_at_the_latest_enforced_turn() {
     let t = |s: u64| Some(Nanos::new(s * S));
     let (now, wait) = (Nanos::new(S), Nanos::new(5 * S));
     // turns (enforced?) => the call's turn
     #[rustfmt::skip]
-    let cases: &[(&[(Option<Nanos>, bool)], Option<Nanos>)] = &[
+    let cases: &[(&[Turn], Option<Nanos>)] = &[
         (&[(t(1), true), (t(4), true)], t(4)),
         (&[(t(1), true), (t(6), true)], t(6)),
         (&[(t(1), true), (t(7), true)], None),
