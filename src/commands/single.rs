@@ -83,8 +83,10 @@ pub(super) fn doc_options(options: &'static [Param]) -> impl Iterator<Item = Doc
         .map(|o| doc_param(o).token(o.name).optional())
 }
 
-/// The most arguments after the key that any valid call has, and then some.
-const MAX_ARGS: usize = 10;
+/// The most arguments after the key that any valid call has, and then
+/// some: RL.THROTTLE's three parameters, quantity, MS, MAXWAIT w, BLOCK b
+/// and AT ns are 11.
+const MAX_ARGS: usize = 12;
 
 /// `RL.<NAME> key <parameters> [id] [quantity] [MS] [options]`: the
 /// command of every kind.

@@ -230,3 +230,35 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn extremes_neither_panic_nor_wrap() {
+    use crate::core::throttle::MAX_TOLERANCE;
+    let max_wait = Nanos::new(crate::core::MAX_DURATION_SECONDS * S);
+    let widest = ThrottleParams::new(9, 1, Nanos::new(MAX_TOLERANCE.get() / 10)).unwrap();
+    let finest = ThrottleParams::new(0, u64::from(u32::MAX), Nanos::new(1)).unwrap();
+    for p in [widest, finest, params(0, 1, 1)] {
+        for now in [
+            Nanos::ZERO,
+            Nanos::new(u64::MAX / 2),
+            Nanos::new(u64::MAX - 1),
+        ] {
+            for tat in [Nanos::ZERO, now, Nanos::new(u64::MAX)] {
+                let state = ThrottleState::from_nanos(tat);
+                for quantity in [0, 1, 10, u64::MAX] {
+                    let own = state.turn(now, &p, quantity);
+                    assert!(own.is_none_or(|t| t >= now));
+                    for at in [own.unwrap_or(now), now.saturating_add(max_wait)] {
+                        let (d, update) = state.book(now, at, &p, quantity);
+                        assert!(d.remaining <= d.limit);
+                        if let Some(update) = update {
+                            let mut after = state;
+                            after.apply(update);
+                        }
+                        let _ = d.reply(now, TimeUnit::Millis);
+                    }
+                }
+            }
+        }
+    }
+}
