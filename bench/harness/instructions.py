@@ -35,7 +35,7 @@ import subprocess
 import time
 
 from .regimes import FLOOR_ALLOW, THROUGHPUT_LIMIT, THROUGHPUT_WINDOW_S, BenchError
-from .resp import Client
+from .resp import Client, ReplyError
 from .runner import command_stats
 from .servers import Server, has_command
 
@@ -55,7 +55,8 @@ def limit_floor(name: str) -> str:
 
 def commands_of(rows) -> list:
     """What is counted: the floors, INCR, every single command, RL.LEASE
-    renewing one of 10 leases held, RL.ALLOW and RL.PEEK of three limits;
+    renewing one of 10 leases held, RL.ALLOW and RL.PEEK of three limits,
+    RL.THROTTLE with MAXWAIT and RL.ALLOW with a SHADOW limit;
     each on its hot key with the hot-key regimes' limit (1,000,000 per
     second), as [(name, args, required command or None, set-up commands)].
     After each single command and RL.ALLOW, its interface's floor
@@ -83,7 +84,30 @@ def commands_of(rows) -> list:
     allow = by["RL.ALLOW"]
     out += with_floor("RL.ALLOW", hot(allow), None, [])
     out.append(("RL.PEEK", allow.peek_args(HOT, THROUGHPUT_LIMIT, THROUGHPUT_WINDOW_S), None, []))
+    # The options of bench/results/2026-12-02-wait.md: RL.THROTTLE with
+    # MAXWAIT (at this rate every call goes at once: the cost of asking
+    # for a turn), RL.ALLOW with its SLIDE limit SHADOW; left out (as
+    # "skipped") by a module without them.
+    maxwait = hot(by["RL.THROTTLE"]) + ["MAXWAIT", "1"]
+    out.append(("RL.THROTTLE MAXWAIT", maxwait, ["RL.THROTTLE", "b:probe"] + maxwait[2:], []))
+    shadow = hot(allow)
+    shadow.insert(shadow.index("SLICE"), "SHADOW")
+    probe = shadow[:2] + ["{b:probe}:t", "{b:probe}:l", "{b:probe}:s"] + shadow[5:]
+    out.append(("RL.ALLOW SHADOW", shadow, probe, []))
     return out
+
+
+def supported(con, requires) -> bool:
+    """Whether the server has what a counted command requires: a command
+    (its name), or an option (a probe call, as a list, that must not
+    answer an error; it runs in database 0, which no count uses)."""
+    if isinstance(requires, str):
+        return has_command(con, requires)
+    try:
+        con.call(*requires)
+        return True
+    except ReplyError:
+        return False
 
 
 def missing_tools():
@@ -121,7 +145,7 @@ def count(server_bin, modules, benchmark, commands, n, warm, workdir, top=0, pro
         pid = server.proc.pid
         con = Client(server.port, timeout=120)
         try:
-            skipped = [name for name, _, req, _ in commands if req and not has_command(con, req)]
+            skipped = [name for name, _, req, _ in commands if req and not supported(con, req)]
             commands = [(name, args, setup) for name, args, _, setup in commands if name not in skipped]
             for db, (_, _, setup) in enumerate(commands, 1):
                 if setup:

@@ -122,9 +122,12 @@ mod tests {
                 "period",
                 "quantity",
                 "ms",
+                "maxwait",
                 "BLOCK"
             ]
         );
+        let slide = single::single_command::<SlideState>();
+        assert!(slide.args.iter().all(|a| a.name != "maxwait"));
         assert_eq!(single::single_command::<SliceState>().arity, -5);
         assert_eq!(single::single_command::<SlideState>().arity, -4);
     }
