@@ -21,6 +21,7 @@ pub mod slide;
 mod tests;
 pub mod throttle;
 pub mod time;
+pub mod top;
 
 pub use decision::{binding, Decision, Retry};
 pub use time::{Nanos, TimeUnit};
