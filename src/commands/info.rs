@@ -1,7 +1,8 @@
 //! The `ratelimit` section of INFO: per command, calls, allowed, limited
 //! (not for RL.INSPECT and RL.RELEASE, which decide nothing) and errors;
 //! per kind, the keys that hold one (all databases); the version of the
-//! time-zone rules RL.QUOTA carries (`tzdb_version`). The counters count
+//! time-zone rules RL.QUOTA carries (`tzdb_version`); RL.TOP's summary
+//! (`top_size`, `top_keys`, `top_half_life_seconds`). The counters count
 //! client calls (not commands replayed from the master or the AOF) and
 //! are reset by `CONFIG RESETSTAT`.
 
@@ -73,6 +74,7 @@ impl Section for Info {
             fields.number(&format!("{}_keys", row_name(i)), kind.visit(KeysHeld));
         }
         fields.text(c"tzdb_version", quota::tzdb_version());
+        super::top::write_info(fields);
     }
 
     fn reset() {

@@ -204,6 +204,7 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
                 limit.changed = spec.visit(ExtendKey { key, now });
                 if decision.limited {
                     key.notify(c"rl.limited");
+                    super::top::refused(ctx, key, now);
                 }
             }
         }

@@ -193,6 +193,9 @@ fn limit<'a, L: Listed>(
     }
     if decision.limited {
         key.notify(c"rl.limited");
+        if takes {
+            super::top::refused(ctx, &key, now);
+        }
     }
     ctx.reply_integers(&decision.reply(now, request.unit));
     Ok(Outcome::of(request.at, decision.limited))

@@ -20,9 +20,10 @@
 //! point, so `2^(-1)`, `2^(-2)`, ... halve exactly.
 //!
 //! **Order.** All counts decay by the same factor, so their order does not
-//! change with time: entries are ordered by `level = log2(count(at)) + (at
-//! - origin)/h`, which is `log2(count(now)) + (now - origin)/h` for every
-//! `now`, a constant per entry until its next refusal. A min-heap on the
+//! change with time: entries are ordered by their level,
+//! `log2(count(at)) + (at - origin)/h`, which equals
+//! `log2(count(now)) + (now - origin)/h` at every instant `now`: a
+//! constant per entry until its next refusal. A min-heap on the
 //! level finds the smallest count in O(1) and is repaired in O(log k) per
 //! refusal; a hash table finds a key's entry in O(1). Levels live in the
 //! log domain, so no scaled count ever overflows; to keep their precision
@@ -116,21 +117,19 @@ impl Summary {
         }
     }
 
+    #[cfg(test)]
     pub fn capacity(&self) -> usize {
         self.capacity
     }
 
+    #[cfg(test)]
     pub fn half_life(&self) -> Nanos {
         self.half_life
     }
 
     /// The entries held.
-    pub fn len(&self) -> usize {
+    pub fn held(&self) -> usize {
         self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 
     /// Counts one refusal of `key` at `now`: O(1) for a held key's lookup,
@@ -156,6 +155,16 @@ impl Summary {
         } else if self.entries.len() < self.capacity {
             let i = self.entries.len() as u32;
             let slot = self.heap.len() as u32;
+            if self.entries.len() == self.entries.capacity() {
+                // Doubling, but never past the capacity: the memory bound.
+                let more = self
+                    .entries
+                    .len()
+                    .max(4)
+                    .min(self.capacity - self.entries.len());
+                self.entries.reserve_exact(more);
+                self.heap.reserve_exact(more);
+            }
             self.entries.push(Entry {
                 key: key.into_owned().into_boxed_slice(),
                 hash,
@@ -223,6 +232,7 @@ impl Summary {
         rows
     }
 
+    #[cfg(test)]
     /// The smallest decayed count held at `now` (0 when empty or not
     /// full): what a key not held may have been refused at most.
     pub fn floor_count(&self, now: Nanos) -> f64 {
@@ -236,6 +246,7 @@ impl Summary {
         })
     }
 
+    #[cfg(test)]
     /// A key's decayed count at `now`, unrounded, if held.
     pub fn count_of(&self, key: &[u8], now: Nanos) -> Option<f64> {
         let now = now.max(self.latest);
@@ -282,6 +293,7 @@ impl Summary {
         self.relevel();
     }
 
+    #[cfg(test)]
     /// Bytes the summary holds on the heap, computed from its allocations
     /// (excluding the allocator's own rounding and headers), and the
     /// structure itself.

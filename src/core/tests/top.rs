@@ -43,7 +43,7 @@ fn counts_are_exact_while_fewer_keys_than_the_size() {
     refuse(&mut s, "a", 3, at(0));
     refuse(&mut s, "b", 7, at(0));
     refuse(&mut s, "c", 1, at(0));
-    assert_eq!(s.len(), 3);
+    assert_eq!(s.held(), 3);
     assert_eq!(
         counts(&s, 10, at(0)),
         pairs(&[("b", 7), ("a", 3), ("c", 1)])
@@ -52,12 +52,15 @@ fn counts_are_exact_while_fewer_keys_than_the_size() {
     assert_eq!(s.floor_count(at(0)), 0.0, "not full: nothing was evicted");
 }
 
+/// Refusals of one key: (instant in half-lives, how many) each.
+type Refusals = &'static [(u64, usize)];
+
 /// Columns: refusals as (instant in half-lives, how many), the instant
 /// read (half-lives), the refusals RL.TOP shows (the floor of the sum of
 /// `2^(-age/h)`).
 #[test]
 fn the_reply_is_the_floor_of_the_decayed_count() {
-    let cases: &[(&[(u64, usize)], u64, u64)] = &[
+    let cases: &[(Refusals, u64, u64)] = &[
         (&[(0, 5)], 0, 5),
         (&[(0, 5)], 1, 2),         // 2.5
         (&[(0, 5)], 2, 1),         // 1.25
@@ -109,7 +112,7 @@ fn a_new_key_takes_over_the_smallest_count() {
     // b again takes the smallest, c's 2, decayed: at 1h c = 1, a = 1.5.
     refuse(&mut s, "b", 1, at(H));
     assert_eq!(counts(&s, 10, at(H)), pairs(&[("b", 2), ("a", 1)]));
-    assert_eq!(s.len(), 2);
+    assert_eq!(s.held(), 2);
 }
 
 #[test]
@@ -160,7 +163,7 @@ fn shrinking_keeps_the_heaviest_and_growing_keeps_all() {
     );
     s.resize(10);
     refuse(&mut s, "h", 1, at(0));
-    assert_eq!(s.len(), 4);
+    assert_eq!(s.held(), 4);
     assert_eq!(s.capacity(), 10);
 }
 
@@ -170,9 +173,9 @@ fn size_zero_is_off_and_holds_nothing() {
     refuse(&mut s, "a", 2, at(0));
     s.resize(0);
     s.check();
-    assert!(s.is_empty());
+    assert_eq!(s.held(), 0);
     refuse(&mut s, "a", 2, at(0));
-    assert!(s.is_empty());
+    assert_eq!(s.held(), 0);
     assert!(s.top(10, at(0)).is_empty());
     let off = Summary::new(0, Nanos::new(H));
     assert!(off.memory() <= std::mem::size_of::<Summary>());
@@ -251,9 +254,18 @@ fn long_keys_are_held_bounded_and_apart() {
         s.record(&key, at(u64::from(i)));
     }
     s.check();
-    assert_eq!(s.len(), 128);
-    // The bound docs/operations.md states: at most 640 bytes an entry.
+    assert_eq!(s.held(), 128);
+    // The bound docs/operations.md states: at most 640 bytes an entry and
+    // 256 for the summary itself, at any size (the vectors never grow past
+    // the size).
     assert!(s.memory() <= 128 * 640, "{}", s.memory());
+    for size in [1, 5, 100, 1000] {
+        let mut s = Summary::new(size, Nanos::new(H));
+        for i in 0..size as u32 + 3 {
+            s.record(&[&[b'k'; 600][..], &i.to_be_bytes()].concat(), at(0));
+        }
+        assert!(s.memory() <= size * 640 + 256, "{size}: {}", s.memory());
+    }
 }
 
 /// The steps of a random stream: (key 0..keys, nanoseconds to advance).
