@@ -75,7 +75,7 @@ pub fn top_command() -> CommandDef {
         arity: -1,
         summary: "The keys refused most often on this node recently, most first: [key, refusals (decayed, rounded down), last refusal in Unix ms] each. Neither replicated nor persisted: on a cluster, ask every master.",
         complexity: "O(k log k) in the summary's size k (ratelimit.top-size)",
-        since: "0.5.0",
+        since: "0.4.0",
         keys: Keys::None,
         args: vec![DocArg::integer("count").token("COUNT").optional()],
     }
