@@ -6,22 +6,32 @@
 //! | `max-slide-limit` | 1,000,000 | 1 to 100,000,000 | largest RL.SLIDE `limit` a client may ask for (about 4 bytes per unit, 8 in a log spanning more than an hour) |
 //! | `max-slices` | 86,400 | 1 to 1,000,000 | largest RL.SLICE `slices` a client may ask for (4 bytes per slice) |
 //! | `cell-alias` | no | yes/no, load time only | also answer redis-cell's `CL.THROTTLE` |
+//! | `top-size` | 128 | 0 to 16,384 | entries of RL.TOP's summary (0 turns it off); at most 640 bytes each |
+//! | `top-half-life` | 60 | 1 to 86,400 | seconds in which RL.TOP's counts halve |
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use std::ffi::{CStr, CString};
 use std::sync::OnceLock;
 
-use crate::core::{slice, slide, Ceiling};
+use crate::core::{slice, slide, top, Ceiling, Nanos};
 
 pub static MAX_SLIDE_LIMIT: AtomicI64 = AtomicI64::new(DEFAULT_MAX_SLIDE_LIMIT);
 pub static MAX_SLICES: AtomicI64 = AtomicI64::new(DEFAULT_MAX_SLICES);
 pub static CELL_ALIAS: AtomicBool = AtomicBool::new(false);
+pub static TOP_SIZE: AtomicI64 = AtomicI64::new(DEFAULT_TOP_SIZE);
+pub static TOP_HALF_LIFE: AtomicI64 = AtomicI64::new(DEFAULT_TOP_HALF_LIFE);
 
 pub const DEFAULT_MAX_SLIDE_LIMIT: i64 = Bounds::DEFAULT.max_slide_limit as i64;
 pub const DEFAULT_MAX_SLICES: i64 = Bounds::DEFAULT.max_slices as i64;
 pub const HARD_MAX_SLIDE_LIMIT: i64 = Bounds::HARD.max_slide_limit as i64;
 pub const HARD_MAX_SLICES: i64 = Bounds::HARD.max_slices as i64;
+pub const DEFAULT_TOP_SIZE: i64 = 128;
+pub const MAX_TOP_SIZE: i64 = top::MAX_SIZE as i64;
+/// Seconds.
+pub const DEFAULT_TOP_HALF_LIFE: i64 = 60;
+/// Seconds: a day.
+pub const MAX_TOP_HALF_LIFE: i64 = 86_400;
 
 /// The bounds in force for client calls.
 pub fn bounds() -> Bounds {
@@ -34,6 +44,21 @@ pub fn bounds() -> Bounds {
 
 pub fn cell_alias() -> bool {
     CELL_ALIAS.load(Ordering::Relaxed)
+}
+
+/// The entries of RL.TOP's summary; 0 when off.
+pub fn top_size() -> usize {
+    usize::try_from(TOP_SIZE.load(Ordering::Relaxed)).unwrap_or(0)
+}
+
+/// The half-life of RL.TOP's counts, in seconds.
+pub fn top_half_life_seconds() -> u64 {
+    u64::try_from(TOP_HALF_LIFE.load(Ordering::Relaxed)).unwrap_or(1)
+}
+
+/// The half-life of RL.TOP's counts.
+pub fn top_half_life() -> Nanos {
+    Nanos::new(top_half_life_seconds().saturating_mul(1_000_000_000))
 }
 
 /// Bounds that the server's configuration may tighten below the hard

@@ -54,6 +54,14 @@ fn init(ctx: LoadCtx) -> Result<(), String> {
         .map_err(|message| message.to_string_lossy().into_owned())
 }
 
+/// A setting of RL.TOP's summary changed (`CONFIG SET`, or the load
+/// arguments and configuration file as the server applies them): the
+/// summary follows. Called by the server's configuration callback, which
+/// must not unwind.
+fn top_settings_changed() {
+    let _ = std::panic::catch_unwind(commands::top_settings_changed);
+}
+
 /// Creates a kind's data type in the server.
 struct CreateType<'a> {
     ctx: LoadCtx<'a>,

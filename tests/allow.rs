@@ -295,7 +295,15 @@ fn key_positions_and_command_docs() {
             .collect();
         assert_eq!(
             slice_names,
-            ["algorithm", "limit", "window", "slices", "BLOCK", "units", "shadow"]
+            [
+                "algorithm",
+                "limit",
+                "window",
+                "slices",
+                "BLOCK",
+                "units",
+                "shadow"
+            ]
         );
         let Some(Value::Array(lease_args)) = field(&blocks[3], "arguments") else {
             panic!("{:?}", blocks[3])

@@ -96,9 +96,9 @@ fn workload(con: &mut Connection, p: &str) {
 }
 
 /// Every command the module registers, without its prefix.
-const NAMES: [&str; 12] = [
+const NAMES: [&str; 13] = [
     "THROTTLE", "SLIDE", "SLICE", "LEASE", "QUOTA", "ALLOW", "PEEK", "INSPECT", "REFUND", "CHARGE",
-    "RELEASE", "STATE",
+    "RELEASE", "STATE", "TOP",
 ];
 
 /// Whether the server has a command of this name.

@@ -10,10 +10,12 @@
 //! with the same readers (`spec`), so a spec's errors are its command's.
 
 mod spec;
+mod top;
 
 use std::ffi::CString;
 
 pub use spec::{charge, id, refund, several, single, LimitSpec, Request};
+pub use top::top;
 
 pub use crate::config::Bounds;
 use crate::core::{Param, ParamKind, TimeUnit, MAX_DURATION_SECONDS};

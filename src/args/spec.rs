@@ -491,7 +491,11 @@ fn find_spec<'w, 'a>(
         return Err(in_spec(index, row, ArgError::NoBlock(row.name)));
     }
     if raw.limit.shadow && raw.has_block(row.options) {
-        return Err(in_spec(index, row, ArgError::Joint("SHADOW takes no BLOCK")));
+        return Err(in_spec(
+            index,
+            row,
+            ArgError::Joint("SHADOW takes no BLOCK"),
+        ));
     }
     Ok((row, raw, next))
 }

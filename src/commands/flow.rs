@@ -33,6 +33,8 @@ pub enum Error {
     /// A payload of `RL.STATE` that does not decode.
     BadState,
     StateFromClient,
+    /// A command the configuration turns off: the error saying so.
+    Off(&'static CStr),
     /// Something the module's own logic rules out went wrong: a bug. The
     /// text says which, so that a report names it.
     Internal(&'static CStr),
@@ -66,7 +68,7 @@ impl Error {
             Error::StateFromClient => {
                 ctx.reply_error(c"ERR RL.STATE is accepted only from the master or the AOF")
             }
-            Error::Internal(message) => ctx.reply_error(message),
+            Error::Off(message) | Error::Internal(message) => ctx.reply_error(message),
         }
     }
 }

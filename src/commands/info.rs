@@ -4,7 +4,8 @@
 //! time-zone rules RL.QUOTA carries (`tzdb_version`); what calls
 //! decided besides allowed or limited (`waits_granted`, `shadow_limited`);
 //! the blocks client requests started (`blocks_started`) and the refusals a
-//! running block answered (`blocked_refusals`, one per limit). The counters count
+//! running block answered (`blocked_refusals`, one per limit). RL.TOP's summary
+//! (`top_size`, `top_keys`, `top_half_life_seconds`). The counters count
 //! client calls (not commands replayed from the master or the AOF) and
 //! are reset by `CONFIG RESETSTAT`.
 
@@ -114,6 +115,7 @@ impl Section for Info {
         fields.number("blocks_started", BLOCKS_STARTED.read());
         fields.number("blocked_refusals", BLOCKED_REFUSALS.read());
         fields.text(c"tzdb_version", quota::tzdb_version());
+        super::top::write_info(fields);
     }
 
     fn reset() {

@@ -8,6 +8,7 @@
 //! - `several`: RL.ALLOW and RL.PEEK;
 //! - `keys`: RL.INSPECT, RL.REFUND, RL.CHARGE, RL.RELEASE and the internal
 //!   RL.STATE;
+//! - `top`: RL.TOP, its summary, and the hook a refusal calls;
 //! - `info`: the INFO section.
 //!
 //! Every name starts with the module's prefix, `RL` unless the module was
@@ -18,8 +19,10 @@ mod info;
 mod keys;
 mod several;
 mod single;
+mod top;
 
 pub use info::Info;
+pub use top::settings_changed as top_settings_changed;
 
 use crate::config;
 use crate::kinds::{Listed, VisitKind, KINDS};
@@ -36,6 +39,7 @@ pub fn commands() -> Vec<CommandDef> {
     commands.push(keys::charge_command());
     commands.push(keys::release_command());
     commands.push(keys::state_command());
+    commands.push(top::top_command());
     commands
 }
 
@@ -101,6 +105,7 @@ mod tests {
                 "RL.CHARGE",
                 "RL.RELEASE",
                 "RL.STATE",
+                "RL.TOP",
             ]
             .map(String::from),
         );

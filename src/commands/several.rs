@@ -255,6 +255,7 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
                 }
                 if decision.limited && !spec.shadow {
                     key.notify(c"rl.limited");
+                    super::top::refused(ctx, key, now);
                 }
             }
             if options.at.is_none() {

@@ -174,7 +174,10 @@ fn decide_in<L: Listed>(
     let (quantity, id) = (request.quantity, request.id);
     // A blocked key refuses whatever MAXWAIT says (`block::decide_from`
     // holds the kind's own decision).
-    if let Some(max_wait) = request.max_wait.filter(|_| block::blocked_at(state, now).is_none()) {
+    if let Some(max_wait) = request
+        .max_wait
+        .filter(|_| block::blocked_at(state, now).is_none())
+    {
         let own = state.turn(now, params, quantity);
         if let Some(turn) = crate::core::wait::booking(None, own, now, max_wait) {
             return state.book(now, turn, params, quantity);
@@ -198,7 +201,8 @@ fn limit<'a, L: Listed>(
     let (decided, changed) = match key.value(L::module_type()) {
         Held::Ours(state) => {
             let own = decide_in(state, now, params, &request);
-            let mut decided = block::decide_from(state, now, params, request.quantity, own);
+            let mut decided =
+                block::decide_from(state, now, params, request.quantity, request.id, own);
             let update = decided.update.take();
             let decided = Decided::from(decided);
             let reset_at = decided.decision.reset_at;
@@ -221,7 +225,8 @@ fn limit<'a, L: Listed>(
             let other = matches!(held, Held::Other);
             let mut state = new_state::<L>(&key, other)?;
             let own = decide_in(&state, now, params, &request);
-            let mut decided = block::decide_from(&state, now, params, request.quantity, own);
+            let mut decided =
+                block::decide_from(&state, now, params, request.quantity, request.id, own);
             let update = decided.update.take();
             let decided = Decided::from(decided);
             let changed = update.is_some() || decided.starts.is_some();
@@ -247,6 +252,9 @@ fn limit<'a, L: Listed>(
     }
     if decision.limited {
         key.notify(c"rl.limited");
+        if takes {
+            super::top::refused(ctx, &key, now);
+        }
     }
     let waits = matches!(decision.retry, Retry::Turn(t) if t > now);
     if waits && takes && request.at.is_none() {
@@ -307,15 +315,19 @@ impl Visit for DecideKey<'_, '_, '_> {
     fn visit<L: Listed>(self, params: &L::Params) -> Self::Out {
         let (now, quantity, id) = (self.now, self.quantity, self.id);
         let decide = |state: &L| match self.book {
-            Some(at) if block::blocked_at(state, now).is_none() => state.book(now, at, params, quantity),
+            Some(at) if block::blocked_at(state, now).is_none() => {
+                state.book(now, at, params, quantity)
+            }
             _ => state.decide_as(now, params, quantity, id),
         };
         let mut decided = match self.key.value(L::module_type()) {
-            Held::Ours(state) => block::decide_from(state, now, params, quantity, decide(state)),
+            Held::Ours(state) => {
+                block::decide_from(state, now, params, quantity, id, decide(state))
+            }
             held => {
                 let other = matches!(held, Held::Other);
                 let state = new_state::<L>(self.key, other)?;
-                block::decide_from(&state, now, params, quantity, decide(&state))
+                block::decide_from(&state, now, params, quantity, id, decide(&state))
             }
         };
         if let (Some(update), Some(stage)) = (decided.update.take(), self.stage) {

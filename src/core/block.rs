@@ -88,7 +88,27 @@ pub fn decide<K: Kind>(
     quantity: u64,
     id: &[u8],
 ) -> Blocking<K::Update> {
-    let (decision, update) = state.decide_as(now, params, quantity, id);
+    decide_from(
+        state,
+        now,
+        params,
+        quantity,
+        id,
+        state.decide_as(now, params, quantity, id),
+    )
+}
+
+/// `decide` from the kind's own decision and update (`Kind::decide_as`,
+/// or a MAXWAIT booking, which a blocked key never makes).
+#[inline]
+pub fn decide_from<K: Kind>(
+    state: &K,
+    now: Nanos,
+    params: &K::Params,
+    quantity: u64,
+    id: &[u8],
+    (decision, update): (Decision, Option<K::Update>),
+) -> Blocking<K::Update> {
     if let Some(end) = blocked_at(state, now) {
         // The limiter's own answer for a request that records nothing: an
         // allowed one's reset counts the units it would have taken.
@@ -131,7 +151,7 @@ pub fn peek<K: Kind>(state: &K, now: Nanos, params: &K::Params) -> Decision {
 fn held(own: Decision, end: Nanos, quantity: u64) -> Decision {
     let retry = match own.retry {
         Retry::Never if quantity > 0 => Retry::Never,
-        Retry::At(at) => Retry::At(at.max(end)),
+        Retry::At(at) | Retry::Turn(at) => Retry::At(at.max(end)),
         Retry::NotLimited | Retry::Never => Retry::At(end),
     };
     Decision {

@@ -107,6 +107,14 @@ impl<'a> Key<'a> {
         ok
     }
 
+    /// The key's name, borrowed for the command's duration.
+    pub fn name(&self) -> &'a [u8] {
+        if self.name.is_null() {
+            return &[];
+        }
+        super::command::string_bytes(self.ctx.api, self.name)
+    }
+
     /// True when the key holds nothing.
     pub fn is_empty(&self) -> bool {
         self.kind() == raw::REDISMODULE_KEYTYPE_EMPTY as c_int

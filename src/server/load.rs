@@ -141,6 +141,29 @@ fn configure(context: &Context, args: &[RedisString]) -> Result<(), String> {
         ConfigurationFlags::DEFAULT,
         None,
     );
+    // RL.TOP's summary follows a change at once (crate::top_settings_changed).
+    let top_size = int("top-size", config::DEFAULT_TOP_SIZE)?;
+    register_i64_configuration(
+        context,
+        "top-size",
+        &config::TOP_SIZE,
+        top_size,
+        0,
+        config::MAX_TOP_SIZE,
+        ConfigurationFlags::DEFAULT,
+        Some(Box::new(|_, _, _| crate::top_settings_changed())),
+    );
+    let top_half_life = int("top-half-life", config::DEFAULT_TOP_HALF_LIFE)?;
+    register_i64_configuration(
+        context,
+        "top-half-life",
+        &config::TOP_HALF_LIFE,
+        top_half_life,
+        1,
+        config::MAX_TOP_HALF_LIFE,
+        ConfigurationFlags::DEFAULT,
+        Some(Box::new(|_, _, _| crate::top_settings_changed())),
+    );
     let cell_alias =
         get_bool_default_config_value(args, "cell-alias", false).map_err(|e| e.to_string())?;
     register_bool_configuration(

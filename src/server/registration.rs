@@ -43,6 +43,8 @@ pub enum Keys {
     /// answers key-position requests (`getkeys-api`), which Redis 7.0 needs
     /// to route such a command in a cluster.
     Counted { pos: c_int, access: Access },
+    /// No key (RL.TOP): the node the client asks answers.
+    None,
 }
 
 /// What a command does to a key: its key-spec flags.
@@ -170,6 +172,7 @@ fn create(
     let (first, last, step, extra_flag) = match spec.keys {
         Keys::One { pos, .. } => (pos, pos, 1, ""),
         Keys::Counted { .. } => (0, 0, 0, " getkeys-api"),
+        Keys::None => (0, 0, 0, ""),
     };
     let flags = CString::new(format!("{}{extra_flag}", spec.flags)).ok()?;
     // SAFETY: called during OnLoad with the load context; the strings live
@@ -222,11 +225,15 @@ fn describe(api: &Api, command: *mut raw::RedisModuleCommand, spec: &CommandDef)
     ok.then_some(())
 }
 
-/// The key specs, terminated by a zeroed entry.
+/// The key specs, terminated by a zeroed entry (only the terminator for
+/// a command without keys).
 fn key_specs(keys: Keys) -> [raw::RedisModuleCommandKeySpec; 2] {
     // SAFETY: an all-zero key spec is the terminator the API expects, and a
     // valid starting point for the one filled in below.
     let mut specs: [raw::RedisModuleCommandKeySpec; 2] = unsafe { std::mem::zeroed() };
+    if let Keys::None = keys {
+        return specs;
+    }
     let spec = &mut specs[0];
     spec.begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
     match keys {
@@ -246,6 +253,7 @@ fn key_specs(keys: Keys) -> [raw::RedisModuleCommandKeySpec; 2] {
             spec.fk.keynum.firstkey = 1;
             spec.fk.keynum.keystep = 1;
         }
+        Keys::None => {}
     }
     specs
 }
