@@ -526,7 +526,129 @@ def build() -> list[Seq]:
     s.real("RL.QUOTA", "q", 5, "YEAR", 0)
     s.real("RL.INSPECT", "nothing")
     charge_cases(b)
+    block_cases(b)
     return b.seqs
+
+
+def block_cases(b: Builder) -> None:
+    """BLOCK: a refusal starts a block, which holds (not extended), then
+    ends and the limiter goes on; peeks, never-fits, RL.ALLOW and RL.PEEK,
+    refunds and charges keep it, RL.INSPECT shows it, errors."""
+    s = b.seq("block: throttle and slide, starting, holding, ending")
+    s(0, "RL.THROTTLE", "t", 0, 1, 60, "BLOCK", 600)
+    s(10, "RL.THROTTLE", "t", 0, 1, 60, "BLOCK", 600)
+    s(10, "PTTL", "t", raw=True)
+    s(10, "RL.INSPECT", "t")
+    s(20, "RL.THROTTLE", "t", 0, 1, 60)
+    s(20, "RL.THROTTLE", "t", 0, 1, 60, "BLOCK", 900)
+    s(20, "RL.THROTTLE", "t", 0, 1, 60, 0)
+    s(20, "RL.THROTTLE", "t", 0, 1, 60, 5)
+    s(20, "RL.THROTTLE", "t", 0, 1, 60, 1, "MS")
+    s(30, "RL.REFUND", "t", "THROTTLE", 0, 1, 60, 1)
+    s(30, "RL.CHARGE", "t", "THROTTLE", 0, 1, 60, 2)
+    s(30, "RL.INSPECT", "t")
+    s(609.999999, "RL.THROTTLE", "t", 0, 1, 60)
+    s(610, "RL.INSPECT", "t")
+    s(610, "RL.THROTTLE", "t", 0, 1, 60, 0)
+    s(610, "RL.THROTTLE", "t", 0, 1, 60)
+    s(610, "PTTL", "t", raw=True)
+    s(650, "RL.THROTTLE", "t", 0, 1, 60)
+    # A debt longer than the block: retry is the limiter's own.
+    s(700, "RL.CHARGE", "d", "THROTTLE", 0, 1, 60, 10)
+    s(700, "RL.THROTTLE", "d", 0, 1, 60, "BLOCK", 5)
+    s(700, "RL.INSPECT", "d")
+    s(706, "RL.THROTTLE", "d", 0, 1, 60, 1, "BLOCK", 5000, "MS")
+    s(706, "RL.THROTTLE", "d", 0, 1, 60, 1, "MS", "BLOCK", 5000)
+    # Never fits: no block, no key.
+    s(710, "RL.THROTTLE", "n", 1, 1, 60, 3, "BLOCK", 600)
+    s(710, "EXISTS", "n", raw=True)
+    s(711, "RL.SLIDE", "s", 2, 10, "block", 100)
+    s(711, "RL.SLIDE", "s", 2, 10, 2, "BLOCK", 100)
+    s(711.5, "RL.SLIDE", "s", 2, 10, "BLOCK", 100, "PRECISION", 1)
+    s(711.5, "RL.INSPECT", "s")
+    s(712, "RL.SLIDE", "s", 2, 10, 3, "BLOCK", 100)
+    s(712, "RL.SLIDE", "s", 2, 10, 0)
+    s(712, "RL.SLIDE", "s", 5, 10)
+    s(720, "RL.REFUND", "s", "SLIDE", 2, 10, 2)
+    s(720, "RL.INSPECT", "s")
+    s(720, "PTTL", "s", raw=True)
+    s(811.5, "RL.SLIDE", "s", 2, 10, 0)
+    s(811.5, "RL.SLIDE", "s", 2, 10)
+    s(811.5, "RL.INSPECT", "s")
+
+    s = b.seq("block: slice and quota, and RL.ALLOW / RL.PEEK")
+    s(0, "RL.SLICE", "c", 2, 10, 2, 2, "BLOCK", 30)
+    s(1, "RL.SLICE", "c", 2, 10, 2, "BLOCK", 30)
+    s(1, "RL.INSPECT", "c")
+    s(1, "PTTL", "c", raw=True)
+    s(20, "RL.SLICE", "c", 2, 10, 2)
+    s(20, "RL.CHARGE", "c", "SLICE", 2, 10, 2, 1)
+    s(31, "RL.SLICE", "c", 2, 10, 2, "BLOCK", 30)
+    s(31, "RL.SLICE", "c", 2, 10, 2, "BLOCK", 30)
+    s(31, "RL.SLICE", "c", 2, 10, 2, "BLOCK", 30)
+    s(0, "RL.QUOTA", "q", 1, "HOUR", "BLOCK", 7200)
+    s(1, "RL.QUOTA", "q", 1, "HOUR", "BLOCK", 7200)
+    s(1, "RL.INSPECT", "q")
+    s(1, "PTTL", "q", raw=True)
+    s(1800, "RL.QUOTA", "q", 1, "HOUR")
+    s(7201, "RL.QUOTA", "q", 1, "HOUR")
+    s(7201, "RL.QUOTA", "q", 1, "HOUR", 0, "TZ", "UTC", "BLOCK", 5)
+    s(7202, "RL.QUOTA", "z", 1, "DAY", "BLOCK", 60, "TZ", "Europe/Berlin")
+    s(7202, "RL.QUOTA", "z", 1, "DAY", "TZ", "Europe/Berlin", "BLOCK", 60)
+    s(7202, "RL.INSPECT", "z")
+    # RL.ALLOW: the refusing limit with BLOCK blocks its own key; the
+    # others record nothing and are not blocked.
+    a = ("{u}a", "{u}b", "{u}c")
+    specs = ("THROTTLE", 0, 1, 60, "BLOCK", 100, "SLIDE", 5, 60, "BLOCK", 100, "SLICE", 1, 60, 1)
+    s(8000, "RL.ALLOW", 3, *a, *specs)
+    s(8001, "RL.PEEK", 3, *a, *specs)
+    s(8001, "RL.ALLOW", 3, *a, *specs)
+    s(8001, "RL.INSPECT", "{u}a")
+    s(8001, "RL.INSPECT", "{u}b")
+    s(8001, "RL.INSPECT", "{u}c")
+    s(8002, "RL.ALLOW", 3, *a, *specs, "QUANTITY", 0)
+    s(8061, "RL.ALLOW", 3, *a, "THROTTLE", 0, 1, 60, "SLIDE", 5, 60, "SLICE", 3, 60, 1)
+    s(8101, "RL.ALLOW", 3, *a, "THROTTLE", 0, 1, 60, "SLIDE", 5, 60, "SLICE", 3, 60, 1)
+    s(8101, "RL.ALLOW", 2, "{u}a", "{u}d", "THROTTLE", 0, 1, 60, "BLOCK", 10, "QUOTA", 5, "DAY", "BLOCK", 10)
+    s(8101, "RL.ALLOW", 2, "{u}a", "{u}d", "THROTTLE", 0, 1, 60, "BLOCK", 10, "QUOTA", 5, "DAY", "BLOCK", 10, "QUANTITY", 6)
+    s(8101, "RL.ALLOW", 2, "{u}a", "{u}d", "THROTTLE", 0, 1, 60, "BLOCK", 10, "QUOTA", 5, "DAY", "BLOCK", 10000, "MS")
+    s(8101, "RL.INSPECT", "{u}a")
+    s(8101, "RL.PEEK", 2, "{u}a", "{u}d", "THROTTLE", 0, 1, 60, "QUOTA", 5, "DAY")
+    s(8112, "RL.ALLOW", 2, "{u}a", "{u}d", "THROTTLE", 0, 1, 60, "QUOTA", 5, "DAY")
+    s(8112, "RL.ALLOW", 2, "{u}a", "{u}e", "THROTTLE", 0, 1, 60, "LEASE", 2, 60, "ID", "x")
+
+    s = b.seq("block: errors", faked=False)
+    for cmd in (
+        ("RL.THROTTLE", "k", 1, 1, 1, "BLOCK"),
+        ("RL.THROTTLE", "k", 1, 1, 1, "BLOCK", 0),
+        ("RL.THROTTLE", "k", 1, 1, 1, "BLOCK", 315360001),
+        ("RL.THROTTLE", "k", 1, 1, 1, "BLOCK", 315360000001, "MS"),
+        ("RL.THROTTLE", "k", 1, 1, 1, "BLOCK", "x"),
+        ("RL.THROTTLE", "k", 1, 1, 1, "BLOCK", 1, "BLOCK", 1),
+        ("RL.THROTTLE", "k", 1, 1, 1, 1, "MS", "BLOCK", 1, "x"),
+        ("RL.THROTTLE", "k", 1, 1, 1, "BLOCK", 1, 1),
+        ("RL.SLIDE", "k", 1, 1, "BLOCK", 1, "PRECISION", 2),
+        ("RL.SLIDE", "k", 0, 1, "BLOCK", 0),
+        ("RL.SLICE", "k", 1, 1, 1, "BLOCK", -1),
+        ("RL.QUOTA", "k", 1, "DAY", "BLOCK", 1, "TZ", "Nowhere/City"),
+        ("RL.LEASE", "k", 1, 1, "a", "BLOCK", 1),
+        ("RL.LEASE", "k", 1, 1, "a", 1, "BLOCK", 1),
+        ("RL.ALLOW", 1, "k", "LEASE", 1, 1, "BLOCK", 1, "ID", "a"),
+        ("RL.ALLOW", 2, "k", "j", "SLIDE", 1, 1, "LEASE", 1, 1, "BLOCK", 1),
+        ("RL.ALLOW", 1, "k", "THROTTLE", 1, 1, 1, "BLOCK", 0),
+        ("RL.ALLOW", 1, "k", "THROTTLE", 1, 1, 1, "BLOCK"),
+        ("RL.ALLOW", 2, "k", "j", "SLIDE", 1, 1, "SLICE", 1, 1, 1, "BLOCK", 1, "BLOCK", 2),
+        ("RL.PEEK", 1, "k", "QUOTA", 1, "DAY", "BLOCK", 1, "TZ", "UTC", "BLOCK", 1),
+        ("RL.ALLOW", 1, "k", "THROTTLE", 1, 1, 1, "QUANTITY", 1, "BLOCK", 1),
+        ("RL.REFUND", "k", "THROTTLE", 1, 1, 1, "BLOCK", 1, 1),
+        ("RL.REFUND", "k", "THROTTLE", 1, 1, 1, 1, "BLOCK", 1),
+        ("RL.CHARGE", "k", "SLIDE", 1, 1, "BLOCK", 1, 1),
+        ("RL.THROTTLE", "k"),
+        ("RL.SLIDE", "k", 1),
+        ("RL.ALLOW", 1, "k", "SLIDE", 1),
+        ("RL.REFUND", "k", "SLIDE", 1, 1),
+    ):
+        s.real(*cmd)
 
 
 def charge_cases(b: Builder) -> None:
