@@ -388,8 +388,8 @@ local function several(write)
       local turns, call = {}, BZERO
       for index, l in ipairs(limits) do
         local t = throttle.turn(l.st, l.P, qs[index])
-        if t and bcmp(t, wait) > 0 then t = false end
-        turns[index] = t
+        if t and bcmp(t, wait) > 0 then t = nil end
+        turns[index] = t or false -- (false: never within the wait; ipairs goes on)
         if enforced[index] and call then
           if not t then call = nil elseif bcmp(t, call) > 0 then call = t end
         end
