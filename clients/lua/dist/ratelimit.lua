@@ -2541,7 +2541,7 @@ do
         local n = #kind.params
         local quantity_at = n + (kind.takes_id and 1 or 0)
         if NARGS < 1 + quantity_at then throw(err_arity('RL.' .. name).err) end
-        if NARGS + 1 > 12 then throw("ERR unknown argument '" .. printable(arg(12)) .. "'") end
+        if NARGS + 1 > 14 then throw("ERR unknown argument '" .. printable(arg(14)) .. "'") end
         local words = {}
         for i = 2, NARGS do words[#words + 1] = arg(i) end
         local params = {}
@@ -2703,9 +2703,10 @@ do
         for i = 2, NARGS do words[#words + 1] = arg(i) end
         local kind, params, options, nxt = find_spec(words, 1, 0, true)
         if kind.no_refund then throw('ERR ' .. cmd .. ' does not take a ' .. kind.name .. ' spec') end
-        -- A several-limit spec's own options are none of this command's.
+        -- A several-limit spec's own options, and BLOCK, are none of this
+        -- command's.
         local w = words[nxt] and upper(words[nxt])
-        if w == 'UNITS' or w == 'SHADOW' then throw("ERR unknown argument '" .. printable(words[nxt]) .. "'") end
+        if w == 'UNITS' or w == 'SHADOW' or w == 'BLOCK' then throw("ERR unknown argument '" .. printable(words[nxt]) .. "'") end
         if nxt > #words then throw('ERR ' .. kind.name .. ' expects ' .. expects(kind) .. ' quantity') end
         local q = integer(words[nxt], 'quantity', charge and 1 or 0, MAX_QUANTITY)
         local tail = {unit = S_NS}
