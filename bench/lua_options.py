@@ -1,8 +1,9 @@
 """What this round's options cost a call of the Lua backend: each command
 line's server time per EVALSHA (INFO commandstats), beside the usual call
-it extends. A usual call takes a fast path; RL.CHARGE, MAXWAIT, BLOCK,
-UNITS, SHADOW and a key holding a block's mark take the full code, lib()
-(clients/lua/README.md, "Cost per call").
+it extends. A usual call takes a fast path, as do RL.THROTTLE's MAXWAIT, BLOCK and
+UNITS while the call is allowed; RL.CHARGE, RL.ALLOW's MAXWAIT, SHADOW and
+a key holding a block's mark take the full code, lib() (clients/lua/README.md,
+"Cost per call").
 
     python3 bench/lua_options.py [--server PATH] [--calls N]
 
@@ -31,7 +32,8 @@ DIST = ROOT / "clients" / "lua" / "dist"
 T = ["THROTTLE", 1000000, 1000, 1]
 LINES: list[tuple[str, list[object]]] = [
     ("usual", ["RL.THROTTLE", "t1", 1000000, 1000, 1]),
-    ("MAXWAIT", ["RL.THROTTLE", "t2", 1000000, 1000, 1, 1, "MAXWAIT", 10]),
+    ("MAXWAIT, at once", ["RL.THROTTLE", "t2", 1000000, 1000, 1, 1, "MAXWAIT", 10]),
+    ("MAXWAIT, waiting", ["RL.THROTTLE", "t6", 0, 1000, 1, 1, "MAXWAIT", 100000]),
     ("BLOCK, allowed", ["RL.THROTTLE", "t3", 1000000, 1000, 1, 1, "BLOCK", 10]),
     ("blocked key, refused", ["RL.THROTTLE", "t4", 0, 1, 3600, 1, "BLOCK", 3600]),
     ("RL.CHARGE", ["RL.CHARGE", "t5", *T, 1]),

@@ -138,8 +138,12 @@ do
   -- would reach 2^52, else limited, remaining, retry (nil: allowed, 'never',
   -- or units of k ns from now), reset (the same), the expiry (Unix ms,
   -- rounded up, of now + reset) and, when allowed with q > 0, the TAT to
-  -- store: whole ns as hi x 10^9 + lo, and its fraction.
-  local function gcra(sec, usec, wh, wl, f, cap, c, T, q)
+  -- store: whole ns as hi x 10^9 + lo, and its fraction. w: MAXWAIT in ns
+  -- (nil without): a request that can fit and whose turn (when its new TAT
+  -- is at most the tolerance ahead) comes within w is booked, recorded now
+  -- as allowed, its retry the wait for that turn (0: at once), as the
+  -- module's `turn` and `book` for one limit.
+  local function gcra(sec, usec, wh, wl, f, cap, c, T, q, w)
     local TWO52 = 4503599627370496
     local k = 1
     if wh == nil or f == 0 then
@@ -174,6 +178,16 @@ do
     local ttl_a = ttl_b + m * T
     if ttl_a >= TWO52 then return k end
     local limited = q > cap or ttl_a > tol
+    local turn = nil
+    if w and q <= cap then
+      turn = 0
+      if ttl_a > tol then
+        local x = ttl_a - tol
+        local r = x % c
+        turn = (x - r) / c + (r > 0 and 1 or 0)
+        if turn <= w / k then limited = false else turn = nil end
+      end
+    end
     local ttl = limited and ttl_b or ttl_a
     local remaining = 0
     if tol > ttl then
@@ -181,7 +195,7 @@ do
       remaining = (x - x % T) / T
       if remaining > cap then remaining = cap end
     end
-    local retry = nil
+    local retry = turn
     if q > cap then retry = 'never'
     elseif limited then
       retry = ttl_a - tol
@@ -228,8 +242,9 @@ do
   -- decision's locals costs several thousand instructions; or redis.call
   -- itself (RL.THROTTLE's SET, a limited call's PEXPIREAT ... GT moving the
   -- key's expiry out). gcra and ceil_div are the functions above, given as
-  -- arguments: an upvalue would cost each call about 400 instructions.
-  local function fast(kind, key, a, b, c, qs, us_per, t, gcra, ceil_div, commit)
+  -- arguments: an upvalue would cost each call about 400 instructions. w:
+  -- RL.THROTTLE's MAXWAIT in ns (nil without; gcra() books the turn).
+  local function fast(kind, key, a, b, c, qs, us_per, t, gcra, ceil_div, commit, w)
     if kind == 'THROTTLE' then
       -- A G| key's expiry is its TAT's (Unix ms, rounded up): every write
       -- leaves it so, but where a refund keeps a later one (the full code
@@ -267,7 +282,7 @@ do
         wh, wl = wh + 0, wl + 0
       end
       local cap = b + 1
-      local k, limited, remaining, retry, reset, ms, hi, lo, frac = gcra(sec, usec, wh, wl, f, cap, c, T, q)
+      local k, limited, remaining, retry, reset, ms, hi, lo, frac = gcra(sec, usec, wh, wl, f, cap, c, T, q, w)
       if limited == nil then return nil end
       if retry == nil or retry == 'never' then retry = -1 else retry = ceil_div(retry, unit / k) end
       local five = {limited and 1 or 0, cap, remaining, retry, ceil_div(reset, unit / k)}
@@ -871,10 +886,11 @@ do
       if name == 'SLIDE' then third = '0' elseif name == 'QUOTA' then third = nil end
       -- Any word but an option is the quantity (fast() checks its digits).
       local w = A[i]
-      if w and w ~= 'MS' and w ~= 'ms' and w ~= 'PRECISION' and w ~= 'precision' and w ~= 'BLOCK' and w ~= 'block' then
+      if w and w ~= 'MS' and w ~= 'ms' and w ~= 'PRECISION' and w ~= 'precision' and w ~= 'BLOCK' and w ~= 'block'
+        and w ~= 'MAXWAIT' and w ~= 'maxwait' then
         qs = w; i = i + 1
       end
-      local ok, ms_seen, p_seen, bs = true, false, false, nil
+      local ok, ms_seen, p_seen, bs, ws = true, false, false, nil, nil
       while ok and A[i] do
         w = A[i]
         if (w == 'MS' or w == 'ms') and not ms_seen then ms_seen = true; us_per = 1000; i = i + 1
@@ -882,6 +898,16 @@ do
           p_seen = true; third = A[i + 1]; i = i + 2
         elseif name ~= 'LEASE' and (w == 'BLOCK' or w == 'block') and not bs and A[i + 1] then
           bs = A[i + 1]; i = i + 2
+        elseif name == 'THROTTLE' and (w == 'MAXWAIT' or w == 'maxwait') and not ws and A[i + 1] then
+          ws = A[i + 1]; i = i + 2
+        else ok = false end
+      end
+      -- MAXWAIT's value: 0 to the maximum time, in ns (exact: a multiple of
+      -- 10^6 below 2^59 whose odd part is below 2^53).
+      local wait
+      if ws then
+        if #ws <= 12 and string.find(ws, '^%d+$') and ws + 0 <= (us_per == 1000 and 315360000000 or 315360000) then
+          wait = ws * us_per * 1000
         else ok = false end
       end
       -- BLOCK's value: 1 to the maximum time (else the full code's error).
@@ -902,14 +928,14 @@ do
       if t and bs then
         -- With BLOCK: decided without writing; allowed, its writes made.
         local function keep(...) return {n = select('#', ...), ...} end
-        local d = keep(fast(name, KEYS[1], A[o + 1], A[o + 2], third, qs, us_per, t, gcra, ceil_div, false))
+        local d = keep(fast(name, KEYS[1], A[o + 1], A[o + 2], third, qs, us_per, t, gcra, ceil_div, false, wait))
         if d[1] and d[1][1] == 0 then
           if d[4] then d[4](unpack(d, 5, d.n)) end
           return d[1]
         end
       elseif t then
         -- The decision, its writes made; its reply (nil: the full code's).
-        local five = fast(name, KEYS[1], A[o + 1], A[o + 2], third, qs, us_per, t, gcra, ceil_div, true)
+        local five = fast(name, KEYS[1], A[o + 1], A[o + 2], third, qs, us_per, t, gcra, ceil_div, true, wait)
         if five then return five end
       end
     end

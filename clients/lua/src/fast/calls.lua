@@ -17,10 +17,11 @@ if entry == 'limiter' then
     if name == 'SLIDE' then third = '0' elseif name == 'QUOTA' then third = nil end
     -- Any word but an option is the quantity (fast() checks its digits).
     local w = A[i]
-    if w and w ~= 'MS' and w ~= 'ms' and w ~= 'PRECISION' and w ~= 'precision' and w ~= 'BLOCK' and w ~= 'block' then
+    if w and w ~= 'MS' and w ~= 'ms' and w ~= 'PRECISION' and w ~= 'precision' and w ~= 'BLOCK' and w ~= 'block'
+      and w ~= 'MAXWAIT' and w ~= 'maxwait' then
       qs = w; i = i + 1
     end
-    local ok, ms_seen, p_seen, bs = true, false, false, nil
+    local ok, ms_seen, p_seen, bs, ws = true, false, false, nil, nil
     while ok and A[i] do
       w = A[i]
       if (w == 'MS' or w == 'ms') and not ms_seen then ms_seen = true; us_per = 1000; i = i + 1
@@ -28,6 +29,16 @@ if entry == 'limiter' then
         p_seen = true; third = A[i + 1]; i = i + 2
       elseif name ~= 'LEASE' and (w == 'BLOCK' or w == 'block') and not bs and A[i + 1] then
         bs = A[i + 1]; i = i + 2
+      elseif name == 'THROTTLE' and (w == 'MAXWAIT' or w == 'maxwait') and not ws and A[i + 1] then
+        ws = A[i + 1]; i = i + 2
+      else ok = false end
+    end
+    -- MAXWAIT's value: 0 to the maximum time, in ns (exact: a multiple of
+    -- 10^6 below 2^59 whose odd part is below 2^53).
+    local wait
+    if ws then
+      if #ws <= 12 and string.find(ws, '^%d+$') and ws + 0 <= (us_per == 1000 and 315360000000 or 315360000) then
+        wait = ws * us_per * 1000
       else ok = false end
     end
     -- BLOCK's value: 1 to the maximum time (else the full code's error).
@@ -48,14 +59,14 @@ if entry == 'limiter' then
     if t and bs then
       -- With BLOCK: decided without writing; allowed, its writes made.
       local function keep(...) return {n = select('#', ...), ...} end
-      local d = keep(fast(name, KEYS[1], A[o + 1], A[o + 2], third, qs, us_per, t, gcra, ceil_div, false))
+      local d = keep(fast(name, KEYS[1], A[o + 1], A[o + 2], third, qs, us_per, t, gcra, ceil_div, false, wait))
       if d[1] and d[1][1] == 0 then
         if d[4] then d[4](unpack(d, 5, d.n)) end
         return d[1]
       end
     elseif t then
       -- The decision, its writes made; its reply (nil: the full code's).
-      local five = fast(name, KEYS[1], A[o + 1], A[o + 2], third, qs, us_per, t, gcra, ceil_div, true)
+      local five = fast(name, KEYS[1], A[o + 1], A[o + 2], third, qs, us_per, t, gcra, ceil_div, true, wait)
       if five then return five end
     end
   end
