@@ -4,11 +4,11 @@ class of its own."""
 from __future__ import annotations
 
 import re
-from typing import Optional, Tuple
+from typing import Optional, Sequence, Tuple, Union
 
 from redis.exceptions import ResponseError
 
-from ._results import Result
+from ._results import AllowResult, Result
 
 
 class RateLimitError(Exception):
@@ -56,6 +56,22 @@ class LeaseRefused(RateLimitError):
         self.key = key
         self.result = result
         self.retry_after = result.retry_after
+
+
+class RateLimited(RateLimitError):
+    """``acquire`` (or ``acquire_all``) was refused: no turn within the wait
+    it could ask for (its ``max_wait``, cut to its deadline), the key is
+    blocked, or the request can never fit. ``retry_after`` is in seconds
+    (a float; -1.0 when it can never fit), ``result`` the reply as the
+    module gave it (in ms), ``keys`` the keys asked for."""
+
+    def __init__(self, keys: Sequence[str], result: Union[Result, AllowResult]) -> None:
+        self.keys = tuple(keys)
+        self.result = result
+        raw = result.retry_after
+        self.retry_after = -1.0 if raw < 0 else (raw / 1000 if result.ms else float(raw))
+        when = ("can never fit" if raw < 0 else f"retry after {self.retry_after:.3f} s")
+        super().__init__(f"rate limited on {', '.join(map(repr, self.keys))}: {when}")
 
 
 _SPEC = re.compile(r"^spec (\d+)(?: \((\w+)\))?(?::| is missing)\s*(.*)$")

@@ -4,7 +4,7 @@ RL.INSPECT's fields per kind."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 
 class Result(NamedTuple):
@@ -204,6 +204,20 @@ def parse_inspect(reply: Any) -> Optional[Inspection]:
     raise ValueError(f"RL.INSPECT answered an unknown type {kind!r}")
 
 
+class TopEntry(NamedTuple):
+    """One key of RL.TOP: refused ``refusals`` times recently (decayed,
+    rounded down), last at ``last_refusal_ms`` (Unix ms). ``key`` is a
+    string (bytes that are not UTF-8 decoded with ``surrogateescape``)."""
+
+    key: str
+    refusals: int
+    last_refusal_ms: int
+
+
+def parse_top(reply: Any) -> List[TopEntry]:
+    return [TopEntry(_id(e[0]), int(e[1]), int(e[2])) for e in reply]
+
+
 AnyResult = Union[Result, AllowResult]
 __all__ = [
     "AllowResult",
@@ -216,4 +230,5 @@ __all__ = [
     "SliceState",
     "SlideState",
     "ThrottleState",
+    "TopEntry",
 ]
