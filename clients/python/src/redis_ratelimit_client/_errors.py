@@ -96,8 +96,15 @@ def name_argument(message: str) -> Tuple[Optional[str], Optional[int]]:
         return m.group(1), spec
     if message.startswith("unknown time zone"):
         return "TZ", spec
-    if message.startswith("unknown algorithm") or message.startswith("RL.REFUND does not take"):
+    if message.startswith(("unknown algorithm", "RL.REFUND does not take",
+                           "RL.CHARGE does not take")):
         return "spec", spec
+    if message.startswith("LEASE takes no BLOCK"):
+        return "BLOCK", spec
+    if message.startswith(("SHADOW takes no BLOCK", "at least one spec must be enforced")):
+        return "SHADOW", spec
+    if message.startswith("MAXWAIT takes THROTTLE limits only"):
+        return "MAXWAIT", spec
     if message.startswith("key '"):
         return "key", spec
     if message.startswith("(max_burst + 1) x period / count"):

@@ -3,7 +3,7 @@ RL.INSPECT's fields per kind."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 
@@ -72,12 +72,14 @@ def _int(value: Any) -> int:
 
 @dataclass(frozen=True)
 class ThrottleState:
-    """RL.INSPECT of an RL.THROTTLE key."""
+    """RL.INSPECT of an RL.THROTTLE key. Every state's ``blocked_until``
+    (Unix ms) is there while the key is blocked (BLOCK), else None."""
 
     ttl: int
     memory: int
     tat_ahead_ms: int
     tat_unix_ms: int
+    blocked_until: Optional[int] = None
     type: str = "throttle"
 
 
@@ -91,6 +93,7 @@ class SlideState:
     entries: int
     oldest_age_ms: int
     newest_age_ms: int
+    blocked_until: Optional[int] = None
     type: str = "slide"
 
 
@@ -105,6 +108,7 @@ class SliceState:
     units: int
     head_age_ms: int
     counts: Tuple[int, ...]
+    blocked_until: Optional[int] = None
     type: str = "slice"
 
 
@@ -128,6 +132,7 @@ class LeaseState:
     held: int
     leases: int
     holders: Tuple[Holder, ...]
+    blocked_until: Optional[int] = None
     type: str = "lease"
 
 
@@ -142,6 +147,7 @@ class QuotaState:
     used: int
     start: int
     end: int
+    blocked_until: Optional[int] = None
     type: str = "quota"
 
 
@@ -167,6 +173,13 @@ def parse_inspect(reply: Any) -> Optional[Inspection]:
         fields = {_text(items[i]): items[i + 1] for i in range(0, len(items), 2)}
     kind = _text(fields["type"])
     ttl, memory = _int(fields["ttl"]), _int(fields["memory"])
+    found = fields.get("blocked_until")
+    blocked = None if found is None else _int(found)
+    state = _state(kind, ttl, memory, fields)
+    return state if blocked is None else replace(state, blocked_until=blocked)
+
+
+def _state(kind: str, ttl: int, memory: int, fields: Dict[str, Any]) -> Inspection:
     if kind == "throttle":
         return ThrottleState(ttl, memory, _int(fields["tat_ahead_ms"]), _int(fields["tat_unix_ms"]))
     if kind == "slide":
