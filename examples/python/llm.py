@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import secrets
 from dataclasses import replace
-from typing import Optional, Tuple
 
 import redis
 from redis_ratelimit_client import Lease, RateLimiter, Slide, Throttle
@@ -28,13 +27,13 @@ REQUESTS = Throttle(59, 60, 60)  # 60 requests a minute, all at once if need be
 TOKENS = Slide(100_000, 60)  # 100,000 tokens in any minute
 
 
-def provider(prompt: str, max_tokens: int) -> Tuple[str, int]:
+def provider(prompt: str, max_tokens: int) -> tuple[str, int]:
     """The stand-in provider: an answer and its usage in tokens."""
     used = len(prompt.split()) * 50 + max_tokens // 2
     return f"an answer to {prompt!r}", used
 
 
-def ask(rl: RateLimiter, user: str, prompt: str, max_tokens: int) -> Optional[str]:
+def ask(rl: RateLimiter, user: str, prompt: str, max_tokens: int) -> str | None:
     keys = [f"{PREFIX}{{{user}}}:{name}" for name in ("inflight", "rpm", "tpm")]
     estimate = len(prompt.split()) * 50 + max_tokens  # the most it can cost
     lease_id = secrets.token_hex(16)

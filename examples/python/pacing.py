@@ -13,10 +13,10 @@ is more than ``MAX_WAIT`` seconds away (RateLimited, with retry_after).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import threading
 import time
-from typing import List
 
 import redis
 import redis.asyncio
@@ -30,7 +30,7 @@ CALLS = int(os.environ.get("CALLS", "20"))  # in all, shared by the workers
 MAX_WAIT = float(os.environ.get("MAX_WAIT", "30"))
 
 
-def with_threads(times: List[float]) -> None:
+def with_threads(times: list[float]) -> None:
     rl = RateLimiter(redis.Redis.from_url(URL))
     lock = threading.Lock()
     left = [CALLS]
@@ -55,7 +55,7 @@ def with_threads(times: List[float]) -> None:
         t.join()
 
 
-async def with_asyncio(times: List[float]) -> None:
+async def with_asyncio(times: list[float]) -> None:
     client = redis.asyncio.Redis.from_url(URL)
     rl = AsyncRateLimiter(client)
     left = [CALLS]
@@ -76,14 +76,14 @@ async def with_asyncio(times: List[float]) -> None:
 
 def main() -> None:
     mode = os.environ.get("MODE", "threads")
-    times: List[float] = []
+    times: list[float] = []
     started = time.monotonic()
     if mode == "asyncio":
         asyncio.run(with_asyncio(times))
     else:
         with_threads(times)
     times.sort()
-    gaps = [b - a for a, b in zip(times, times[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     print(f"mode={mode} workers={WORKERS} calls={len(times)} "
           f"elapsed={time.monotonic() - started:.2f}s")
     if gaps:

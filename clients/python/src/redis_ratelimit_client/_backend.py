@@ -68,6 +68,8 @@ def _route(client: Any, name: str, args: Sequence[Arg]) -> Dict[str, Any]:
     # A cluster client would ask a node for the keys of a module command
     # (COMMAND GETKEYS) before sending it; the first key names the slot.
     if isinstance(client, (RedisCluster, AsyncRedisCluster)):
+        if name == "TOP":  # each master answers for its own keys
+            return {"target_nodes": client.PRIMARIES}
         key = first_key(name, args)
         if key is not None:
             name_ = key.decode() if isinstance(key, bytes) else str(key)

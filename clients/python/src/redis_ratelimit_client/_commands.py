@@ -182,7 +182,7 @@ def _per_limit(name: str, value: Union[int, Sequence[int]], n: int) -> List[int]
 
 def top(count: Optional[int]) -> Command[List[TopEntry]]:
     args: List[Arg] = [] if count is None else ["COUNT", count]
-    return Command("TOP", args, parse_top)
+    return Command("TOP", args, lambda reply: parse_top(reply, 10 if count is None else count))
 
 
 def inspect(key: str) -> Command[Optional[Inspection]]:

@@ -227,8 +227,16 @@ class TopEntry(NamedTuple):
     last_refusal_ms: int
 
 
-def parse_top(reply: Any) -> List[TopEntry]:
-    return [TopEntry(_id(e[0]), int(e[1]), int(e[2])) for e in reply]
+def parse_top(reply: Any, count: int) -> List[TopEntry]:
+    """RL.TOP's entries; from a cluster client, every master's answer
+    (a dict by node) merged in the module's order and cut to ``count``:
+    a key lives on one master, so the merge is exact."""
+    if not isinstance(reply, dict):
+        return [TopEntry(_id(e[0]), int(e[1]), int(e[2])) for e in reply]
+    every = [TopEntry(_id(e[0]), int(e[1]), int(e[2])) for part in reply.values() for e in part]
+    every.sort(key=lambda e: (-e.refusals, -e.last_refusal_ms, e.key.encode(
+        "utf-8", "surrogateescape")))
+    return every[:count]
 
 
 AnyResult = Union[Result, AllowResult]
