@@ -205,15 +205,17 @@ def run_example(name: str, server: Server, **env: str) -> List[str]:
 
 def test_llm(r: redis.Redis, server: Server) -> None:
     lines = run_example("llm.py", server)
+    # Allowed, the binding limit is the lease (the least remaining); refused,
+    # the token limit, which 80,150 more would take over 100,000.
     assert lines == [
-        "ask u1 estimate=2150: limited=0 binding=3 retry_after=-1 remaining=[3, 59, 97850]",
+        "ask u1 estimate=2150: limited=0 binding=1 retry_after=-1 remaining=[3, 59, 97850]",
         "  used=1150: settled, tokens remaining=98850",
-        "ask u1 estimate=40200: limited=0 binding=3 retry_after=-1 remaining=[3, 58, 58650]",
+        "ask u1 estimate=40200: limited=0 binding=1 retry_after=-1 remaining=[3, 58, 58650]",
         "  used=20200: settled, tokens remaining=78650",
         lines[4],
     ]
     assert re.match(r"^ask u1 estimate=80150: limited=1 binding=3 retry_after=(59|60) "
-                    r"remaining=\[3, 57, 0\]$", lines[4]), lines[4]
+                    r"remaining=\[3, 57, 78650\]$", lines[4]), lines[4]
     # Every lease was given back (the refused call took none).
     state = RateLimiter(r).inspect("rl:llm:{u1}:inflight")
     assert state is None or getattr(state, "held", None) == 0

@@ -392,8 +392,10 @@ def _plain_limit(name: str, kind: str, words: List[str]) -> Limit:
 @dataclass(frozen=True)
 class Decision:
     """A policy's answer for one request. ``result`` is as RL.ALLOW's (its
-    ``index`` 1-based); ``taken`` the 0-based positions of the rules that
-    recorded the request (none when limited)."""
+    ``index`` 1-based, an enforced rule's; ``results`` every rule's own,
+    shadow rules' included); ``taken`` the 0-based positions of the rules
+    that recorded the request (none when limited; not a shadow rule that
+    would have refused)."""
 
     result: AllowResult
     taken: Tuple[int, ...]
@@ -482,7 +484,7 @@ def decide(rules: Sequence[Rule], keys: Sequence[str], group_by_slot: bool,
         name = "PEEK" if refused else "ALLOW"
         replies: List[AllowResult] = yield [
             c.several(name, [(keys[i], replace(rules[i].limit, shadow=False))], quantity, False,
-                      lease_id if isinstance(rules[i].limit, Lease) and not refused else None)
+                      lease_id if isinstance(rules[i].limit, Lease) else None)
             for i in alone
         ]
         for i, one in zip(alone, replies):
