@@ -264,8 +264,12 @@ def test_shadow(limiter: RateLimiter) -> None:
     assert state is not None and getattr(state, "units", None) == 1  # the refusal recorded none
     with pytest.raises(ArgumentError, match="every spec is SHADOW"):
         limiter.allow({"rl:new": Slide(1, 60, shadow=True)})
-    with pytest.raises(ArgumentError, match="SHADOW takes no BLOCK"):
+
+
+def test_shadow_takes_no_block(limiter: RateLimiter) -> None:
+    with pytest.raises(ArgumentError, match="SHADOW takes no BLOCK") as e:
         limiter.allow([("rl:old", Slide(10, 60)), ("rl:new", Slide(1, 60, block=5, shadow=True))])
+    assert (e.value.argument, e.value.spec) == ("SHADOW", 2)
 
 
 def test_acquire_paces_callers(limiter: RateLimiter) -> None:
