@@ -69,7 +69,8 @@ def _route(client: Any, name: str, args: Sequence[Arg]) -> Dict[str, Any]:
     # (COMMAND GETKEYS) before sending it; the first key names the slot.
     if isinstance(client, (RedisCluster, AsyncRedisCluster)):
         if name == "TOP":  # each master answers for its own keys
-            return {"target_nodes": client.PRIMARIES}
+            # The nodes themselves: a nodes flag would ask for RL.TOP's keys.
+            return {"target_nodes": client.get_primaries()}
         key = first_key(name, args)
         if key is not None:
             name_ = key.decode() if isinstance(key, bytes) else str(key)
