@@ -251,7 +251,7 @@ scripts/python-venv.sh
 # mypy 2.x starts at 3.10, so mypy 1.19.1 and the package's runtime and
 # extras' deps, at requirements-test.txt's pins, go into a venv of their own.
 PY39=tmp/py39-check/venv
-PY39REQ="mypy==1.19.1 $(grep -iE '^(redis|starlette|fastapi|flask)==' clients/python/requirements-test.txt | tr '\n' ' ')"
+PY39REQ="mypy==1.19.1 $(grep -iE '^(redis|starlette|fastapi|flask|opentelemetry-api)==' clients/python/requirements-test.txt | tr '\n' ' ')"
 if [ "$(cat "$PY39/.installed-from" 2>/dev/null)" != "$PY39REQ" ] || [ ! -x "$PY39/bin/mypy" ]; then
     echo "Making the Python 3.9 check's venv ($PY39REQ) in $PY39 ..."
     rm -rf "$PY39" && python3 -m venv "$PY39"

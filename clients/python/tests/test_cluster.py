@@ -14,6 +14,7 @@ from apps import Driver
 from conftest import Cluster
 
 from redis_ratelimit_client import (
+    ArgumentError,
     AsyncRateLimiter,
     Policy,
     RateLimiter,
@@ -128,4 +129,30 @@ def test_middleware_groups_by_slot_and_gives_back(cluster: Cluster, kind: str) -
     assert refused[1]["ratelimit"] == '"c";r=0;t=60'
     units: Any = [getattr(limiter.inspect(k), "units", None) for k in (first, second, third)]
     assert units == [1, 1, 1]  # the refused request's units were given back
+    rc.close()
+
+
+def test_settle_and_top_on_a_cluster(cluster: Cluster) -> None:
+    """settle's pipeline over keys of every master (a cluster pipeline);
+    RL.TOP asks every master and merges their answers."""
+    rc = redis.RedisCluster(host="127.0.0.1", port=cluster.nodes[0].port)
+    limiter = RateLimiter(rc)
+    keys = key_on_each_master(cluster, "rl:settle:")
+    minute = Slide(100, 60)
+    entries = [(key, minute) for key in keys.values()]
+    for key, _ in entries:
+        limiter.allow({key: minute}, quantity=10)
+    got = limiter.settle(entries, 10, [4, 10, 30])
+    assert [g.remaining if g else None for g in got] == [96, None, 70]
+    for key in keys.values():
+        for _ in range(3):
+            limiter.slide(key + ":t", 1, 60)
+    if cluster.module:
+        top = limiter.top(128)
+        assert {key + ":t" for key in keys.values()} <= {e.key for e in top}
+        counts = [e.refusals for e in top]
+        assert counts == sorted(counts, reverse=True)
+    else:
+        with pytest.raises(ArgumentError, match="needs the module"):
+            limiter.top()
     rc.close()

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
+import time
 from types import ModuleType
-from typing import Any
+from typing import Any, List
 
 import pytest
 import redis
@@ -191,3 +193,42 @@ def test_recipe_refused_lease(r: redis.Redis, aclient: Any) -> None:
     retry = int(refused.headers["Retry-After"])
     assert 295 <= retry <= 300  # the leases' own expiry: nobody released them
     assert refused.headers["RateLimit"] == f'"exports";r=0;t={retry}'
+
+
+def run_example(name: str, server: Server, **env: str) -> List[str]:
+    out = subprocess.run([sys.executable, str(EXAMPLES / name)],
+                         env={**os.environ, "REDIS_URL": server.url(), **env},
+                         capture_output=True, text=True, timeout=120, cwd="/")
+    assert out.returncode == 0, out.stderr
+    return out.stdout.splitlines()
+
+
+def test_llm(r: redis.Redis, server: Server) -> None:
+    lines = run_example("llm.py", server)
+    # Allowed, the binding limit is the lease (the least remaining); refused,
+    # the token limit, which 80,150 more would take over 100,000.
+    assert lines == [
+        "ask u1 estimate=2150: limited=0 binding=1 retry_after=-1 remaining=[3, 59, 97850]",
+        "  used=1150: settled, tokens remaining=98850",
+        "ask u1 estimate=40200: limited=0 binding=1 retry_after=-1 remaining=[3, 58, 58650]",
+        "  used=20200: settled, tokens remaining=78650",
+        lines[4],
+    ]
+    assert re.match(r"^ask u1 estimate=80150: limited=1 binding=3 retry_after=(59|60) "
+                    r"remaining=\[3, 57, 78650\]$", lines[4]), lines[4]
+    # Every lease was given back (the refused call took none).
+    state = RateLimiter(r).inspect("rl:llm:{u1}:inflight")
+    assert state is None or getattr(state, "held", None) == 0
+
+
+@pytest.mark.parametrize("mode", ["threads", "asyncio"])
+def test_pacing(r: redis.Redis, server: Server, mode: str) -> None:
+    started = time.monotonic()
+    lines = run_example("pacing.py", server, MODE=mode, WORKERS="4", CALLS="12")
+    elapsed = time.monotonic() - started
+    assert lines[0].startswith(f"mode={mode} workers=4 calls=12 ")
+    # 12 turns, 120 ms apart on the server's clock: 11 gaps, however many workers.
+    assert elapsed >= 11 * 0.12 * 0.95
+    m = re.match(r"^gap between calls: min=(\d+) ms mean=(\d+) ms", lines[1])
+    assert m is not None, lines
+    assert int(m.group(1)) >= 60 and 110 <= int(m.group(2)) <= 200

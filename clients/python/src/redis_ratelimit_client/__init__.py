@@ -19,11 +19,13 @@ from ._errors import (
     CommandError,
     LeaseRefused,
     ModuleNotLoadedError,
+    RateLimited,
     RateLimitError,
     WrongTypeError,
 )
 from ._lease import AsyncHeldLease, HeldLease
 from ._limits import Lease, Limit, Quota, Slice, Slide, Throttle
+from ._metrics import DecisionMetrics
 from ._results import (
     AllowResult,
     Holder,
@@ -34,6 +36,7 @@ from ._results import (
     SliceState,
     SlideState,
     ThrottleState,
+    TopEntry,
 )
 from .client import AsyncRateLimiter, RateLimiter
 from .headers import rate_limit_headers
@@ -73,6 +76,7 @@ __all__ = [
     "Backend",
     "CommandError",
     "Decision",
+    "DecisionMetrics",
     "HeldLease",
     "Holder",
     "Identity",
@@ -87,6 +91,7 @@ __all__ = [
     "Quota",
     "QuotaState",
     "RateLimitError",
+    "RateLimited",
     "RateLimiter",
     "RequestInfo",
     "Result",
@@ -98,6 +103,7 @@ __all__ = [
     "SlideState",
     "Throttle",
     "ThrottleState",
+    "TopEntry",
     "WrongTypeError",
     "bounded_client_options",
     "detect_prefix",

@@ -6,7 +6,18 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any, Callable, Dict, MutableMapping, Optional, Protocol, Sequence, Union
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    List,
+    MutableMapping,
+    Optional,
+    Protocol,
+    Sequence,
+    Tuple,
+    Union,
+)
 
 import redis
 import redis.asyncio
@@ -25,7 +36,10 @@ MODULE_NAME = "ratelimit"
 
 
 class Backend(Protocol):
-    """A synchronous backend."""
+    """A synchronous backend. It may also have ``call_many(calls)``: the
+    replies of several ``(name, args)`` in one round trip, an error reply
+    in place as its exception (the clients call them one by one without
+    it)."""
 
     kind: str
 
@@ -33,11 +47,14 @@ class Backend(Protocol):
 
 
 class AsyncBackend(Protocol):
-    """An asyncio backend."""
+    """An asyncio backend (``call_many`` too, awaited, where it has it)."""
 
     kind: str
 
     async def call(self, name: str, args: Sequence[Arg]) -> Any: ...
+
+
+Calls = Sequence[Tuple[str, Sequence[Arg]]]
 
 
 def first_key(name: str, args: Sequence[Arg]) -> Optional[Arg]:
@@ -51,6 +68,9 @@ def _route(client: Any, name: str, args: Sequence[Arg]) -> Dict[str, Any]:
     # A cluster client would ask a node for the keys of a module command
     # (COMMAND GETKEYS) before sending it; the first key names the slot.
     if isinstance(client, (RedisCluster, AsyncRedisCluster)):
+        if name == "TOP":  # each master answers for its own keys
+            # The nodes themselves: a nodes flag would ask for RL.TOP's keys.
+            return {"target_nodes": client.get_primaries()}
         key = first_key(name, args)
         if key is not None:
             name_ = key.decode() if isinstance(key, bytes) else str(key)
@@ -72,6 +92,14 @@ class ModuleBackend:
         send: Any = self.client.execute_command
         return send(command, *args, **_route(self.client, name, args))
 
+    def call_many(self, calls: Calls) -> List[Any]:
+        """The calls in one pipeline (no transaction)."""
+        pipe: Any = self.client.pipeline(transaction=False)
+        for name, args in calls:
+            pipe.execute_command(f"{self.prefix}.{name}", *args,
+                                 **_route(self.client, name, args))
+        return list(pipe.execute(raise_on_error=False))
+
 
 class AsyncModuleBackend:
     """The same on a ``redis.asyncio`` client."""
@@ -86,6 +114,13 @@ class AsyncModuleBackend:
         command = f"{self.prefix}.{name}"
         send: Any = self.client.execute_command
         return await send(command, *args, **_route(self.client, name, args))
+
+    async def call_many(self, calls: Calls) -> List[Any]:
+        pipe: Any = self.client.pipeline(transaction=False)
+        for name, args in calls:
+            pipe.execute_command(f"{self.prefix}.{name}", *args,
+                                 **_route(self.client, name, args))
+        return list(await pipe.execute(raise_on_error=False))
 
 
 def _prefix_from(names: Any) -> Optional[str]:
@@ -211,6 +246,11 @@ class LuaBackend:
         run: Any = lua_backend.execute
         return run(self.client, f"RL.{name}", *args, clock=self.clock)
 
+    def call_many(self, calls: Calls) -> List[Any]:
+        run: Any = lua_backend.execute_many
+        return list(run(self.client, [[f"RL.{name}", *args] for name, args in calls],
+                        clock=self.clock))
+
 
 class AsyncLuaBackend:
     """The same on a ``redis.asyncio`` client."""
@@ -224,6 +264,11 @@ class AsyncLuaBackend:
     async def call(self, name: str, args: Sequence[Arg]) -> Any:
         run: Any = lua_backend.execute_async
         return await run(self.client, f"RL.{name}", *args, clock=self.clock)
+
+    async def call_many(self, calls: Calls) -> List[Any]:
+        run: Any = lua_backend.execute_many_async
+        return list(await run(self.client, [[f"RL.{name}", *args] for name, args in calls],
+                              clock=self.clock))
 
 
 register_backend("lua", LuaBackend, AsyncLuaBackend)

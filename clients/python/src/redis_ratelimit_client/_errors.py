@@ -4,11 +4,11 @@ class of its own."""
 from __future__ import annotations
 
 import re
-from typing import Optional, Tuple
+from typing import Optional, Sequence, Tuple, Union
 
 from redis.exceptions import ResponseError
 
-from ._results import Result
+from ._results import AllowResult, Result
 
 
 class RateLimitError(Exception):
@@ -58,6 +58,22 @@ class LeaseRefused(RateLimitError):
         self.retry_after = result.retry_after
 
 
+class RateLimited(RateLimitError):
+    """``acquire`` (or ``acquire_all``) was refused: no turn within the wait
+    it could ask for (its ``max_wait``, cut to its deadline), the key is
+    blocked, or the request can never fit. ``retry_after`` is in seconds
+    (a float; -1.0 when it can never fit), ``result`` the reply as the
+    module gave it (in ms), ``keys`` the keys asked for."""
+
+    def __init__(self, keys: Sequence[str], result: Union[Result, AllowResult]) -> None:
+        self.keys = tuple(keys)
+        self.result = result
+        raw = result.retry_after
+        self.retry_after = -1.0 if raw < 0 else (raw / 1000 if result.ms else float(raw))
+        when = ("can never fit" if raw < 0 else f"retry after {self.retry_after:.3f} s")
+        super().__init__(f"rate limited on {', '.join(map(repr, self.keys))}: {when}")
+
+
 _SPEC = re.compile(r"^spec (\d+)(?: \((\w+)\))?(?::| is missing)\s*(.*)$")
 _QUOTED = re.compile(r"^unknown argument '(.*)'$", re.S)
 _WORD = re.compile(r"^([A-Za-z_]+) (?:must|is given|expects)\b")
@@ -80,8 +96,15 @@ def name_argument(message: str) -> Tuple[Optional[str], Optional[int]]:
         return m.group(1), spec
     if message.startswith("unknown time zone"):
         return "TZ", spec
-    if message.startswith("unknown algorithm") or message.startswith("RL.REFUND does not take"):
+    if message.startswith(("unknown algorithm", "RL.REFUND does not take",
+                           "RL.CHARGE does not take")):
         return "spec", spec
+    if message.startswith("LEASE takes no BLOCK"):
+        return "BLOCK", spec
+    if message.startswith(("SHADOW takes no BLOCK", "at least one spec must be enforced")):
+        return "SHADOW", spec
+    if message.startswith("MAXWAIT takes THROTTLE limits only"):
+        return "MAXWAIT", spec
     if message.startswith("key '"):
         return "key", spec
     if message.startswith("(max_burst + 1) x period / count"):

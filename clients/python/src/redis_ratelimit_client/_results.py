@@ -3,8 +3,8 @@ RL.INSPECT's fields per kind."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple, Union
+from dataclasses import dataclass, replace
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 
 class Result(NamedTuple):
@@ -72,12 +72,14 @@ def _int(value: Any) -> int:
 
 @dataclass(frozen=True)
 class ThrottleState:
-    """RL.INSPECT of an RL.THROTTLE key."""
+    """RL.INSPECT of an RL.THROTTLE key. Every state's ``blocked_until``
+    (Unix ms) is there while the key is blocked (BLOCK), else None."""
 
     ttl: int
     memory: int
     tat_ahead_ms: int
     tat_unix_ms: int
+    blocked_until: Optional[int] = None
     type: str = "throttle"
 
 
@@ -91,6 +93,7 @@ class SlideState:
     entries: int
     oldest_age_ms: int
     newest_age_ms: int
+    blocked_until: Optional[int] = None
     type: str = "slide"
 
 
@@ -105,6 +108,7 @@ class SliceState:
     units: int
     head_age_ms: int
     counts: Tuple[int, ...]
+    blocked_until: Optional[int] = None
     type: str = "slice"
 
 
@@ -128,6 +132,7 @@ class LeaseState:
     held: int
     leases: int
     holders: Tuple[Holder, ...]
+    blocked_until: Optional[int] = None
     type: str = "lease"
 
 
@@ -142,6 +147,7 @@ class QuotaState:
     used: int
     start: int
     end: int
+    blocked_until: Optional[int] = None
     type: str = "quota"
 
 
@@ -167,6 +173,13 @@ def parse_inspect(reply: Any) -> Optional[Inspection]:
         fields = {_text(items[i]): items[i + 1] for i in range(0, len(items), 2)}
     kind = _text(fields["type"])
     ttl, memory = _int(fields["ttl"]), _int(fields["memory"])
+    found = fields.get("blocked_until")
+    blocked = None if found is None else _int(found)
+    state = _state(kind, ttl, memory, fields)
+    return state if blocked is None else replace(state, blocked_until=blocked)
+
+
+def _state(kind: str, ttl: int, memory: int, fields: Dict[str, Any]) -> Inspection:
     if kind == "throttle":
         return ThrottleState(ttl, memory, _int(fields["tat_ahead_ms"]), _int(fields["tat_unix_ms"]))
     if kind == "slide":
@@ -204,6 +217,28 @@ def parse_inspect(reply: Any) -> Optional[Inspection]:
     raise ValueError(f"RL.INSPECT answered an unknown type {kind!r}")
 
 
+class TopEntry(NamedTuple):
+    """One key of RL.TOP: refused ``refusals`` times recently (decayed,
+    rounded down), last at ``last_refusal_ms`` (Unix ms). ``key`` is a
+    string (bytes that are not UTF-8 decoded with ``surrogateescape``)."""
+
+    key: str
+    refusals: int
+    last_refusal_ms: int
+
+
+def parse_top(reply: Any, count: int) -> List[TopEntry]:
+    """RL.TOP's entries; from a cluster client, every master's answer
+    (a dict by node) merged in the module's order and cut to ``count``:
+    a key lives on one master, so the merge is exact."""
+    if not isinstance(reply, dict):
+        return [TopEntry(_id(e[0]), int(e[1]), int(e[2])) for e in reply]
+    every = [TopEntry(_id(e[0]), int(e[1]), int(e[2])) for part in reply.values() for e in part]
+    every.sort(key=lambda e: (-e.refusals, -e.last_refusal_ms, e.key.encode(
+        "utf-8", "surrogateescape")))
+    return every[:count]
+
+
 AnyResult = Union[Result, AllowResult]
 __all__ = [
     "AllowResult",
@@ -216,4 +251,5 @@ __all__ = [
     "SliceState",
     "SlideState",
     "ThrottleState",
+    "TopEntry",
 ]

@@ -28,6 +28,7 @@ from typing import (
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
 from ._limits import Lease
+from ._metrics import DecisionMetrics
 from .client import AsyncRateLimiter
 from .policy import (
     OUTAGES,
@@ -44,6 +45,7 @@ from .policy import (
     give_back,
     leases,
     merge_fields,
+    outcomes,
     release,
     run_steps_async,
 )
@@ -98,7 +100,12 @@ class RateLimitMiddleware:
       RL.ALLOW per hash slot, giving back what earlier slots took when one
       refuses.
     - ``logger``: where the outage lines go (``redis_ratelimit_client``).
-    """
+    - ``metrics`` (none): told each decision (``otel.OpenTelemetryMetrics``;
+      docs/metrics.md).
+
+    A rule whose limit has ``shadow`` never refuses (docs/middleware.md,
+    Shadow rules); one with ``block`` refuses while its key is blocked,
+    answered as any refusal (429, Retry-After)."""
 
     def __init__(self, app: ASGIApp, *, limiter: AsyncRateLimiter, policy: Policy,
                  routes: Sequence[Route] = (),
@@ -109,8 +116,10 @@ class RateLimitMiddleware:
                  quantity: int = 1,
                  timeout: float = 0.25, fail_open: bool = False, refund_5xx: bool = False,
                  group_by_slot: Optional[bool] = None,
-                 logger: Optional[logging.Logger] = None) -> None:
+                 logger: Optional[logging.Logger] = None,
+                 metrics: Optional[DecisionMetrics] = None) -> None:
         self.app = app
+        self.metrics = metrics
         self.limiter = limiter
         self.policy = policy
         self.plan = Plan(policy, routes, skip)
@@ -131,6 +140,7 @@ class RateLimitMiddleware:
         started = time.monotonic()
         deadline = started + self.timeout
         lease_id: Optional[str] = None
+        rules: Tuple[Any, ...] = ()
         try:
             planned = self.plan.rules(request_info(scope, self.identity))
             if planned is None:
@@ -144,6 +154,9 @@ class RateLimitMiddleware:
                                                deadline)
         except FAILURES as e:
             self.health.failed(e)
+            if self.metrics is not None and rules:
+                self.metrics.record([r.name for r in rules], ["error"] * len(rules), "error",
+                                    time.monotonic() - started)
             if lease_id is not None:
                 # A late RL.ALLOW may still have taken the lease.
                 self._later(release(rules, keys, leases(rules), lease_id), report=False)
@@ -154,6 +167,10 @@ class RateLimitMiddleware:
                 await _plain(send, code, {}, text)
             return
         self.health.succeeded()
+        if self.metrics is not None:
+            self.metrics.record([r.name for r in rules], outcomes(rules, decision),
+                                "limited" if decision.limited else "allowed",
+                                time.monotonic() - started)
         headers = decision_headers(rules, decision)
         if decision.limited:
             retry = headers.get("Retry-After")

@@ -30,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ._limits import Lease
+from ._metrics import DecisionMetrics
 from .asgi import FAILURES, _within, request_info
 from .client import AsyncRateLimiter
 from .policy import (
@@ -43,6 +44,7 @@ from .policy import (
     decision_headers,
     failure_answer,
     leases,
+    outcomes,
     release,
     run_steps_async,
 )
@@ -59,8 +61,10 @@ class RateLimit:
                  client_id: Optional[Callable[[RequestInfo], Optional[str]]] = None,
                  quantity: int = 1, timeout: float = 0.25, fail_open: bool = False,
                  group_by_slot: Optional[bool] = None,
-                 logger: Optional[logging.Logger] = None) -> None:
+                 logger: Optional[logging.Logger] = None,
+                 metrics: Optional[DecisionMetrics] = None) -> None:
         self.limiter = limiter
+        self.metrics = metrics
         self.plan = Plan(policy, (), skip)
         self.identity = Identity(trusted_proxies, proxy_header, client_header, client_id)
         self.quantity = quantity
@@ -72,7 +76,8 @@ class RateLimit:
         self._background: set[asyncio.Task[None]] = set()
 
     async def __call__(self, request: Request, response: Response) -> AsyncIterator[None]:
-        deadline = time.monotonic() + self.timeout
+        started = time.monotonic()
+        deadline = started + self.timeout
         planned = self.plan.rules(request_info(request.scope, self.identity))
         if planned is None:
             yield
@@ -85,6 +90,9 @@ class RateLimit:
             decision = await _within(run_steps_async(self.limiter, steps, deadline), deadline)
         except FAILURES as e:
             self.health.failed(e)
+            if self.metrics is not None:
+                self.metrics.record([r.name for r in rules], ["error"] * len(rules), "error",
+                                    time.monotonic() - started)
             if lease_id is not None:
                 self._later(release(rules, keys, leases(rules), lease_id), report=False)
             if not self.fail_open:
@@ -93,6 +101,10 @@ class RateLimit:
             yield
             return
         self.health.succeeded()
+        if self.metrics is not None:
+            self.metrics.record([r.name for r in rules], outcomes(rules, decision),
+                                "limited" if decision.limited else "allowed",
+                                time.monotonic() - started)
         headers = decision_headers(rules, decision)
         if decision.limited:
             retry = headers.get("Retry-After")

@@ -41,6 +41,8 @@ __all__ = [
     "TIME_REFUSED",
     "execute",
     "execute_async",
+    "execute_many",
+    "execute_many_async",
     "head",
     "zone_offsets",
 ]
@@ -279,7 +281,9 @@ def _prepare(
     args = [_bytes(a) for a in command[1:]]
     keys: List[bytes] = args[:1]
     at = 0
-    if mode == "numkeys":
+    if mode == "none":
+        keys = []
+    elif mode == "numkeys":
         word = args[0] if args else b""
         n = int(word) if word.isdigit() and len(word) <= 2 else 0
         keys = args[1 : 1 + n] if 1 <= n <= 16 and len(args) > n else []
@@ -380,3 +384,87 @@ async def execute_async(
             raise
         return _as_map(command, reply, client)
     raise AssertionError("unreachable")
+
+
+def _passed(client: Any, state: _Clock) -> Optional[int]:
+    if not state.passed:
+        return None
+    if state.stale():
+        state.set(_server_clock(client))
+        return state.server_us
+    return state.now_us()
+
+
+async def _passed_async(client: Any, state: _Clock) -> Optional[int]:
+    if not state.passed:
+        return None
+    if state.stale():
+        state.set(await _server_clock_async(client))
+        return state.server_us
+    return state.now_us()
+
+
+def _again(reply: Any) -> bool:
+    """A pipelined reply that one call of its own answers: the script not
+    cached yet (EVAL), or the server refusing TIME (the clock switch)."""
+    return isinstance(reply, redis.ResponseError) and (_is_noscript(reply) or _is_refused(reply))
+
+
+def execute_many(
+    client: redis.Redis,
+    commands: Sequence[Sequence[Arg]],
+    *,
+    lua_dir: Union[str, Path, None] = None,
+    now: Optional[float] = None,
+    clock: str = "auto",
+) -> List[Any]:
+    """Several command lines as `execute` answers each, their EVALSHAs in one
+    pipeline; an error reply is in its place as its ``ResponseError``. A
+    script the server does not hold yet, or a refused TIME, is answered by
+    `execute` for that command (a round trip more, once)."""
+    prepared = [_prepare(command, lua_dir) for command in commands]
+    at = time.time() if now is None else now
+    state = _clock_of(client, clock)
+    passed = _passed(client, state)
+    pipe: Any = client.pipeline(transaction=False)
+    for _source, sha, keys, argv in prepared:
+        pipe.execute_command("EVALSHA", sha, len(keys), *keys, head(argv, passed, at), *argv)
+    replies = pipe.execute(raise_on_error=False)
+    out = []
+    for command, reply in zip(commands, replies):
+        if _again(reply):
+            try:
+                reply = execute(client, *command, lua_dir=lua_dir, now=now, clock=clock)
+            except redis.ResponseError as e:
+                reply = e
+        out.append(_as_map(command, reply, client))
+    return out
+
+
+async def execute_many_async(
+    client: redis.asyncio.Redis,
+    commands: Sequence[Sequence[Arg]],
+    *,
+    lua_dir: Union[str, Path, None] = None,
+    now: Optional[float] = None,
+    clock: str = "auto",
+) -> List[Any]:
+    """`execute_many` for a ``redis.asyncio`` client."""
+    prepared = [_prepare(command, lua_dir) for command in commands]
+    at = time.time() if now is None else now
+    state = _clock_of(client, clock)
+    passed = await _passed_async(client, state)
+    pipe: Any = client.pipeline(transaction=False)
+    for _source, sha, keys, argv in prepared:
+        pipe.execute_command("EVALSHA", sha, len(keys), *keys, head(argv, passed, at), *argv)
+    replies = await pipe.execute(raise_on_error=False)
+    out = []
+    for command, reply in zip(commands, replies):
+        if _again(reply):
+            try:
+                reply = await execute_async(client, *command, lua_dir=lua_dir, now=now,
+                                            clock=clock)
+            except redis.ResponseError as e:
+                reply = e
+        out.append(_as_map(command, reply, client))
+    return out

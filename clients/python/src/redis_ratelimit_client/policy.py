@@ -9,7 +9,7 @@ import logging
 import re
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import (
     Any,
     Callable,
@@ -33,7 +33,9 @@ from ._limits import Lease, Limit, Quota, Slice, Slide, Throttle
 from ._results import AllowResult, Result
 from .headers import rate_limit_headers
 
-Steps = Generator[Command[Any], Any, Any]
+Steps = Generator[Union[Command[Any], List[Command[Any]]], Any, Any]
+"""A decision's steps: each yields a command (sent alone) or a list of
+commands (sent in one pipeline; the list of their replies comes back)."""
 
 
 @dataclass(frozen=True)
@@ -161,13 +163,19 @@ KeyFunction = Callable[[RequestInfo], str]
 
 @dataclass(frozen=True)
 class Rule:
-    """One limit of a policy: its name in the header fields, its key (a
-    template naming ``$client``, ``$ip``, ``$path``, ``$method``, or a
-    function of the request) and the limit."""
+    """One limit of a policy: its name in the header fields and the
+    metrics, its key (a template naming ``$client``, ``$ip``, ``$path``,
+    ``$method``, or a function of the request) and the limit. The limit's
+    ``block`` blocks the key after a refusal; its ``shadow`` makes the rule
+    a shadow rule: decided, counted, never refusing (docs/middleware.md)."""
 
     name: str
     key: Union[str, KeyFunction]
     limit: Limit
+
+    @property
+    def shadow(self) -> bool:
+        return self.limit.shadow
 
 
 class Policy:
@@ -200,8 +208,9 @@ class Policy:
               ) -> Policy:
         """A policy from text: ``name key ALGORITHM numbers...`` entries
         separated by ``;``, the spec as RL.ALLOW takes it (``QUOTA limit unit
-        [TZ zone]``, ``SLIDE limit window [PRECISION d]``). Only the shape
-        is checked here; the module checks the numbers."""
+        [TZ zone]``, ``SLIDE limit window [PRECISION d]``, then ``BLOCK b``,
+        ``UNITS n``, ``SHADOW``). Only the shape is checked here; the module
+        checks the numbers."""
         rules = []
         for entry in text.split(";"):
             words = entry.split()
@@ -283,8 +292,30 @@ class Plan:
 
 
 def decision_headers(rules: Sequence[Rule], decision: Decision) -> Dict[str, str]:
-    return rate_limit_headers(decision.result, [r.limit for r in rules],
-                              [r.name for r in rules])
+    """The header fields of the enforced rules (a shadow rule is not the
+    client's business); none when every rule is shadow."""
+    enforced = [i for i, r in enumerate(rules) if not r.limit.shadow]
+    if not enforced:
+        return {}
+    result = decision.result
+    if len(enforced) < len(rules):
+        results = tuple(result.results[i] for i in enforced)
+        result = result._replace(results=results, index=enforced.index(result.index - 1) + 1)
+    return rate_limit_headers(result, [rules[i].limit for i in enforced],
+                              [rules[i].name for i in enforced])
+
+
+def outcomes(rules: Sequence[Rule], decision: Decision) -> List[str]:
+    """Each rule's own outcome (the metrics' ``ratelimit.result``):
+    ``allowed``, ``limited`` (an enforced rule that refused) or
+    ``shadow_limited`` (a shadow rule that would have refused)."""
+    out = []
+    for rule, result in zip(rules, decision.result.results):
+        if not result.limited:
+            out.append("allowed")
+        else:
+            out.append("shadow_limited" if rule.limit.shadow else "limited")
+    return out
 
 
 def merge_fields(response: Sequence[Tuple[Any, Any]], fields: Mapping[str, str]
@@ -297,17 +328,50 @@ def merge_fields(response: Sequence[Tuple[Any, Any]], fields: Mapping[str, str]
 
 
 def _limit(name: str, kind: str, words: List[str]) -> Limit:
+    block: Optional[int] = None
+    units: Optional[int] = None
+    shadow = False
+    rest: List[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i].upper()
+        if word == "SHADOW":
+            shadow = True
+            i += 1
+        elif word in ("BLOCK", "UNITS") and i + 1 < len(words) and words[i + 1].isdigit():
+            if word == "BLOCK":
+                block = int(words[i + 1])
+            else:
+                units = int(words[i + 1])
+            i += 2
+        else:
+            rest.append(words[i])
+            i += 1
+    limit = _plain_limit(name, kind, rest)
+    if block is not None:
+        if isinstance(limit, Lease):
+            raise ValueError(f"rule {name!r}: LEASE takes no BLOCK")
+        limit = replace(limit, block=block)
+    if units is not None or shadow:
+        limit = replace(limit, units=units, shadow=shadow)
+    return limit
+
+
+def _plain_limit(name: str, kind: str, words: List[str]) -> Limit:
     def ints(n: int) -> List[int]:
         if len(words) != n or not all(w.lstrip("-").isdigit() for w in words):
             raise ValueError(f"rule {name!r}: {kind} takes {n} whole numbers, not {words}")
         return [int(w) for w in words]
 
     if kind == "THROTTLE":
-        return Throttle(*ints(3))
+        max_burst, count, period = ints(3)
+        return Throttle(max_burst, count, period)
     if kind == "SLICE":
-        return Slice(*ints(3))
+        limit, window, slices = ints(3)
+        return Slice(limit, window, slices)
     if kind == "LEASE":
-        return Lease(*ints(2))
+        limit, ttl = ints(2)
+        return Lease(limit, ttl)
     if kind == "SLIDE":
         precision = None
         if len(words) == 4 and words[2].upper() == "PRECISION":
@@ -328,8 +392,10 @@ def _limit(name: str, kind: str, words: List[str]) -> Limit:
 @dataclass(frozen=True)
 class Decision:
     """A policy's answer for one request. ``result`` is as RL.ALLOW's (its
-    ``index`` 1-based); ``taken`` the 0-based positions of the rules that
-    recorded the request (none when limited)."""
+    ``index`` 1-based, an enforced rule's; ``results`` every rule's own,
+    shadow rules' included); ``taken`` the 0-based positions of the rules
+    that recorded the request (none when limited; not a shadow rule that
+    would have refused)."""
 
     result: AllowResult
     taken: Tuple[int, ...]
@@ -363,50 +429,94 @@ def _entries(rules: Sequence[Rule], keys: Sequence[str], group: Sequence[int]
     return [(keys[i], rules[i].limit) for i in group]
 
 
+def _recorded(rules: Sequence[Rule], group: Sequence[int], results: Sequence[Result]
+              ) -> List[int]:
+    """The positions of an allowed call that recorded: all but the shadow
+    rules that would have refused."""
+    return [i for i, r in zip(group, results) if not (rules[i].limit.shadow and r.limited)]
+
+
 def decide(rules: Sequence[Rule], keys: Sequence[str], group_by_slot: bool,
            lease_id: Optional[str], quantity: int = 1) -> Steps:
     """The steps of one decision (a generator of commands; send each one's
-    parsed reply; its return value is the Decision)."""
+    parsed reply; its return value is the Decision).
+
+    Shadow rules go as SHADOW specs in the same RL.ALLOW. The module refuses
+    a call whose every spec is SHADOW, so rules that have no enforced rule
+    beside them (every rule of the request, or of a hash slot) are sent
+    last, in one pipeline, each as ``RL.ALLOW 1 key spec`` without SHADOW
+    (RL.PEEK when an enforced rule refused), their refusals ignored: each
+    key records what a shadow limit would."""
     groups = slot_groups(keys) if group_by_slot else [list(range(len(keys)))]
-    results: List[Optional[Result]] = [None] * len(keys)
-    taken: List[int] = []
-    for n, group in enumerate(groups):
+    enforced = [g for g in groups if any(not rules[i].limit.shadow for i in g)]
+    alone = [i for g in groups if all(rules[i].limit.shadow for i in g) for i in g]
+    if len(enforced) == 1 and not alone:
+        group = enforced[0]
         leased = any(isinstance(rules[i].limit, Lease) for i in group)
         reply: AllowResult = yield c.several(
             "ALLOW", _entries(rules, keys, group), quantity, False, lease_id if leased else None
         )
-        if len(groups) == 1:
-            return Decision(reply, tuple(group) if not reply.limited else ())
+        taken = () if reply.limited else tuple(_recorded(rules, group, reply.results))
+        return Decision(reply, taken)
+    results: List[Optional[Result]] = [None] * len(keys)
+    recorded: List[int] = []
+    refused = False
+    for n, group in enumerate(enforced):
+        leased = any(isinstance(rules[i].limit, Lease) for i in group)
+        reply = yield c.several(
+            "ALLOW", _entries(rules, keys, group), quantity, False, lease_id if leased else None
+        )
         for i, r in zip(group, reply.results):
             results[i] = r
         if reply.limited:
-            yield from give_back(rules, keys, taken, quantity)
-            yield from release(rules, keys, taken, lease_id)
-            for later in groups[n + 1:]:
+            yield from give_back(rules, keys, recorded, quantity)
+            yield from release(rules, keys, recorded, lease_id)
+            for later in enforced[n + 1:]:
                 peeked: AllowResult = yield c.several(
                     "PEEK", _entries(rules, keys, later), quantity, False, None
                 )
                 for i, r in zip(later, peeked.results):
                     results[i] = r
-            return Decision(_combined(results), ())
-        taken += group
-    return Decision(_combined(results), tuple(taken))
+            refused = True
+            break
+        recorded += _recorded(rules, group, reply.results)
+    if alone:
+        name = "PEEK" if refused else "ALLOW"
+        replies: List[AllowResult] = yield [
+            c.several(name, [(keys[i], replace(rules[i].limit, shadow=False))], quantity, False,
+                      lease_id if isinstance(rules[i].limit, Lease) else None)
+            for i in alone
+        ]
+        for i, one in zip(alone, replies):
+            results[i] = one.results[0]
+            if not refused and not one.limited:
+                recorded.append(i)
+    return Decision(_combined(rules, results), () if refused else tuple(sorted(recorded)))
 
 
-def _combined(results: Sequence[Optional[Result]]) -> AllowResult:
+def _combined(rules: Sequence[Rule], results: Sequence[Optional[Result]]) -> AllowResult:
     done = [r for r in results if r is not None]
-    b = binding(done)
-    head = done[b]
+    enforced = [i for i, rule in enumerate(rules) if not rule.limit.shadow]
+    if enforced:
+        b = enforced[binding([done[i] for i in enforced])]
+        head = done[b]
+    else:
+        # Every rule shadow: allowed; the fields of the least remaining.
+        b = binding([r._replace(limited=False) for r in done])
+        head = done[b]._replace(limited=False, retry_after=-1)
     return AllowResult(head.limited, head.limit, head.remaining, head.retry_after,
                        head.reset_after, head.ms, b + 1, tuple(done))
 
 
 def give_back(rules: Sequence[Rule], keys: Sequence[str], taken: Sequence[int],
               quantity: int = 1) -> Steps:
-    """RL.REFUND of the rate limits among ``taken`` (not the leases)."""
+    """RL.REFUND of the rate limits among ``taken`` (not the leases): each
+    what it recorded, its ``units`` or else ``quantity``."""
     for i in taken:
-        if not isinstance(rules[i].limit, Lease):
-            yield c.refund(keys[i], rules[i].limit, quantity, False)
+        limit = rules[i].limit
+        units = quantity if limit.units is None else limit.units
+        if not isinstance(limit, Lease) and units > 0:
+            yield c.refund(keys[i], limit, units, False)
 
 
 def release(rules: Sequence[Rule], keys: Sequence[str], taken: Sequence[int],
@@ -523,7 +633,10 @@ def run_steps(limiter: Any, steps: Steps, deadline: Optional[float] = None) -> A
         command = next(steps)
         while True:
             check_deadline(deadline)
-            command = steps.send(limiter.execute(command))
+            if isinstance(command, list):
+                command = steps.send(limiter.execute_many(command))
+            else:
+                command = steps.send(limiter.execute(command))
     except StopIteration as stop:
         return stop.value
 
@@ -534,6 +647,9 @@ async def run_steps_async(limiter: Any, steps: Steps, deadline: Optional[float] 
         command = next(steps)
         while True:
             check_deadline(deadline)
-            command = steps.send(await limiter.execute(command))
+            if isinstance(command, list):
+                command = steps.send(await limiter.execute_many(command))
+            else:
+                command = steps.send(await limiter.execute(command))
     except StopIteration as stop:
         return stop.value

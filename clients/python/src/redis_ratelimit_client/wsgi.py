@@ -28,6 +28,7 @@ from typing import (
 from redis.cluster import RedisCluster
 
 from ._limits import Lease
+from ._metrics import DecisionMetrics
 from .client import RateLimiter
 from .policy import (
     OUTAGES,
@@ -45,6 +46,7 @@ from .policy import (
     give_back,
     leases,
     merge_fields,
+    outcomes,
     release,
     run_steps,
 )
@@ -82,8 +84,10 @@ class RateLimitMiddleware:
                  quantity: int = 1,
                  timeout: float = 0.25, fail_open: bool = False, refund_5xx: bool = False,
                  group_by_slot: Optional[bool] = None,
-                 logger: Optional[logging.Logger] = None, workers: int = 32) -> None:
+                 logger: Optional[logging.Logger] = None, workers: int = 32,
+                 metrics: Optional[DecisionMetrics] = None) -> None:
         self.app = app
+        self.metrics = metrics
         self.limiter = limiter
         self.policy = policy
         self.plan = Plan(policy, routes, skip)
@@ -119,12 +123,16 @@ class RateLimitMiddleware:
         except futures.TimeoutError:
             future.cancel()
             late = DeadlinePassed(f"no answer within {self.timeout * 1000:.0f} ms")
-            self._failed(late, rules, keys, lease_id)
+            self._failed(late, rules, keys, lease_id, started)
             return self._unavailable(environ, start_response, late)
         except OUTAGES as e:
-            self._failed(e, rules, keys, lease_id)
+            self._failed(e, rules, keys, lease_id, started)
             return self._unavailable(environ, start_response, e)
         self.health.succeeded()
+        if self.metrics is not None:
+            self.metrics.record([r.name for r in rules], outcomes(rules, decision),
+                                "limited" if decision.limited else "allowed",
+                                time.monotonic() - started)
         headers = decision_headers(rules, decision)
         if decision.limited:
             retry = headers.get("Retry-After")
@@ -158,8 +166,11 @@ class RateLimitMiddleware:
         return _Closing(result, done)
 
     def _failed(self, error: BaseException, rules: Any, keys: List[str],
-                lease_id: Optional[str]) -> None:
+                lease_id: Optional[str], started: float) -> None:
         self.health.failed(error)
+        if self.metrics is not None:
+            self.metrics.record([r.name for r in rules], ["error"] * len(rules), "error",
+                                time.monotonic() - started)
         if lease_id is not None:
             # A late RL.ALLOW may still have taken the lease.
             self._later(release(rules, keys, leases(rules), lease_id), report=False)
