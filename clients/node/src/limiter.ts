@@ -375,7 +375,7 @@ export class RateLimiter {
    * or to each key's node on a cluster). A difference needs integers: a
    * number that is not one throws a TypeError before sending.
    */
-  settle(
+  async settle(
     entries: readonly RateEntry[],
     taken: Int | readonly Int[],
     actual: Int | readonly Int[],
