@@ -525,4 +525,174 @@ def build() -> list[Seq]:
     s.real("RL.SLICE", "c", 5, 3600, 1, 0)
     s.real("RL.QUOTA", "q", 5, "YEAR", 0)
     s.real("RL.INSPECT", "nothing")
+    charge_cases(b)
     return b.seqs
+
+
+def charge_cases(b: Builder) -> None:
+    """RL.CHARGE: within the limit, debts past it and the requests after,
+    each kind's bound and maximum, errors."""
+    s = b.seq("charge: throttle debts, paid back exactly")
+    s(0, "RL.THROTTLE", "t", 4, 1, 10)
+    s(0, "RL.CHARGE", "t", "THROTTLE", 4, 1, 10, 3)
+    s(1, "RL.CHARGE", "t", "THROTTLE", 4, 1, 10, 20)
+    s(1, "RL.THROTTLE", "t", 4, 1, 10)
+    s(1, "RL.THROTTLE", "t", 4, 1, 10, 0)
+    s(1, "RL.THROTTLE", "t", 4, 1, 10, 6)
+    s(1, "PTTL", "t", raw=True)
+    s(1, "RL.INSPECT", "t")
+    s(200, "RL.THROTTLE", "t", 4, 1, 10, 1, "MS")
+    s(200.000001, "RL.THROTTLE", "t", 4, 1, 10)
+    s(201, "RL.THROTTLE", "t", 4, 1, 10)
+    s(201, "RL.THROTTLE", "t", 4, 1, 10)
+    s(201, "RL.REFUND", "t", "THROTTLE", 4, 1, 10, 1)
+    s(202, "RL.CHARGE", "ms", "THROTTLE", 4, 1, 10000, 5, "MS")
+    s(202, "RL.CHARGE", "ms", "THROTTLE", 4, 1, 10000, 1, "ms")
+    s(202.5, "RL.THROTTLE", "ms", 4, 1, 10000, 1, "MS")
+    # A third of a second per unit: fractions of a nanosecond.
+    s(203, "RL.CHARGE", "f", "THROTTLE", 2, 3, 1, 7)
+    s(203.1, "RL.THROTTLE", "f", 2, 3, 1)
+    s(205.4, "RL.THROTTLE", "f", 2, 3, 1)
+    s(205.4, "RL.CHARGE", "f", "THROTTLE", 2, 7, 1, 1)
+    s(205.4, "RL.INSPECT", "f")
+    # Ten years ahead at most: 31,536,000 units of 10 s.
+    s(206, "RL.CHARGE", "y", "THROTTLE", 0, 1, 10, 31536001)
+    s(206, "EXISTS", "y", raw=True)
+    s(206, "RL.CHARGE", "y", "THROTTLE", 0, 1, 10, 31536000)
+    s(206, "RL.CHARGE", "y", "THROTTLE", 0, 1, 10, 1)
+    s(216, "RL.CHARGE", "y", "THROTTLE", 0, 1, 10, 1)
+    s(216, "PTTL", "y", raw=True)
+    s(216, "RL.THROTTLE", "y", 0, 1, 10)
+    s(217, "RL.CHARGE", "big", "THROTTLE", 0, 1, 315360000, 1)
+    s(217, "RL.CHARGE", "big", "THROTTLE", 0, 1, 315360000, 1)
+    s(217, "RL.CHARGE", "big", "THROTTLE", 0, 1, 315360000000, 1, "MS")
+
+    s = b.seq("charge: slide debts, the bound of entries, PRECISION")
+    s(0, "RL.SLIDE", "s", 3, 10)
+    s(1, "RL.CHARGE", "s", "SLIDE", 3, 10, 5)
+    s(2, "RL.SLIDE", "s", 3, 10)
+    s(2, "RL.SLIDE", "s", 3, 10, 0)
+    s(2, "RL.INSPECT", "s")
+    s(10.5, "RL.SLIDE", "s", 3, 10)
+    s(11, "RL.SLIDE", "s", 3, 10)
+    s(11, "RL.SLIDE", "s", 3, 10)
+    s(11, "PTTL", "s", raw=True)
+    for i in range(5):
+        s(20 + i, "RL.CHARGE", "b", "SLIDE", 2, 10, 1)
+    s(24.5, "RL.INSPECT", "b")
+    s(24.5, "RL.SLIDE", "b", 2, 10, 0)
+    s(30.5, "RL.SLIDE", "b", 2, 10, 0)
+    s(34, "RL.SLIDE", "b", 2, 10)
+    s(34, "RL.SLIDE", "b", 5, 10)
+    for i in range(6):
+        s(40 + i * 0.7, "RL.CHARGE", "p", "SLIDE", 5, 10, "PRECISION", 2, 2)
+    s(45, "RL.INSPECT", "p")
+    s(45, "RL.SLIDE", "p", 5, 10, 0, "PRECISION", 2)
+    s(50.1, "RL.SLIDE", "p", 5, 10, 0)
+    s(60, "RL.SLIDE", "p", 5, 10, 0)
+    # Two units of one instant, then a charge there: one counted entry.
+    s(61, "RL.SLIDE", "c", 100, 10)
+    s(61, "RL.SLIDE", "c", 100, 10)
+    s(61, "RL.CHARGE", "c", "SLIDE", 100, 10, 1)
+    s(61, "RL.CHARGE", "c", "SLIDE", 100, 10, 2)
+    s(61.5, "RL.CHARGE", "c", "SLIDE", 100, 10, 2)
+    s(62, "RL.INSPECT", "c")
+    s(62, "RL.REFUND", "c", "SLIDE", 100, 10, 3)
+    s(62, "RL.INSPECT", "c")
+    s(63, "RL.CHARGE", "one", "SLIDE", 1, 10, 1)
+    s(63.5, "RL.CHARGE", "one", "SLIDE", 1, 10, 4)
+    s(64, "RL.INSPECT", "one")
+    s(73.5, "RL.SLIDE", "one", 1, 10)
+    s(74, "RL.SLIDE", "one", 1, 10)
+    # 2^32 - 1 units at most.
+    s(80, "RL.CHARGE", "m", "SLIDE", 5, 10, 4294967296)
+    s(80, "EXISTS", "m", raw=True)
+    s(80, "RL.CHARGE", "m", "SLIDE", 5, 10, 4294967294)
+    s(80, "RL.CHARGE", "m", "SLIDE", 5, 10, 2)
+    s(80, "RL.CHARGE", "m", "SLIDE", 5, 10, 1)
+    s(80, "RL.INSPECT", "m")
+    s(90.5, "RL.CHARGE", "m", "SLIDE", 5, 10, 7, "MS")
+
+    s = b.seq("charge: slice and quota debts, until the window or period ends")
+    s(0, "RL.SLICE", "c", 5, 10, 2)
+    s(1, "RL.CHARGE", "c", "SLICE", 5, 10, 2, 8)
+    s(2, "RL.SLICE", "c", 5, 10, 2)
+    s(2, "RL.SLICE", "c", 5, 10, 2, 0)
+    s(2, "RL.INSPECT", "c")
+    s(10, "RL.SLICE", "c", 5, 10, 2)
+    s(15, "RL.SLICE", "c", 5, 10, 2)
+    s(15, "RL.CHARGE", "c", "SLICE", 5, 20, 4, 1)
+    s(15, "RL.INSPECT", "c")
+    s(16, "RL.CHARGE", "m", "SLICE", 5, 10, 2, 4294967295)
+    s(16, "RL.CHARGE", "m", "SLICE", 5, 10, 2, 1)
+    s(16, "RL.CHARGE", "m2", "SLICE", 5, 10, 2, 4294967296)
+    s(16, "EXISTS", "m2", raw=True)
+    s(0, "RL.QUOTA", "q", 5, "HOUR")
+    s(1, "RL.CHARGE", "q", "QUOTA", 5, "HOUR", 10)
+    s(2, "RL.QUOTA", "q", 5, "HOUR")
+    s(2, "RL.QUOTA", "q", 5, "HOUR", 0)
+    s(2, "RL.INSPECT", "q")
+    s(2, "PTTL", "q", raw=True)
+    s(3, "RL.REFUND", "q", "QUOTA", 5, "HOUR", 8)
+    s(3, "RL.QUOTA", "q", 5, "HOUR")
+    s(1800, "RL.QUOTA", "q", 5, "HOUR")
+    s(1800, "RL.CHARGE", "q", "QUOTA", 5, "DAY", 3)
+    s(1800, "RL.INSPECT", "q")
+    s(1801, "RL.CHARGE", "z", "QUOTA", 5, "DAY", "TZ", "Europe/Berlin", 3)
+    s(1801, "RL.CHARGE", "z", "QUOTA", 5, "DAY", "TZ", "Europe/Berlin", 3)
+    s(1801, "RL.INSPECT", "z")
+    s(1801, "RL.CHARGE", "u", "QUOTA", 1000000000000000, "YEAR", 1000000000000)
+    for _ in range(3):
+        s(1801, "RL.CHARGE", "u", "QUOTA", 5, "YEAR", 1000000000000)
+    s(1801, "RL.REFUND", "u", "QUOTA", 5, "YEAR", 999999999999)
+    s(1801, "RL.INSPECT", "u")
+    # RL.ALLOW over charged keys: the debt binds.
+    s(1802, "RL.CHARGE", "{a}x", "THROTTLE", 4, 1, 10, 9)
+    s(1802, "RL.CHARGE", "{a}y", "SLIDE", 3, 10, 4)
+    s(1803, "RL.ALLOW", 2, "{a}x", "{a}y", "THROTTLE", 4, 1, 10, "SLIDE", 3, 10)
+    s(1803, "RL.PEEK", 2, "{a}x", "{a}y", "THROTTLE", 4, 1, 10, "SLIDE", 3, 10, "QUANTITY", 0)
+    s(1813, "RL.ALLOW", 2, "{a}x", "{a}y", "THROTTLE", 4, 1, 10, "SLIDE", 3, 10)
+    s(1850, "RL.ALLOW", 2, "{a}x", "{a}y", "THROTTLE", 4, 1, 10, "SLIDE", 3, 10)
+
+    s = b.seq("charge: errors and wrongtype", faked=False)
+    for cmd in (
+        ("RL.CHARGE",),
+        ("RL.CHARGE", "k"),
+        ("RL.CHARGE", "k", "THROTTLE", 1, 1),
+        ("RL.CHARGE", "k", "THROTTLE", 1, 1, 1),
+        ("RL.CHARGE", "k", "THROTTLE", 1, 1, 1, 0),
+        ("RL.CHARGE", "k", "THROTTLE", 1, 1, 1, "x"),
+        ("RL.CHARGE", "k", "THROTTLE", 1, 1, 1, -1),
+        ("RL.CHARGE", "k", "THROTTLE", 1, 1, 1, 1000000000001),
+        ("RL.CHARGE", "k", "LEASE", 1, 1, 1),
+        ("RL.CHARGE", "k", "lease", 1, 1, "a", 1),
+        ("RL.CHARGE", "k", "FOO", 1, 1, 1),
+        ("RL.CHARGE", "k", "SLIDE", 1, 1, 1, "MS", "MS"),
+        ("RL.CHARGE", "k", "SLIDE", 1, 1, 1, "AT", 5),
+        ("RL.CHARGE", "k", "SLIDE", 1, 1, 1, "SHADOW"),
+        ("RL.CHARGE", "k", "SLIDE", 1, 1, 1, "BLOCK", 5),
+        ("RL.CHARGE", "k", "SLIDE", 1, 1, 1, "UNITS", 5),
+        ("RL.CHARGE", "k", "SLIDE", 1, 1, 1, 1),
+        ("RL.CHARGE", "k", "SLIDE", 0, 1, 1),
+        ("RL.CHARGE", "k", "SLIDE", 1, 0, 1),
+        ("RL.CHARGE", "k", "SLIDE", 1, 1, "PRECISION", 2, 1),
+        ("RL.CHARGE", "k", "SLIDE", 1, 1, "PRECISION", 1, "PRECISION", 1, 1),
+        ("RL.CHARGE", "k", "SLICE", 1, 1, 0, 1),
+        ("RL.CHARGE", "k", "QUOTA", 1, "DECADE", 1),
+        ("RL.CHARGE", "k", "QUOTA", 1, "DAY", "TZ", "Nowhere/City", 1),
+        ("RL.CHARGE", "k", "THROTTLE", 1, 1, 1, 1, "a", "b", "c", "d", "e", "f", "g", "h", "i", "j"),
+        ("RL.CHARGE", "k", "THROTTLE", 1, 1, 1, 1, "MS", "x"),
+        ("RL.CHARGE", "k", "THROTTLE", 0, 1, 315360000, 2),
+        ("EXISTS", "k"),
+    ):
+        s.real(*cmd, raw=cmd[0] == "EXISTS")
+    s.real("SET", "str", "hello", raw=True)
+    s.real("RL.CHARGE", "str", "THROTTLE", 1, 1, 60, 1)
+    s.real("RL.CHARGE", "str", "QUOTA", 1, "DAY", 1)
+    s.real("RL.CHARGE", "str", "THROTTLE", 1, 1, 60, 0)
+    for kind, spec in (("t", ("THROTTLE", 5, 1, 3600)), ("s", ("SLIDE", 10, 3600)), ("q", ("QUOTA", 10, "YEAR"))):
+        s.real("RL.CHARGE", f"o:{kind}", *spec, 1, via="other", timed=kind == "q")
+        s.real("RL.CHARGE", f"o:{kind}", "SLICE", 10, 3600, 2, 1)
+    s.real("RL.LEASE", "o:l", 10, 3600, "a", via="other")
+    s.real("RL.CHARGE", "o:l", "SLIDE", 10, 3600, 1)
+    s.real("RL.CHARGE", "o:l", "LEASE", 10, 3600, 1)

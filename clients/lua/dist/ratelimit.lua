@@ -1663,6 +1663,20 @@ do
       local back = bmul(big(math.min(q, P.cap)), P.period)
       return from_scaled(bmax(bsub(tat_s, back), now_s), P)
     end
+    -- RL.CHARGE: the TAT moves to max(now, TAT) + q x T, past the tolerance
+    -- if need be (a debt time pays back); refused, nothing recorded, when that
+    -- puts it more than the maximum time (10 years) ahead of now, or past the
+    -- last instant a TAT holds (2^64 - 1 ns).
+    local U64_MAX = bparse('18446744073709551615')
+    function throttle.charge(st, P, q)
+      local now_s = bmul(NOW_NS, big(P.count))
+      local ahead = badd(bsub(tat_scaled(st, P), now_s), bmul(big(q), P.period))
+      if bcmp(ahead, bmul(bmul(big(MAX_SECONDS), big(S_NS)), big(P.count))) > 0
+        or bcmp(badd(now_s, ahead), bmul(U64_MAX, big(P.count))) > 0 then
+        throw('ERR quantity would put the TAT more than 315360000 seconds (10 years) ahead of now')
+      end
+      return from_scaled(badd(now_s, ahead), P)
+    end
     function throttle.encode(st)
       if st.frac == 0 then return 'G|' .. bstr(st.whole) end
       return 'G|' .. bstr(st.whole) .. '|' .. numstr(st.frac) .. '|' .. numstr(st.den)
@@ -1821,6 +1835,43 @@ do
       if #st.entries > 0 and st.clock > at then at = st.clock end
       local q = math.min(u.q, P.limit)
       if P.precision == 0 then record(st, at, q) else record_within(st, at, q, P.precision) end
+      st.clock = at
+      return st
+    end
+    -- The newest entry takes `q` more units and moves to `t`; its first unit
+    -- stays (RL.CHARGE past the log's bound of entries).
+    local function join(st, t, q)
+      local newest = st.entries[#st.entries]
+      local first = first_of_newest(st)
+      newest[1] = t
+      newest[2] = newest[2] + q
+      st.first = first
+      st.joined = true
+    end
+    -- RL.CHARGE: drops the units that have left, then records `q` units at the
+    -- clock as an allowed request would (record, record_within), unless that
+    -- takes the log past its bound of entries (limit; with PRECISION d, also
+    -- window / d + 1): then they join the newest entry. Refused, nothing
+    -- recorded, past 2^32 - 1 units held.
+    function slide.charge(st, P, q)
+      st = st or empty_slide()
+      local at = NOW
+      if #st.entries > 0 and st.clock > at then at = st.clock end
+      local expired = expired_at(st, at, P.window)
+      local held = units_before(st, #st.entries) - units_before(st, expired)
+      if held + q > 4294967295 then throw('ERR quantity would take the units a SLIDE key holds past 4294967295') end
+      drop_front(st, expired)
+      local d = P.precision
+      local bound = P.limit
+      if d > 0 then bound = math.min(bound, (P.window - P.window % d) / d + 1) end
+      local E = st.entries
+      if #E + (d > 0 and 1 or 2) <= bound then
+        if d == 0 then record(st, at, q) else record_within(st, at, q, d) end
+      elseif #E == 0 then
+        if q > 1 then push_counted(st, at, q) else push_entry(st, at, q) end
+      else
+        join(st, at, q)
+      end
       st.clock = at
       return st
     end
@@ -2009,6 +2060,18 @@ do
       advance(st, u.head)
       st.counts[st.head] = (st.counts[st.head] or 0) + u.q
       return st
+    end
+    -- RL.CHARGE: the current slice takes `q` units as an allowed request
+    -- would, whatever the limit (the decision under the largest limit, which
+    -- allows it exactly when the counters can hold it); refused, nothing
+    -- recorded, past 2^32 - 1 units held.
+    function slice.charge(st, P, q)
+      local open = {}
+      for k, v in pairs(P) do open[k] = v end
+      open.limit = 4294967295
+      local d, u = slice.decide(st, open, q)
+      if d.limited or u == nil then throw('ERR quantity would take the units a SLICE key holds past 4294967295') end
+      return slice.apply(st, u, open)
     end
     function slice.refund(st, P, q)
       if not same_geometry(st, P) then
@@ -2210,11 +2273,13 @@ do
     function quota.parse(s)
       local u, a, b, c, l, n, z = string.match(s, '^Q|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d)|(.+)$')
       if u == nil then throw(WRONGTYPE.err) end
-      return {used = tonumber(u), start = tonumber(a), fin = tonumber(b), till = tonumber(c),
+      -- A debt past 2^53 (RL.CHARGE) is kept exact as a big integer too.
+      return {used = tonumber(u), used_big = #u > 15 and bparse(u) or nil, start = tonumber(a), fin = tonumber(b), till = tonumber(c),
         last = tonumber(l), unit = tonumber(n), zone = z}
     end
     function quota.encode(st)
-      return 'Q|' .. numstr(st.used) .. '|' .. numstr(st.start) .. '|' .. numstr(st.fin) .. '|' ..
+      local used = st.used_big and bstr(st.used_big) or numstr(st.used)
+      return 'Q|' .. used .. '|' .. numstr(st.start) .. '|' .. numstr(st.fin) .. '|' ..
         numstr(st.till) .. '|' .. numstr(st.last) .. '|' .. st.unit .. '|' .. st.zone
     end
     -- (start, end) in Unix seconds of the period holding t (µs); with
@@ -2270,9 +2335,34 @@ do
       return {limited = not allowed, limit = P.limit, remaining = math.max(P.limit - after, 0), retry = retry, reset = reset}, update
     end
     function quota.apply(st, u) return u end
+    local function set_used(st, b) -- st.used from a big integer
+      st.used = bnum(b)
+      st.used_big = bcmp(b, big(1000000000000000)) > 0 and b or nil
+    end
     function quota.refund(st, P, q)
-      if counted_until(st, P) then st.used = st.used - math.min(q, st.used) end
+      if counted_until(st, P) then
+        if st.used_big then set_used(st, bsub(st.used_big, big(q)))
+        else st.used = st.used - math.min(q, st.used) end
+      end
       return st
+    end
+    -- RL.CHARGE: `q` units recorded at now as an allowed request would,
+    -- whatever the limit; refused, nothing recorded, when the period's used
+    -- units would pass 10^18.
+    function quota.charge(st, P, q)
+      period(NOW, P, false)
+      local deadline = counted_until(st, P)
+      local used = deadline and (st.used_big or big(st.used)) or BZERO
+      local total = badd(used, big(q))
+      if bcmp(total, bparse('1000000000000000000')) > 0 then
+        throw("ERR quantity would take the period's used units past 1000000000000000000")
+      end
+      local open = {}
+      for k, v in pairs(P) do open[k] = v end
+      open.limit = math.huge
+      local _, u = quota.decide(st, open, q)
+      set_used(u, total)
+      return u
     end
     local UNIT_NAMES = {'minute', 'hour', 'day', 'week', 'month', 'year'}
     function quota.inspect(st)
@@ -2436,17 +2526,23 @@ do
       end)
     end
 
-    -- RL.REFUND key spec quantity [MS]
-    local function refund()
+    -- RL.REFUND and RL.CHARGE key spec quantity [MS]: one flow, the
+    -- operation a parameter (`charge`), as the module's. A refund gives units
+    -- back and never creates a key; a charge records them unconditionally
+    -- (creating the key), refused only past a counter's maximum, with nothing
+    -- recorded. Both answer what a peek answers right after; a key left with
+    -- nothing counted is deleted.
+    local function adjust(charge)
+      local cmd = charge and 'RL.CHARGE' or 'RL.REFUND'
       return run(function()
-        if NARGS + 1 < 6 then throw(err_arity('RL.REFUND').err) end
+        if NARGS + 1 < 6 then throw(err_arity(cmd).err) end
         if NARGS + 1 > 15 then throw("ERR unknown argument '" .. printable(arg(15)) .. "'") end
         local words = {}
         for i = 2, NARGS do words[#words + 1] = arg(i) end
         local kind, params, options, nxt = find_spec(words, 1, 0)
-        if kind.no_refund then throw('ERR RL.REFUND does not take a ' .. kind.name .. ' spec') end
+        if kind.no_refund then throw('ERR ' .. cmd .. ' does not take a ' .. kind.name .. ' spec') end
         if nxt > #words then throw('ERR ' .. kind.name .. ' expects ' .. expects(kind) .. ' quantity') end
-        local q = integer(words[nxt], 'quantity', 0, MAX_QUANTITY)
+        local q = integer(words[nxt], 'quantity', charge and 1 or 0, MAX_QUANTITY)
         local tail = {unit = S_NS}
         for i = nxt + 1, #words do
           if not ms_or_at(words, i, tail) then throw("ERR unknown argument '" .. printable(words[i]) .. "'") end
@@ -2456,11 +2552,12 @@ do
         local key = KEYS[1]
         local algo = ALGO[kind.name]
         local raw = load(kind.name, key)
-        if raw == nil then return reply_of(algo.decide(nil, P, 0), tail.unit) end
-        local st = algo.parse(raw)
-        if q == 0 then return reply_of(algo.decide(st, P, 0), tail.unit) end
+        local st = parse_state(algo, raw)
+        if not charge then
+          if raw == nil or q == 0 then return reply_of(algo.decide(st, P, 0), tail.unit) end
+        end
         local before = expire_ms(key)
-        st = algo.refund(st, P, q)
+        if charge then st = algo.charge(st, P, q) else st = algo.refund(st, P, q) end
         local d = algo.decide(st, P, 0)
         if d.reset == 0 or (type(d.reset) == 'table' and biszero(d.reset)) then
           redis.call('DEL', key)
@@ -2597,7 +2694,7 @@ do
         return out
       end)
     end
-    return {limiter = limiter, release = release, inspect = inspect, refund = refund, several = several}
+    return {limiter = limiter, release = release, inspect = inspect, refund = adjust, charge = adjust, several = several}
   end
   return lib()[entry](arg)
 end

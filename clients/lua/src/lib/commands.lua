@@ -152,17 +152,23 @@ local function inspect()
   end)
 end
 
--- RL.REFUND key spec quantity [MS]
-local function refund()
+-- RL.REFUND and RL.CHARGE key spec quantity [MS]: one flow, the
+-- operation a parameter (`charge`), as the module's. A refund gives units
+-- back and never creates a key; a charge records them unconditionally
+-- (creating the key), refused only past a counter's maximum, with nothing
+-- recorded. Both answer what a peek answers right after; a key left with
+-- nothing counted is deleted.
+local function adjust(charge)
+  local cmd = charge and 'RL.CHARGE' or 'RL.REFUND'
   return run(function()
-    if NARGS + 1 < 6 then throw(err_arity('RL.REFUND').err) end
+    if NARGS + 1 < 6 then throw(err_arity(cmd).err) end
     if NARGS + 1 > 15 then throw("ERR unknown argument '" .. printable(arg(15)) .. "'") end
     local words = {}
     for i = 2, NARGS do words[#words + 1] = arg(i) end
     local kind, params, options, nxt = find_spec(words, 1, 0)
-    if kind.no_refund then throw('ERR RL.REFUND does not take a ' .. kind.name .. ' spec') end
+    if kind.no_refund then throw('ERR ' .. cmd .. ' does not take a ' .. kind.name .. ' spec') end
     if nxt > #words then throw('ERR ' .. kind.name .. ' expects ' .. expects(kind) .. ' quantity') end
-    local q = integer(words[nxt], 'quantity', 0, MAX_QUANTITY)
+    local q = integer(words[nxt], 'quantity', charge and 1 or 0, MAX_QUANTITY)
     local tail = {unit = S_NS}
     for i = nxt + 1, #words do
       if not ms_or_at(words, i, tail) then throw("ERR unknown argument '" .. printable(words[i]) .. "'") end
@@ -172,11 +178,12 @@ local function refund()
     local key = KEYS[1]
     local algo = ALGO[kind.name]
     local raw = load(kind.name, key)
-    if raw == nil then return reply_of(algo.decide(nil, P, 0), tail.unit) end
-    local st = algo.parse(raw)
-    if q == 0 then return reply_of(algo.decide(st, P, 0), tail.unit) end
+    local st = parse_state(algo, raw)
+    if not charge then
+      if raw == nil or q == 0 then return reply_of(algo.decide(st, P, 0), tail.unit) end
+    end
     local before = expire_ms(key)
-    st = algo.refund(st, P, q)
+    if charge then st = algo.charge(st, P, q) else st = algo.refund(st, P, q) end
     local d = algo.decide(st, P, 0)
     if d.reset == 0 or (type(d.reset) == 'table' and biszero(d.reset)) then
       redis.call('DEL', key)
