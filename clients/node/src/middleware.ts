@@ -377,7 +377,8 @@ class Guard {
     return { entries, named: limits.map((l, i) => ({ name: l.name, limit: entries[i]!.limit })) };
   }
 
-  // Reports a decision: each rule's own outcome, the request's, the time.
+  // Reports a decision: each rule's own outcome, the request's, the time
+  // since `started` (performance.now(); undefined: no command was sent).
   private report(named: NamedLimit[], results: readonly Result[] | null, limited: boolean, started: number | undefined): void {
     if (!this.metrics) return;
     const outcomes: RuleOutcome[] = named.map(({ limit }, i) => {
@@ -407,6 +408,9 @@ class Guard {
     let decision: Decision | null;
     let results: readonly Result[];
     let taken: readonly number[];
+    // The decision's time (ratelimit.decision.duration), from the
+    // request's arrival here; set once a command is to be sent.
+    const arrived = performance.now();
     let called: number | undefined;
     try {
       if (this.skip?.(req)) return { pass: true, headers: {} };
@@ -414,7 +418,7 @@ class Guard {
       if (entries.some((e) => e.limit.kind === 'lease')) id = newLeaseId();
       const over = id !== undefined ? whenOver(res) : null;
       const how = { groupBySlot: this.groupBySlot, deadline, id, quantity: this.quantity };
-      called = performance.now();
+      called = arrived;
       if (entries.every((e) => e.limit.shadow)) {
         decision = null;
         ({ results, taken } = await withDeadline(
