@@ -131,7 +131,8 @@ for (const backend of ['module', 'lua']) {
 
   test(`UNITS: the LLM case in one RL.ALLOW, then settled with the usage (${backend})`, async (t) => {
     const limiter = limiterOf(t);
-    const tpm = throttle(100000, 100000, 60);
+    // Tokens a day (a minute's would refill between the calls).
+    const tpm = throttle(99999, 100000, 86400);
     const entries = [
       ['{u1}:lease', lease(4, 120)],
       ['{u1}:rpm', throttle(60, 60, 60)],
@@ -139,13 +140,13 @@ for (const backend of ['module', 'lua']) {
     ];
     const r = await limiter.allow(entries, { id: 'req-7' });
     assert.equal(r.limited, false);
-    assert.deepEqual(r.results.map((x) => x.remaining), [3, 60, 100001 - 1500]);
+    assert.deepEqual(r.results.map((x) => x.remaining), [3, 60, 100000 - 1500]);
     // 1500 estimated, 1800 used: 300 charged.
     const [settled] = await limiter.settle([['{u1}:tpm', tpm]], 1500, 1800);
-    assert.equal(settled.remaining, 100001 - 1800);
+    assert.equal(settled.remaining, 100000 - 1800);
     // A limit whose units are 0 is not taken from.
     const peekish = await limiter.allow([['{u1}:tpm', tpm.with({ units: 0 })], ['{u1}:rpm', throttle(60, 60, 60)]]);
-    assert.deepEqual(peekish.results.map((x) => x.remaining), [100001 - 1800, 59]);
+    assert.deepEqual(peekish.results.map((x) => x.remaining), [100000 - 1800, 59]);
     await assert.rejects(limiter.take('{u1}:rpm', throttle(60, 60, 60, { units: 2 })), (err) => {
       assert.ok(err instanceof ArgumentError);
       assert.equal(err.argument, 'UNITS');
