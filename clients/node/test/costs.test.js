@@ -276,3 +276,25 @@ test('RL.TOP through raw RL.THROTTLE refusals counts each refused key once per c
     redis.disconnect();
   }
 });
+
+test('the manifest\'s keys "none": KEYS empty, ARGV the head and every argument', async (t) => {
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const path = require('node:path');
+  const { executeLua } = rl;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rl-lua-none-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  // A script that answers what it was given.
+  fs.writeFileSync(path.join(dir, 'ratelimit.lua'), 'local out = {#KEYS}\nfor _, k in ipairs(KEYS) do out[#out + 1] = k end\n' +
+    "out[#out + 1] = '|'\nfor _, a in ipairs(ARGV) do out[#out + 1] = a end\nreturn out\n");
+  fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify({ commands: {
+    'RL.TOP': { prefix: '-- top\n', keys: 'none', readonly: true },
+    'RL.CHARGE': { prefix: '-- charge\n', keys: 'first', readonly: false },
+  } }));
+  const redis = new Redis(bare.port, '127.0.0.1');
+  t.after(() => redis.disconnect());
+  assert.deepEqual(await executeLua(redis, ['RL.TOP', 'COUNT', 5], { luaDir: dir }), [0, '|', '', 'COUNT', '5']);
+  assert.deepEqual(await executeLua(redis, ['RL.TOP'], { luaDir: dir }), [0, '|', '']);
+  assert.deepEqual(await executeLua(redis, ['RL.CHARGE', 'k', 'SLIDE', 1, 60, 2], { luaDir: dir }),
+    [1, 'k', '|', '', 'SLIDE', '1', '60', '2']);
+});
