@@ -24,6 +24,11 @@
 -- measured in bench/results/2026-12-01-lua.md) and each kind's usual call
 -- (fast/ and lib/; fast() exists so that a usual call never makes lib()'s
 -- hundreds of functions).
+-- RL.TOP needs the module: a script keeps nothing between calls and may
+-- touch only its declared keys, so it has no summary of refusals to show.
+if entry == 'top' then
+  return {err = 'ERR RL.TOP needs the module: the Lua backend keeps no summary of refusals'}
+end
 do
   -- Exact arithmetic in doubles, used wherever every value is an integer
   -- below 2^52 (a double holds it, and a % b is exact); the big integers of
@@ -1180,15 +1185,23 @@ do
     end
     local function upper(s) return string.upper(s) end
     local function max_time(unit) if unit == S_NS then return MAX_SECONDS end return MAX_SECONDS * 1000 end
+    -- MAXWAIT w, in ns (a big integer): 0 to the maximum time in `unit`.
+    local function max_wait(s, unit)
+      local w = parse_int(s, 0, max_time(unit))
+      if w == nil then throw(range_error('MAXWAIT', 0, max_time(unit), unit)) end
+      return bmul(big(w), big(unit))
+    end
 
     -- The kinds: parameters (name, kind, min, max) and options, as the module's table.
+    -- BLOCK b: an option of every kind but LEASE (its value at P.block, µs).
+    local BLOCK = {'BLOCK', 'dur', block = true}
     local UNITS = {'MINUTE', 'HOUR', 'DAY', 'WEEK', 'MONTH', 'YEAR'}
     local KINDS = {
-      THROTTLE = {name = 'THROTTLE', params = {{'max_burst', 'int', 0, 1000000000000}, {'count', 'int', 1, 4294967295}, {'period', 'dur'}}, options = {}},
-      SLIDE = {name = 'SLIDE', params = {{'limit', 'int', 1, 1000000}, {'window', 'dur'}}, options = {{'PRECISION', 'dur0'}}},
-      SLICE = {name = 'SLICE', params = {{'limit', 'int', 1, 4294967295}, {'window', 'dur'}, {'slices', 'int', 1, 86400}}, options = {}},
+      THROTTLE = {name = 'THROTTLE', params = {{'max_burst', 'int', 0, 1000000000000}, {'count', 'int', 1, 4294967295}, {'period', 'dur'}}, options = {BLOCK}},
+      SLIDE = {name = 'SLIDE', params = {{'limit', 'int', 1, 1000000}, {'window', 'dur'}}, options = {{'PRECISION', 'dur0'}, BLOCK}},
+      SLICE = {name = 'SLICE', params = {{'limit', 'int', 1, 4294967295}, {'window', 'dur'}, {'slices', 'int', 1, 86400}}, options = {BLOCK}},
       LEASE = {name = 'LEASE', params = {{'limit', 'int', 1, 1000000}, {'ttl', 'dur'}}, options = {}, takes_id = true, no_refund = true},
-      QUOTA = {name = 'QUOTA', params = {{'limit', 'int', 1, 1000000000000000}, {'unit', 'word'}}, options = {{'TZ', 'text'}}},
+      QUOTA = {name = 'QUOTA', params = {{'limit', 'int', 1, 1000000000000000}, {'unit', 'word'}}, options = {{'TZ', 'text'}, BLOCK}},
     }
     local KIND_WORDS = 'THROTTLE, SLIDE, SLICE, LEASE or QUOTA'
 
@@ -1210,7 +1223,9 @@ do
     local function expects(kind)
       local names = {}
       for _, p in ipairs(kind.params) do names[#names + 1] = p[1] end
-      for _, o in ipairs(kind.options) do names[#names + 1] = '[' .. o[1] .. ' value]' end
+      for _, o in ipairs(kind.options) do
+        if not o.block then names[#names + 1] = '[' .. o[1] .. ' value]' end
+      end
       return table.concat(names, ' ')
     end
 
@@ -1400,8 +1415,8 @@ do
       for i, o in ipairs(kind.options) do
         local w = options[i]
         if w ~= nil then
-          if o[2] == 'dur0' then
-            opt[i] = parse_int(w, 0, max_time(unit))
+          if o[2] == 'dur0' or o[2] == 'dur' then
+            opt[i] = parse_int(w, o[2] == 'dur' and 1 or 0, max_time(unit))
             if opt[i] == nil then throw(value_error(o, unit)) end
           else
             if #w < 1 or #w > 64 then throw(value_error(o, unit)) end
@@ -1411,6 +1426,9 @@ do
       end
       local us_per = unit / 1000 -- microseconds per unit
       local P = {kind = kind.name, unit = unit}
+      for i, o in ipairs(kind.options) do
+        if o.block and opt[i] then P.block = opt[i] * us_per end
+      end
       if kind.name == 'THROTTLE' then
         P.cap = v[1] + 1
         P.count = v[2]
@@ -1461,8 +1479,12 @@ do
       return false
     end
 
-    -- Finds the spec starting at words[at]: kind, parameter words, options, next.
-    local function find_spec(words, at, index)
+    -- Finds the spec starting at words[at]: kind, parameter words, options,
+    -- next, and (in a several-limit call, index > 0) its own options, any
+    -- order with the kind's: {units = n, shadow = true}. `no_block`: RL.REFUND
+    -- and RL.CHARGE, whose specs take no BLOCK (the word is then not an
+    -- option).
+    local function find_spec(words, at, index, no_block)
       local word = words[at]
       local kind = word and KINDS[upper(word)]
       if kind == nil then
@@ -1477,23 +1499,42 @@ do
       local params = {}
       for i = 1, n do params[i] = words[at + i] end
       local options = {}
+      local limit = {}
       local nxt = at + 1 + n
-      while true do
-        local o = option_index(kind, words[nxt])
-        if o == nil then break end
-        local function spec_err(text)
-          if index == 0 then throw(text) end
-          throw('ERR spec ' .. index .. ' (' .. kind.name .. '): ' .. string.sub(text, 5))
-        end
-        local value = words[nxt + 1]
-        if value == nil then spec_err(value_error(kind.options[o], S_NS)) end
-        if options[o] ~= nil then spec_err('ERR ' .. kind.options[o][1] .. ' is given more than once') end
-        options[o] = value
-        nxt = nxt + 2
+      local function spec_err(text)
+        if index == 0 then throw(text) end
+        throw('ERR spec ' .. index .. ' (' .. kind.name .. '): ' .. string.sub(text, 5))
       end
-      return kind, params, options, nxt
+      while true do
+        local w = words[nxt] and upper(words[nxt])
+        local o = option_index(kind, w)
+        if kind.name == 'LEASE' and not no_block and w == 'BLOCK' then spec_err('ERR LEASE takes no BLOCK') end
+        if o and not (no_block and kind.options[o].block) then
+          local value = words[nxt + 1]
+          if value == nil then spec_err(value_error(kind.options[o], S_NS)) end
+          if options[o] ~= nil then spec_err('ERR ' .. kind.options[o][1] .. ' is given more than once') end
+          options[o] = value
+          nxt = nxt + 2
+        elseif index > 0 and w == 'UNITS' then
+          if limit.units then spec_err('ERR UNITS is given more than once') end
+          limit.units = parse_int(words[nxt + 1], 0, MAX_QUANTITY)
+          if limit.units == nil then spec_err(range_error('UNITS', 0, MAX_QUANTITY, nil)) end
+          nxt = nxt + 2
+        elseif index > 0 and w == 'SHADOW' then
+          if limit.shadow then spec_err('ERR SHADOW is given more than once') end
+          limit.shadow = true
+          nxt = nxt + 1
+        else
+          break
+        end
+      end
+      if limit.shadow then
+        for i, o in ipairs(kind.options) do
+          if o.block and options[i] ~= nil then spec_err('ERR SHADOW takes no BLOCK') end
+        end
+      end
+      return kind, params, options, nxt, limit
     end
-
     -- Time and keys -----------------------------------------------------------
 
     -- Now, in µs: the head's clock, else the server's TIME. A server that
@@ -1522,25 +1563,63 @@ do
       if type(t) == 'table' then t = t.ok end
       return t
     end
+    -- BLOCK: a blocked key's block end (Unix µs) is kept in the kind's own
+    -- value, so that a key never blocked keeps the representation it has
+    -- without BLOCK: a string (THROTTLE, QUOTA) takes the prefix `B<end>|`,
+    -- SLIDE's header (list element 0) and SLICE's field `S` one more field,
+    -- `|<end>`. Every fast path's pattern refuses the marked value, so a
+    -- marked key takes the full code, and each write (the kind's store, which
+    -- writes the value or header anew) drops a block that has ended.
+    local function unmark(kind, v)
+      local e, rest
+      if kind == 'THROTTLE' or kind == 'QUOTA' then e, rest = string.match(v, '^B(%d+)|(.*)$')
+      elseif kind == 'SLIDE' then rest, e = string.match(v, '^(S|%d+|%d+|%d+|[01]|%d+|%d+|%d+)|(%d+)$')
+      elseif kind == 'SLICE' then rest, e = string.match(v, '^(%d+|%d+|%d+|%d+|%d+)|(%d+)$') end
+      if e == nil then return v, 0 end
+      return rest, tonumber(e)
+    end
     local function load(kind, key)
       local t = key_type(key)
-      if t == 'none' then return nil end
+      if t == 'none' then return nil, 0 end
       if kind == 'THROTTLE' or kind == 'QUOTA' then
         if t ~= 'string' then throw(WRONGTYPE.err) end
-        local s = redis.call('GET', key)
+        local s, e = unmark(kind, redis.call('GET', key))
         local tag = string.sub(s, 1, 2)
         if tag ~= TAGS[kind] and not (kind == 'THROTTLE' and tag == 'g|') then throw(WRONGTYPE.err) end
-        return s
+        return s, e
       elseif kind == 'SLIDE' then
         if t ~= 'list' then throw(WRONGTYPE.err) end
         local all = redis.call('LRANGE', key, 0, -1)
         if string.sub(all[1] or '', 1, 2) ~= 'S|' then throw(WRONGTYPE.err) end
-        return all
+        local e
+        all[1], e = unmark(kind, all[1])
+        return all, e
       else
         if t ~= 'hash' then throw(WRONGTYPE.err) end
         local mark = kind == 'SLICE' and 'S' or 'L'
         if redis.call('HEXISTS', key, mark) == 0 then throw(WRONGTYPE.err) end
-        return redis.call('HGETALL', key)
+        local flat = redis.call('HGETALL', key)
+        local e = 0
+        if kind == 'SLICE' then
+          for i = 1, #flat, 2 do
+            if flat[i] == 'S' then flat[i + 1], e = unmark(kind, flat[i + 1]) end
+          end
+        end
+        return flat, e
+      end
+    end
+    -- Marks the key (which holds the kind's value) blocked until `e` (µs).
+    local function mark_block(kind, key, e)
+      local es = string.format('%d', e)
+      if kind == 'THROTTLE' or kind == 'QUOTA' then
+        local v = unmark(kind, redis.call('GET', key))
+        redis.call('SET', key, 'B' .. es .. '|' .. v, 'KEEPTTL')
+      elseif kind == 'SLIDE' then
+        local v = unmark(kind, redis.call('LINDEX', key, 0))
+        redis.call('LSET', key, 0, v .. '|' .. es)
+      else
+        local v = unmark(kind, redis.call('HGET', key, 'S'))
+        redis.call('HSET', key, 'S', v .. '|' .. es)
       end
     end
 
@@ -1576,6 +1655,7 @@ do
       end
       local retry = -1
       if type(d.retry) ~= 'nil' and d.retry ~= 'never' then retry = after(d.retry) end
+      if d.turn then retry = after(d.turn) end
       local remaining = d.remaining
       if remaining > d.limit then remaining = d.limit end
       if remaining < 0 then remaining = 0 end
@@ -1651,6 +1731,39 @@ do
       local update = nil
       if not limited and q > 0 then update = ttl_after end
       return d, update
+    end
+    -- MAXWAIT: the request's turn, a ns offset from now (BZERO: at once),
+    -- from which its new TAT is at most the tolerance ahead; nil when it can
+    -- never fit (src/core/throttle.rs, `turn`).
+    function throttle.turn(st, P, q)
+      if q > P.cap then return nil end
+      local now_s = bmul(NOW_NS, big(P.count))
+      local ahead = bsub(badd(bmax(tat_scaled(st, P), now_s), bmul(big(q), P.period)), now_s)
+      local late = bsub(ahead, P.tolerance)
+      if biszero(late) then return BZERO end
+      return bdiv_ceil(late, P.count)
+    end
+    -- The request booked for a turn at `at` (a ns offset from now, at or
+    -- after its own turn): recorded now as a request allowed at the instant it
+    -- goes, TAT + q x T from its own turn, max(at, TAT) + q x T from a later
+    -- one (another limit's). Allowed, its `turn` its own; remaining and reset
+    -- after the booking (`book`).
+    function throttle.book(st, P, at, q)
+      local own = throttle.turn(st, P, q)
+      if own == nil then return throttle.decide(st, P, q) end
+      if q == 0 then
+        local d = throttle.decide(st, P, 0)
+        d.limited, d.retry, d.turn = false, nil, own
+        return d
+      end
+      local now_s = bmul(NOW_NS, big(P.count))
+      local tat_s = tat_scaled(st, P)
+      local start
+      if bcmp(at, own) <= 0 then start = bmax(tat_s, now_s)
+      else start = bmax(tat_s, badd(now_s, bmul(at, big(P.count)))) end
+      local ahead = bsub(badd(start, bmul(big(q), P.period)), now_s)
+      local remaining = bnum(bmin(intervals(bsub(P.tolerance, ahead), P), big(P.cap)))
+      return {limited = false, limit = P.cap, remaining = remaining, turn = own, reset = bdiv_ceil(ahead, P.count)}, ahead
     end
     function throttle.apply(st, update, P)
       if update.whole then return {whole = bparse(update.whole), frac = update.frac, den = P.count} end
@@ -2393,6 +2506,33 @@ do
       if algo == lease then lease.store(key, new, old) else algo.store(key, new, before) end
     end
 
+    local function tobig(x) if type(x) == 'number' then return big(x) end return x end
+    -- BLOCK: the decision on a key blocked until `e` (µs, after now), as the
+    -- module's (src/core/block.rs): limited, remaining 0, nothing recorded;
+    -- retry the later of the block's end and the limiter's own (a peek: the
+    -- block's end; a request that can never fit: never); reset never before
+    -- the block's end.
+    local function held_by_block(d, e, q)
+      local off = off_us(e)
+      local retry
+      if q == 0 or d.retry == nil then retry = off
+      elseif d.retry == 'never' then retry = 'never'
+      else retry = bmax(tobig(d.retry), off) end
+      return {limited = true, limit = d.limit, remaining = 0, retry = retry, reset = bmax(tobig(d.reset), off)}
+    end
+    -- A decision with the key's block (`bl`, µs; 0 none) and the limit's
+    -- BLOCK: on a blocked key, held; a refusal of q >= 1 that can fit, by a
+    -- limit with BLOCK, starts a block until now + b (returned) and answers
+    -- as held. Else the kind's own decision and update.
+    local function with_block(d, u, bl, P, q)
+      if bl > NOW then return held_by_block(d, bl, q), nil, nil end
+      if d.limited and q > 0 and d.retry ~= 'never' and P.block then
+        local e = NOW + P.block
+        return held_by_block(d, e, q), nil, e
+      end
+      return d, u, nil
+    end
+
     -- RL.<NAME> key <params> [lease_id] [quantity] [MS] [options]
     local function limiter(name)
       return run(function()
@@ -2401,7 +2541,7 @@ do
         local n = #kind.params
         local quantity_at = n + (kind.takes_id and 1 or 0)
         if NARGS < 1 + quantity_at then throw(err_arity('RL.' .. name).err) end
-        if NARGS + 1 > 12 then throw("ERR unknown argument '" .. printable(arg(12)) .. "'") end
+        if NARGS + 1 > 14 then throw("ERR unknown argument '" .. printable(arg(14)) .. "'") end
         local words = {}
         for i = 2, NARGS do words[#words + 1] = arg(i) end
         local params = {}
@@ -2411,12 +2551,19 @@ do
         local tail = {unit = S_NS}
         local q = 1
         local options = {}
+        local wait_word
         local i = quantity_at + 1
         while words[i] ~= nil do
           local word = words[i]
           if ms_or_at(words, i, tail) then
+          elseif upper(word) == 'MAXWAIT' then
+            if name ~= 'THROTTLE' then throw('ERR MAXWAIT takes THROTTLE limits only') end
+            if wait_word then throw('ERR MAXWAIT is given more than once') end
+            i = i + 1
+            wait_word = words[i] or ''
           else
             local o = option_index(kind, word)
+            if name == 'LEASE' and upper(word) == 'BLOCK' then throw('ERR LEASE takes no BLOCK') end
             if o then
               i = i + 1
               if words[i] == nil then throw(value_error(kind.options[o], tail.unit)) end
@@ -2431,18 +2578,27 @@ do
           i = i + 1
         end
         local P = read_params(kind, params, options, tail.unit)
+        local wait = wait_word and max_wait(wait_word, tail.unit)
         read_clock()
         local key = KEYS[1]
-        local raw = load(name, key)
+        local raw, bl = load(name, key)
         local st = parse_state(algo, raw)
         local old = name == 'LEASE' and copy_leases(st) or nil
         local before = expire_ms(key)
         local d, u = algo.decide(st, P, q, id)
+        if wait and bl <= NOW then
+          -- MAXWAIT: granted for its turn when that comes within the wait.
+          local own = throttle.turn(st, P, q)
+          if own and bcmp(own, wait) <= 0 then d, u = throttle.book(st, P, own, q) end
+        end
+        local starts
+        d, u, starts = with_block(d, u, bl, P, q)
         if u then
           local new = algo.apply(st, u, P)
           store_state(algo, key, new, old, before)
           expire_later(key, before, d.reset, true)
         elseif d.limited and q > 0 and raw ~= nil then
+          if starts then mark_block(name, key, starts) end
           expire_later(key, before, d.reset, false)
         end
         return reply_of(d, tail.unit)
@@ -2485,22 +2641,24 @@ do
     end
 
     -- What a key of this backend holds: its kind and parsed state; nil when missing.
+    -- What a key of this backend holds: its kind, parsed state and block end
+    -- (µs, 0 none); nil when missing.
     local function held(key)
       local t = key_type(key)
       if t == 'none' then return nil end
+      local name
       if t == 'string' then
-        local s = redis.call('GET', key)
-        local tag = string.sub(s, 1, 2)
-        if tag == 'G|' or tag == 'g|' then return 'THROTTLE', throttle.parse(s) end
-        if tag == 'Q|' then return 'QUOTA', quota.parse(s) end
+        local tag = string.sub(unmark('THROTTLE', redis.call('GET', key)), 1, 2)
+        if tag == 'G|' or tag == 'g|' then name = 'THROTTLE' elseif tag == 'Q|' then name = 'QUOTA' end
       elseif t == 'list' then
-        local all = redis.call('LRANGE', key, 0, -1)
-        if string.sub(all[1] or '', 1, 2) == 'S|' then return 'SLIDE', slide.parse(all) end
+        if string.sub(redis.call('LINDEX', key, 0) or '', 1, 2) == 'S|' then name = 'SLIDE' end
       elseif t == 'hash' then
-        if redis.call('HEXISTS', key, 'S') == 1 then return 'SLICE', slice.parse(redis.call('HGETALL', key)) end
-        if redis.call('HEXISTS', key, 'L') == 1 then return 'LEASE', lease.parse(redis.call('HGETALL', key)) end
+        if redis.call('HEXISTS', key, 'S') == 1 then name = 'SLICE'
+        elseif redis.call('HEXISTS', key, 'L') == 1 then name = 'LEASE' end
       end
-      throw(WRONGTYPE.err)
+      if name == nil then throw(WRONGTYPE.err) end
+      local raw, bl = load(name, key)
+      return name, ALGO[name].parse(raw), bl
     end
 
     -- RL.INSPECT key
@@ -2509,7 +2667,7 @@ do
         if NARGS ~= 1 then throw(err_arity('RL.INSPECT').err) end
         read_clock()
         local key = KEYS[1]
-        local name, st = held(key)
+        local name, st, bl = held(key)
         if name == nil then return false end
         local at = expire_ms(key)
         local ttl = -1
@@ -2521,6 +2679,10 @@ do
         for i = 1, #fields, 2 do
           out[#out + 1] = {ok = fields[i]}
           out[#out + 1] = fields[i + 1]
+        end
+        if bl > NOW then
+          out[#out + 1] = {ok = 'blocked_until'}
+          out[#out + 1] = ceil_div(bl, 1000)
         end
         return out
       end)
@@ -2539,8 +2701,12 @@ do
         if NARGS + 1 > 15 then throw("ERR unknown argument '" .. printable(arg(15)) .. "'") end
         local words = {}
         for i = 2, NARGS do words[#words + 1] = arg(i) end
-        local kind, params, options, nxt = find_spec(words, 1, 0)
+        local kind, params, options, nxt = find_spec(words, 1, 0, true)
         if kind.no_refund then throw('ERR ' .. cmd .. ' does not take a ' .. kind.name .. ' spec') end
+        -- A several-limit spec's own options, and BLOCK, are none of this
+        -- command's.
+        local w = words[nxt] and upper(words[nxt])
+        if w == 'UNITS' or w == 'SHADOW' or w == 'BLOCK' then throw("ERR unknown argument '" .. printable(words[nxt]) .. "'") end
         if nxt > #words then throw('ERR ' .. kind.name .. ' expects ' .. expects(kind) .. ' quantity') end
         local q = integer(words[nxt], 'quantity', charge and 1 or 0, MAX_QUANTITY)
         local tail = {unit = S_NS}
@@ -2551,18 +2717,26 @@ do
         read_clock()
         local key = KEYS[1]
         local algo = ALGO[kind.name]
-        local raw = load(kind.name, key)
+        local raw, bl = load(kind.name, key)
         local st = parse_state(algo, raw)
+        -- What a peek answers, the key's block included (neither lifts it).
+        local function peek(s) return (with_block(algo.decide(s, P, 0), nil, bl, P, 0)) end
         if not charge then
-          if raw == nil or q == 0 then return reply_of(algo.decide(st, P, 0), tail.unit) end
+          if raw == nil or q == 0 then return reply_of(peek(st), tail.unit) end
         end
         local before = expire_ms(key)
+        local kept = st
         if charge then st = algo.charge(st, P, q) else st = algo.refund(st, P, q) end
-        local d = algo.decide(st, P, 0)
+        if st == nil and bl > NOW then
+          -- A SLICE refund that empties a blocked key: it keeps the block.
+          st = {window = P.window, slices = P.slices, head = kept.head, counts = {}, stored = kept.stored}
+        end
+        local d = peek(st)
         if d.reset == 0 or (type(d.reset) == 'table' and biszero(d.reset)) then
           redis.call('DEL', key)
         else
           algo.store(key, st, before)
+          if bl > NOW then mark_block(kind.name, key, bl) end
           expire_later(key, before, d.reset, true)
         end
         return reply_of(d, tail.unit)
@@ -2575,13 +2749,16 @@ do
       if type(r) == 'number' then return 1, big(r) end
       return 1, r
     end
-    local function tobig(x) if type(x) == 'number' then return big(x) end return x end
-    local function binding(ds)
+    -- The binding limit among the enforced ones (`enforced[i]`; SHADOW limits
+    -- never bind): when one refuses, the refusing one with the largest retry
+    -- (never largest); else the longest wait for its turn (MAXWAIT), then the
+    -- least remaining, then the larger reset; then the lower index.
+    local function binding(ds, enforced)
       local any = false
-      for _, d in ipairs(ds) do if d.limited then any = true end end
+      for i, d in ipairs(ds) do if d.limited and enforced[i] then any = true end end
       local best = nil
       for i, d in ipairs(ds) do
-        if not (any and not d.limited) then
+        if enforced[i] and not (any and not d.limited) then
           local better
           if best == nil then better = true
           elseif any then
@@ -2590,7 +2767,9 @@ do
             better = a > b or (a == b and bcmp(x, y) > 0)
           else
             local b = ds[best]
-            better = d.remaining < b.remaining or (d.remaining == b.remaining and bcmp(tobig(d.reset), tobig(b.reset)) > 0)
+            local c = bcmp(d.turn or BZERO, b.turn or BZERO)
+            better = c > 0 or (c == 0 and (d.remaining < b.remaining
+              or (d.remaining == b.remaining and bcmp(tobig(d.reset), tobig(b.reset)) > 0)))
           end
           if better then best = i end
         end
@@ -2598,12 +2777,13 @@ do
       return best
     end
 
-    -- RL.ALLOW / RL.PEEK numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS] [ID id]
+    -- RL.ALLOW / RL.PEEK numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS]
+    -- [MAXWAIT w] [ID id], each spec with its own [UNITS n] [SHADOW]
     local function several(write)
       local cmd = write and 'RL.ALLOW' or 'RL.PEEK'
       return run(function()
         if NARGS + 1 < 6 then throw(err_arity(cmd).err) end
-        if NARGS + 1 > 105 then throw("ERR unknown argument '" .. printable(arg(105)) .. "'") end
+        if NARGS + 1 > 187 then throw("ERR unknown argument '" .. printable(arg(187)) .. "'") end
         local words = {}
         for i = 1, NARGS do words[i] = arg(i) end
         local count = integer(words[1], 'numkeys', 1, 16)
@@ -2617,16 +2797,20 @@ do
         local at = count + 2
         for index = 1, count do
           if at > #words then throw('ERR spec ' .. index .. ' is missing: ' .. count .. ' keys need ' .. count .. ' specs') end
-          local kind, params, options, nxt = find_spec(words, at, index)
-          found[index] = {kind, params, options}
+          local kind, params, options, nxt, limit = find_spec(words, at, index)
+          found[index] = {kind, params, options, limit}
           at = nxt
         end
         local tail = {unit = S_NS}
-        local q, q_given, id = 1, false, nil
+        local q, q_given, id, wait_word = 1, false, nil, nil
         local i = at
         while words[i] ~= nil do
           local w = upper(words[i])
           if ms_or_at(words, i, tail) then
+          elseif w == 'MAXWAIT' then
+            if wait_word then throw('ERR MAXWAIT is given more than once') end
+            i = i + 1
+            wait_word = words[i] or ''
           elseif w == 'QUANTITY' then
             if q_given then throw('ERR QUANTITY is given more than once') end
             q_given = true
@@ -2641,6 +2825,7 @@ do
           end
           i = i + 1
         end
+        local wait = wait_word and max_wait(wait_word, tail.unit)
         local specs = {}
         for index, f in ipairs(found) do
           local ok, res = pcall(read_params, f[1], f[2], f[3], tail.unit)
@@ -2652,41 +2837,89 @@ do
           end
           specs[index] = res
         end
+        if wait then
+          for index, f in ipairs(found) do
+            if f[1].name ~= 'THROTTLE' then throw('ERR MAXWAIT takes THROTTLE limits only: spec ' .. index .. ' is ' .. f[1].name) end
+          end
+        end
+        local enforced, all_shadow = {}, true
+        for index, f in ipairs(found) do
+          enforced[index] = not f[4].shadow
+          if enforced[index] then all_shadow = false end
+        end
+        if all_shadow then throw('ERR at least one spec must be enforced: every spec is SHADOW') end
         local needs = nil
         for _, f in ipairs(found) do if f[1].takes_id then needs = f[1].name; break end end
         if needs and id == nil and write then throw('ERR a ' .. needs .. ' spec needs the ID option: ID lease_id') end
         if needs == nil and id ~= nil then throw('ERR ID is given but no spec takes it') end
 
         read_clock()
-        local takes = write and q > 0
+        -- Each limit's units: its own (UNITS), else the call's quantity.
+        local qs, takes = {}, false
+        for index, f in ipairs(found) do
+          qs[index] = f[4].units or q
+          if write and qs[index] > 0 then takes = true end
+        end
         local limits, ds = {}, {}
         for index, P in ipairs(specs) do
           local key = KEYS[index]
           local algo = ALGO[P.kind]
-          local raw = load(P.kind, key)
-          local st = parse_state(algo, raw)
-          local d, u = algo.decide(st, P, q, id)
-          limits[index] = {key = key, algo = algo, raw = raw, st = st, u = u, P = P,
-            old = P.kind == 'LEASE' and copy_leases(st) or nil}
+          local raw, bl = load(P.kind, key)
+          limits[index] = {key = key, algo = algo, raw = raw, bl = bl, st = parse_state(algo, raw), P = P}
+        end
+        -- MAXWAIT: the call goes at the latest turn of its enforced limits,
+        -- when each comes within the wait; every limit that fits by then is
+        -- booked at that turn. A refused call shows each limit that fits
+        -- within the wait booked at its own turn (src/core/wait.rs).
+        local bookings = {}
+        if wait then
+          local turns, call = {}, BZERO
+          for index, l in ipairs(limits) do
+            local t = throttle.turn(l.st, l.P, qs[index])
+            if t and bcmp(t, wait) > 0 then t = nil end
+            turns[index] = t or false -- (false: never within the wait; ipairs goes on)
+            if enforced[index] and call then
+              if not t then call = nil elseif bcmp(t, call) > 0 then call = t end
+            end
+          end
+          for index, own in ipairs(turns) do
+            if own then
+              if call == nil then bookings[index] = own
+              elseif bcmp(own, call) <= 0 then bookings[index] = call end
+            end
+          end
+        end
+        for index, l in ipairs(limits) do
+          local d, u = l.algo.decide(l.st, l.P, qs[index], id)
+          if bookings[index] and l.bl <= NOW then d, u = throttle.book(l.st, l.P, bookings[index], qs[index]) end
+          d, l.u, l.starts = with_block(d, u, l.bl, l.P, qs[index])
+          l.old = l.P.kind == 'LEASE' and copy_leases(l.st) or nil
           ds[index] = d
         end
         local allowed = true
-        for _, d in ipairs(ds) do if d.limited then allowed = false end end
+        for index, d in ipairs(ds) do if d.limited and enforced[index] then allowed = false end end
         if takes then
           for index, l in ipairs(limits) do
             local before = expire_ms(l.key)
-            if allowed then
-              if l.u then store_state(l.algo, l.key, l.algo.apply(l.st, l.u, l.P), l.old, before) end
-              expire_later(l.key, before, ds[index].reset, true)
-            elseif l.raw ~= nil then
-              local d0 = l.algo.decide(parse_state(l.algo, l.raw), l.P, 0, nil)
-              expire_later(l.key, before, d0.reset, false)
+            if allowed and not ds[index].limited then
+              if l.u then
+                store_state(l.algo, l.key, l.algo.apply(l.st, l.u, l.P), l.old, before)
+                expire_later(l.key, before, ds[index].reset, true)
+              end
+            elseif qs[index] > 0 then
+              if l.starts then
+                mark_block(l.P.kind, l.key, l.starts)
+                expire_later(l.key, before, ds[index].reset, false)
+              elseif l.raw ~= nil then
+                local d0 = l.algo.decide(parse_state(l.algo, l.raw), l.P, 0, nil)
+                expire_later(l.key, before, d0.reset, false)
+              end
             end
           end
         end
         local fives = {}
         for index, d in ipairs(ds) do fives[index] = reply_of(d, tail.unit) end
-        local b = binding(ds)
+        local b = binding(ds, enforced)
         local out = {}
         for k = 1, 5 do out[k] = fives[b][k] end
         out[6] = b

@@ -15,8 +15,8 @@ local function read_params(kind, words, options, unit)
   for i, o in ipairs(kind.options) do
     local w = options[i]
     if w ~= nil then
-      if o[2] == 'dur0' then
-        opt[i] = parse_int(w, 0, max_time(unit))
+      if o[2] == 'dur0' or o[2] == 'dur' then
+        opt[i] = parse_int(w, o[2] == 'dur' and 1 or 0, max_time(unit))
         if opt[i] == nil then throw(value_error(o, unit)) end
       else
         if #w < 1 or #w > 64 then throw(value_error(o, unit)) end
@@ -26,6 +26,9 @@ local function read_params(kind, words, options, unit)
   end
   local us_per = unit / 1000 -- microseconds per unit
   local P = {kind = kind.name, unit = unit}
+  for i, o in ipairs(kind.options) do
+    if o.block and opt[i] then P.block = opt[i] * us_per end
+  end
   if kind.name == 'THROTTLE' then
     P.cap = v[1] + 1
     P.count = v[2]
@@ -76,8 +79,12 @@ local function ms_or_at(words, i, tail)
   return false
 end
 
--- Finds the spec starting at words[at]: kind, parameter words, options, next.
-local function find_spec(words, at, index)
+-- Finds the spec starting at words[at]: kind, parameter words, options,
+-- next, and (in a several-limit call, index > 0) its own options, any
+-- order with the kind's: {units = n, shadow = true}. `no_block`: RL.REFUND
+-- and RL.CHARGE, whose specs take no BLOCK (the word is then not an
+-- option).
+local function find_spec(words, at, index, no_block)
   local word = words[at]
   local kind = word and KINDS[upper(word)]
   if kind == nil then
@@ -92,20 +99,39 @@ local function find_spec(words, at, index)
   local params = {}
   for i = 1, n do params[i] = words[at + i] end
   local options = {}
+  local limit = {}
   local nxt = at + 1 + n
-  while true do
-    local o = option_index(kind, words[nxt])
-    if o == nil then break end
-    local function spec_err(text)
-      if index == 0 then throw(text) end
-      throw('ERR spec ' .. index .. ' (' .. kind.name .. '): ' .. string.sub(text, 5))
-    end
-    local value = words[nxt + 1]
-    if value == nil then spec_err(value_error(kind.options[o], S_NS)) end
-    if options[o] ~= nil then spec_err('ERR ' .. kind.options[o][1] .. ' is given more than once') end
-    options[o] = value
-    nxt = nxt + 2
+  local function spec_err(text)
+    if index == 0 then throw(text) end
+    throw('ERR spec ' .. index .. ' (' .. kind.name .. '): ' .. string.sub(text, 5))
   end
-  return kind, params, options, nxt
+  while true do
+    local w = words[nxt] and upper(words[nxt])
+    local o = option_index(kind, w)
+    if kind.name == 'LEASE' and not no_block and w == 'BLOCK' then spec_err('ERR LEASE takes no BLOCK') end
+    if o and not (no_block and kind.options[o].block) then
+      local value = words[nxt + 1]
+      if value == nil then spec_err(value_error(kind.options[o], S_NS)) end
+      if options[o] ~= nil then spec_err('ERR ' .. kind.options[o][1] .. ' is given more than once') end
+      options[o] = value
+      nxt = nxt + 2
+    elseif index > 0 and w == 'UNITS' then
+      if limit.units then spec_err('ERR UNITS is given more than once') end
+      limit.units = parse_int(words[nxt + 1], 0, MAX_QUANTITY)
+      if limit.units == nil then spec_err(range_error('UNITS', 0, MAX_QUANTITY, nil)) end
+      nxt = nxt + 2
+    elseif index > 0 and w == 'SHADOW' then
+      if limit.shadow then spec_err('ERR SHADOW is given more than once') end
+      limit.shadow = true
+      nxt = nxt + 1
+    else
+      break
+    end
+  end
+  if limit.shadow then
+    for i, o in ipairs(kind.options) do
+      if o.block and options[i] ~= nil then spec_err('ERR SHADOW takes no BLOCK') end
+    end
+  end
+  return kind, params, options, nxt, limit
 end
-
