@@ -93,7 +93,10 @@ export interface ShadowDecision {
 
 /** A decision over several limits, possibly across slots (RateLimiter.decide). */
 export interface Decision extends AllowResult {
-  /** 0-based positions of the limits that recorded the request (all when allowed, none when limited). */
+  /**
+   * 0-based positions of the limits that recorded the request: when
+   * allowed, all but the SHADOW limits that would have refused; none when limited.
+   */
   readonly taken: readonly number[];
 }
 
@@ -463,7 +466,9 @@ export class RateLimiter {
    * hash slot in the order of the limits; when a group refuses, what the
    * earlier groups took is given back (RL.REFUND, RL.RELEASE) and the later
    * groups are peeked at (RL.PEEK), so that the binding limit is the one a
-   * single call would name. Without it, one RL.ALLOW.
+   * single call would name. Without it, one RL.ALLOW. SHADOW limits are
+   * never binding; a group of SHADOW limits only (beside enforced limits in
+   * other groups) is decided as decideShadow decides.
    */
   async decide(
     entries: readonly Entry[],
