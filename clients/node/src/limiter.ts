@@ -538,7 +538,8 @@ export class RateLimiter {
 
   /**
    * Gives back what `decide` took on the limits at `indices`: RL.REFUND of
-   * `quantity` on the rate limits, RL.RELEASE of lease `id` on the lease limits.
+   * `quantity` (a limit's own `units` when it has them) on the rate limits,
+   * RL.RELEASE of lease `id` on the lease limits.
    */
   async undo(
     entries: readonly Entry[],
@@ -552,7 +553,9 @@ export class RateLimiter {
       indices.map((i) => {
         const { key, limit } = items[i]!;
         if (limit.kind === 'lease') return id === undefined ? undefined : this.release(key, id, { deadline });
-        return this.refund(key, limit, quantity, { deadline });
+        const units = limit.units ?? quantity;
+        if (BigInt(units) === 0n) return undefined; // nothing was taken
+        return this.refund(key, limit, units, { deadline });
       }),
     );
   }
