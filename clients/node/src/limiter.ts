@@ -8,8 +8,9 @@
 // `ERR ...` reply comes back as an ArgumentError naming the argument (the
 // Lua backend answers the same texts). The one exception is the shape of a
 // JavaScript call that has no command line: RL.ALLOW's limits disagreeing
-// on `ms` (the module's MS is one flag for the whole call) throws a
-// TypeError before sending.
+// on `ms` (the module's MS is one flag for the whole call), settle's
+// amounts not integers or not one per limit, acquire's seconds not whole
+// (converted to ms) throw a TypeError before sending.
 
 import { randomBytes } from 'node:crypto';
 import { type Backend, type BackendChoice, type CommandName, chooseBackend } from './backend';
