@@ -271,7 +271,15 @@ for (const backend of ['module', 'lua']) {
     const second = await limiter.acquireAll(entries, 1000);
     assert.equal(second.index, 2, 'the slower limit binds');
     assert.ok(second.retryAfter >= 1 && second.retryAfter <= 100, `waited ${second.retryAfter}`);
-    await assert.rejects(limiter.acquireAll(entries, 5), RateLimitedError);
+    // One a minute behind a fast limit: refused beyond 5 ms, by the slow one.
+    const slow = [[`rl:{all}:f2`, throttle(0, 20, 1)], [`rl:{all}:m`, throttle(0, 1, 60)]];
+    await limiter.acquireAll(slow, 5);
+    await assert.rejects(limiter.acquireAll(slow, 5), (err) => {
+      assert.ok(err instanceof RateLimitedError, err.name);
+      assert.equal(err.key, 'rl:{all}:m');
+      assert.ok(err.retryAfter > 59000, `retryAfter ${err.retryAfter}`);
+      return true;
+    });
     await assert.rejects(limiter.acquireAll([['rl:{all}:s', slide(1, 1)]], 5), /MAXWAIT takes THROTTLE limits only: spec 1 is SLIDE/);
   });
 }
