@@ -8,7 +8,7 @@
 
 const assert = require('node:assert/strict');
 const { test, before, after } = require('node:test');
-const { installedPackage, Server, raw } = require('./helpers');
+const { installedPackage, Server, raw, clients } = require('./helpers');
 
 const rl = installedPackage();
 const { RateLimiter, connectionOf, throttle, slide, slice, lease, quota, ArgumentError, RateLimitedError } = rl;
@@ -92,15 +92,15 @@ for (const backend of ['module', 'lua']) {
     await assert.rejects(limiter.charge('rl:c:l', lease(2, 30), 1), ArgumentError);
   });
 
-  test(`settle: refund, nothing, charge; every command sent before a reply (${backend})`, async (t) => {
-    const redis = new Redis(srv().port, '127.0.0.1');
-    t.after(() => redis.disconnect());
+  for (const [name, make, close] of clients()) test(`settle through ${name}: refund, nothing, charge; every command sent before a reply (${backend})`, async (t) => {
+    const redis = await make(srv().port);
+    t.after(() => close(redis));
     const rec = recording(redis);
     const limiter = new RateLimiter(rec.connection);
     const entries = [
-      ['rl:{s}:slide', slide(100, 60)],
-      ['rl:{s}:quota', quota(1000, 'DAY')],
-      ['rl:{s}:slice', slice(100, 60, 6)],
+      [`rl:{s}:slide:${name}`, slide(100, 60)],
+      [`rl:{s}:quota:${name}`, quota(1000, 'DAY')],
+      [`rl:{s}:slice:${name}`, slice(100, 60, 6)],
     ];
     const a = await limiter.allow(entries, { quantity: 10 });
     assert.equal(a.limited, false);
@@ -119,8 +119,8 @@ for (const backend of ['module', 'lua']) {
     assert.deepEqual(rec.events.slice(0, 2).map(([e]) => e), ['send', 'send'], 'both sent before the first reply');
     if (backend === 'module') {
       assert.deepEqual(rec.lines, [
-        ['RL.REFUND', 'rl:{s}:slide', 'SLIDE', '100', '60', '6'],
-        ['RL.CHARGE', 'rl:{s}:slice', 'SLICE', '100', '60', '6', '5'],
+        ['RL.REFUND', `rl:{s}:slide:${name}`, 'SLIDE', '100', '60', '6'],
+        ['RL.CHARGE', `rl:{s}:slice:${name}`, 'SLICE', '100', '60', '6', '5'],
       ]);
     } else {
       assert.deepEqual(rec.lines.map((l) => l[0]), ['EVALSHA', 'EVALSHA']);
