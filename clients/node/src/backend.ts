@@ -20,7 +20,9 @@ export type CommandName =
   | 'ALLOW'
   | 'PEEK'
   | 'INSPECT'
-  | 'REFUND';
+  | 'REFUND'
+  | 'CHARGE'
+  | 'TOP';
 
 /** What answers the commands. */
 export interface Backend {

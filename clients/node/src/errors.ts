@@ -54,6 +54,24 @@ export class LeaseRefusedError extends RateLimitError {
 }
 
 /**
+ * A refused `acquire` or `acquireAll`: its wait would be longer than it may
+ * wait (or it can never fit). `result` is the reply (times in ms: acquire
+ * sends MS); `retryAfter` its retry_after in ms (-1: it can never fit).
+ */
+export class RateLimitedError extends RateLimitError {
+  readonly retryAfter: number;
+  readonly key: string;
+  readonly result: Result;
+
+  constructor(key: string, result: Result, why = '') {
+    super(`${key} rate limited${why}: retry after ${result.retryAfter} ms`);
+    this.key = key;
+    this.result = result;
+    this.retryAfter = result.retryAfter;
+  }
+}
+
+/**
  * The client is not connected and will not be by the call's deadline (it is
  * closed, or still connecting when the deadline passed): an outage.
  */
@@ -73,7 +91,11 @@ const PATTERNS: [RegExp, (m: RegExpExecArray) => string][] = [
   [/^\(max_burst \+ 1\) x period \/ count /, () => 'period'],
   [/^a LEASE spec needs the ID option/, () => 'ID'],
   [/^ID is given but/, () => 'ID'],
-  [/^RL\.REFUND does not take a LEASE spec/i, () => 'spec'],
+  [/^RL\.(REFUND|CHARGE) does not take a LEASE spec/i, () => 'spec'],
+  [/^quantity /, () => 'quantity'],
+  [/^(LEASE|SHADOW) takes no BLOCK/, () => 'BLOCK'],
+  [/^MAXWAIT takes THROTTLE limits only/, () => 'MAXWAIT'],
+  [/^at least one spec must be enforced/, () => 'SHADOW'],
   [/^spec \d+ is missing/, () => 'spec'],
   [/^([A-Za-z_][A-Za-z_0-9]*) (must|is given more than once)/, (m) => m[1]!],
 ];
@@ -87,8 +109,8 @@ export function parseArgument(reply: string): { argument: string | undefined; sp
     spec = Number(inSpec[1]);
     rest = rest.slice(inSpec[0].length);
   } else {
-    const missing = /^spec (\d+) is missing/.exec(rest);
-    if (missing) spec = Number(missing[1]);
+    const missing = /^spec (\d+) is missing|^MAXWAIT takes THROTTLE limits only: spec (\d+) is /.exec(rest);
+    if (missing) spec = Number(missing[1] ?? missing[2]);
   }
   for (const [pattern, name] of PATTERNS) {
     const m = pattern.exec(rest);

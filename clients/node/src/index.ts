@@ -8,9 +8,15 @@ export type {
   QuantityOptions,
   SlideCallOptions,
   QuotaCallOptions,
+  BlockCallOptions,
+  ThrottleCallOptions,
   AllowOptions,
+  AcquireOptions,
   Entry,
+  RateEntry,
+  ThrottleEntry,
   Decision,
+  ShadowDecision,
   LeaseContext,
   WithLeaseOptions,
 } from './limiter';
@@ -25,3 +31,14 @@ export { rateLimitHeaders } from './headers';
 export type { NamedLimit } from './headers';
 export { expressRateLimit, fastifyRateLimit, ioredisOptions, isConfigurationError } from './middleware';
 export type { MiddlewareOptions, PolicyEntry, RequestValues, RouteLimits } from './middleware';
+export { openTelemetryMetrics, METER_NAME, DECISIONS, DURATION, RULE, RESULT, BUCKETS } from './metrics';
+export type {
+  DecisionMetrics,
+  RuleOutcome,
+  RequestOutcome,
+  MeterLike,
+  MeterProviderLike,
+  CounterLike,
+  HistogramLike,
+  OpenTelemetryOptions,
+} from './metrics';

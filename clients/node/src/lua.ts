@@ -60,7 +60,8 @@ function luaDirOf(luaDir: string | undefined): string {
 interface Script {
   readonly source: Buffer;
   readonly sha: string;
-  readonly keys: 'first' | 'numkeys';
+  /** How the command line gives its keys: the first argument, numkeys, or none (RL.TOP). */
+  readonly keys: 'first' | 'numkeys' | 'none';
 }
 
 const manifests = new Map<string, Map<string, Script>>();
@@ -80,7 +81,7 @@ function scriptsOf(dir: string): Map<string, Script> {
   };
   const body = read('ratelimit.lua');
   const manifest = JSON.parse(read('manifest.json').toString('utf8')) as {
-    commands: Record<string, { prefix: string; keys: 'first' | 'numkeys' }>;
+    commands: Record<string, { prefix: string; keys: 'first' | 'numkeys' | 'none' }>;
   };
   found = new Map();
   for (const [name, entry] of Object.entries(manifest.commands)) {
@@ -104,6 +105,7 @@ export function scriptSource(command: string, luaDir?: string): Buffer {
 
 // The keys (KEYS) and the other arguments (ARGV after the head).
 function split(script: Script, args: readonly CommandArg[]): [CommandArg[], CommandArg[]] {
+  if (script.keys === 'none') return [[], [...args]];
   if (script.keys === 'numkeys') {
     const word = args.length > 0 ? argBytes(args[0]!).toString('latin1') : '';
     const n = /^[0-9]{1,2}$/.test(word) ? Number(word) : 0;
@@ -190,9 +192,11 @@ function isRefused(err: unknown): boolean {
   return err instanceof Error && err.message.startsWith(TIME_REFUSED);
 }
 
-/** The key that routes a command line on a cluster: its first key. */
-function firstKey(name: string, args: readonly CommandArg[]): CommandArg | undefined {
-  if (name === 'RL.ALLOW' || name === 'RL.PEEK') return args[1];
+/** The key that routes a command line on a cluster: its first key (none for a command without keys). */
+function firstKey(name: string, args: readonly CommandArg[], luaDir: string | undefined): CommandArg | undefined {
+  const keys = scriptsOf(luaDirOf(luaDir)).get(name)?.keys;
+  if (keys === 'none') return undefined;
+  if (keys === 'numkeys') return args[1];
   return args[0];
 }
 
@@ -282,7 +286,7 @@ export async function executeLua(
 ): Promise<unknown> {
   const connection = connectionOf(client);
   const name = command.length > 0 ? commandName(command) : '';
-  const key = firstKey(name, command.slice(1));
+  const key = firstKey(name, command.slice(1), options.luaDir);
   const route: Route =
     key === undefined
       ? { deadline: options.deadline }

@@ -3,10 +3,15 @@
 //
 // Each request costs `quantity` (1) of every limit of the policy, decided
 // by one RL.ALLOW (or one per hash slot, with give-back, on a cluster). A
-// refused request gets 429 with the header fields of headers.ts; an
-// allowed one goes on with them. Lease limits (`lease(limit, ttl)`) take a
-// lease named by a fresh id in the same call, released once when the
-// response is over (sent in full, or its connection closed first).
+// refused request (a blocked key included) gets 429 with the header fields
+// of headers.ts; an allowed one goes on with them. Lease limits
+// (`lease(limit, ttl)`) take a lease named by a fresh id in the same call,
+// released once when the response is over (sent in full, or its connection
+// closed first). A shadow rule is a SHADOW spec of the same RL.ALLOW: it
+// never refuses and is not in the header fields; when every rule a request
+// matches is shadow, each goes alone without SHADOW (the module refuses an
+// all-SHADOW call), its refusal ignored. With `metrics`, each decision is
+// reported (metrics.ts, docs/metrics.md).
 //
 // When Redis fails: the decision has `timeoutMs` from the request's start,
 // connecting included; the request then gets 503 (failing closed) or goes
@@ -22,8 +27,10 @@ import type { RedisClient } from './client';
 import { withDeadline } from './client';
 import { ArgumentError, BackendUnavailableError, WrongTypeError } from './errors';
 import { type NamedLimit, rateLimitHeaders } from './headers';
-import type { Limit } from './limits';
+import type { Int, Limit } from './limits';
 import { type Decision, RateLimiter, newLeaseId } from './limiter';
+import type { DecisionMetrics, RequestOutcome, RuleOutcome } from './metrics';
+import type { Result } from './results';
 
 type Entry = { readonly key: string; readonly limit: Limit };
 import type { BackendChoice } from './backend';
@@ -49,6 +56,10 @@ export interface PolicyEntry {
    */
   readonly key: string | ((values: RequestValues, req: IncomingMessage) => string);
   readonly limit: Limit;
+  /** BLOCK b (the limit's unit): a refusal blocks the key for `b` (the same as the limit's own `block`). */
+  readonly block?: Int;
+  /** A shadow rule: decided and counted, never refusing, not in the header fields (the limit's own `shadow`). */
+  readonly shadow?: boolean;
 }
 
 /** Limits for chosen routes, decided with the middleware's own in one RL.ALLOW. */
@@ -92,6 +103,15 @@ export interface MiddlewareOptions {
   readonly groupBySlot?: boolean;
   /** Where the log lines go (default console.error). */
   readonly log?: (line: string) => void;
+  /** Told of every decision (`openTelemetryMetrics()`: docs/metrics.md); default none. */
+  readonly metrics?: DecisionMetrics;
+}
+
+// A rule's limit with the rule's own block and shadow.
+function ruleLimit(rule: PolicyEntry): Limit {
+  if (rule.block === undefined && rule.shadow === undefined) return rule.limit;
+  const changes = { ...(rule.block === undefined ? {} : { block: rule.block }), ...(rule.shadow === undefined ? {} : { shadow: rule.shadow }) };
+  return (rule.limit as { with(c: typeof changes): Limit }).with(changes);
 }
 
 // Who a request comes from (docs/middleware.md, Keys and identity).
@@ -309,6 +329,7 @@ class Guard {
   private readonly quantity: number;
   private readonly clientId: ((req: IncomingMessage) => string | undefined) | undefined;
   private readonly health: Health;
+  private readonly metrics: DecisionMetrics | undefined;
 
   constructor(options: MiddlewareOptions) {
     validate(options.limits, options.routes ?? []);
@@ -326,6 +347,7 @@ class Guard {
     this.quantity = options.quantity ?? 1;
     this.clientId = options.clientId;
     this.health = new Health(options.log ?? ((line) => console.error(line)), this.failOpen);
+    this.metrics = options.metrics;
     // The client's error events name the cause in the first log line; and
     // without a listener ioredis prints each one (a line per reconnection
     // attempt) and node-redis throws.
@@ -350,9 +372,32 @@ class Guard {
         typeof l.key === 'function'
           ? l.key(values, req)
           : l.key.replace(VARIABLE, (_, v: string) => values[v as keyof RequestValues]),
-      limit: l.limit,
+      limit: ruleLimit(l),
     }));
-    return { entries, named: limits.map(({ name, limit }) => ({ name, limit })) };
+    return { entries, named: limits.map((l, i) => ({ name: l.name, limit: entries[i]!.limit })) };
+  }
+
+  // Reports a decision: each rule's own outcome, the request's, the time
+  // since `started` (performance.now(); undefined: no command was sent).
+  private report(named: NamedLimit[], results: readonly Result[] | null, limited: boolean, started: number | undefined): void {
+    if (!this.metrics) return;
+    const outcomes: RuleOutcome[] = named.map(({ limit }, i) => {
+      if (results === null) return 'error';
+      if (!results[i]!.limited) return 'allowed';
+      return limit.shadow ? 'shadow_limited' : 'limited';
+    });
+    const result: RequestOutcome = results === null ? 'error' : limited ? 'limited' : 'allowed';
+    const seconds = started === undefined ? undefined : (performance.now() - started) / 1000;
+    try {
+      this.metrics.record(
+        named.map((n) => n.name),
+        outcomes,
+        result,
+        seconds,
+      );
+    } catch {
+      // A metrics library's failure is not the request's.
+    }
   }
 
   async check(req: IncomingMessage, res: ServerResponse, started: number): Promise<Verdict> {
@@ -360,21 +405,37 @@ class Guard {
     let named: NamedLimit[] = [];
     let id: string | undefined;
     const deadline = started + this.timeoutMs;
-    let decision: Decision;
+    let decision: Decision | null;
+    let results: readonly Result[];
+    let taken: readonly number[];
+    // The decision's time (ratelimit.decision.duration), from the
+    // request's arrival here; set once a command is to be sent.
+    const arrived = performance.now();
+    let called: number | undefined;
     try {
       if (this.skip?.(req)) return { pass: true, headers: {} };
       ({ entries, named } = this.entries(req));
       if (entries.some((e) => e.limit.kind === 'lease')) id = newLeaseId();
       const over = id !== undefined ? whenOver(res) : null;
-      decision = await withDeadline(
-        this.limiter.decide(entries, { groupBySlot: this.groupBySlot, deadline, id, quantity: this.quantity }),
-        deadline,
-        `no answer within ${this.timeoutMs} ms`,
-      );
+      const how = { groupBySlot: this.groupBySlot, deadline, id, quantity: this.quantity };
+      called = arrived;
+      if (entries.every((e) => e.limit.shadow)) {
+        decision = null;
+        ({ results, taken } = await withDeadline(
+          this.limiter.decideShadow(entries, how),
+          deadline,
+          `no answer within ${this.timeoutMs} ms`,
+        ));
+      } else {
+        decision = await withDeadline(this.limiter.decide(entries, how), deadline, `no answer within ${this.timeoutMs} ms`);
+        ({ results, taken } = decision);
+      }
       this.health.succeeded();
-      const leases = decision.taken.filter((i) => entries[i]!.limit.kind === 'lease');
-      if (!decision.limited && leases.length > 0) over!(() => this.releaseLeases(entries, leases, id!, true));
+      const leases = taken.filter((i) => entries[i]!.limit.kind === 'lease');
+      if (!decision?.limited && leases.length > 0) over!(() => this.releaseLeases(entries, leases, id!, true));
+      this.report(named, results, decision?.limited === true, called);
     } catch (err) {
+      this.report(named, null, false, called);
       const error = err instanceof Error ? err : new Error(String(err));
       const misconfigured = isConfigurationError(error);
       if (misconfigured) this.health.misconfigured(error);
@@ -390,8 +451,8 @@ class Guard {
         ? { pass: false, status: 500, headers: {}, body: 'rate limiter misconfigured\n' }
         : { pass: false, status: 503, headers: {}, body: 'rate limiter unavailable\n' };
     }
-    const headers = rateLimitHeaders(decision, named);
-    if (decision.limited) {
+    const headers = decision === null ? {} : enforcedHeaders(decision, named);
+    if (decision?.limited) {
       const body =
         decision.retryAfter >= 0
           ? `rate limited: retry in ${headers['Retry-After']} s\n`
@@ -399,7 +460,7 @@ class Guard {
       return { pass: false, status: 429, headers, body };
     }
     if (this.refund5xx) {
-      const rates = decision.taken.filter((i) => entries[i]!.limit.kind !== 'lease');
+      const rates = taken.filter((i) => entries[i]!.limit.kind !== 'lease');
       res.once('finish', () => {
         if (res.statusCode >= 500) this.giveBack(entries, rates);
       });
@@ -434,6 +495,18 @@ class Guard {
       (err: Error) => report && this.health.failed(err),
     );
   }
+}
+
+// The header fields of the enforced rules: a shadow rule is not the client's business.
+function enforcedHeaders(decision: Decision, named: NamedLimit[]): Record<string, string> {
+  const enforced = named.flatMap((n, i) => (n.limit.shadow ? [] : [i]));
+  if (enforced.length === named.length) return rateLimitHeaders(decision, named);
+  const view = {
+    ...decision,
+    index: enforced.indexOf(decision.index - 1) + 1,
+    results: enforced.map((i) => decision.results[i]!),
+  };
+  return rateLimitHeaders(view, enforced.map((i) => named[i]!));
 }
 
 function allIndices(entries: Entry[]): number[] {

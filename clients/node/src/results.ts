@@ -61,6 +61,8 @@ export function toAllowResult(reply: unknown): AllowResult {
 interface Common {
   /** Milliseconds until the key expires. */
   readonly ttl: number;
+  /** While the key is blocked (BLOCK): the block's end, Unix ms; absent otherwise. */
+  readonly blockedUntil?: number;
   /** Bytes, as MEMORY USAGE counts them. */
   readonly memory: number;
 }
@@ -140,4 +142,22 @@ export function toKeyState(reply: unknown): KeyState | null {
     } else state[camel(name)] = int(value);
   }
   return Object.freeze(state) as unknown as KeyState;
+}
+
+/** One entry of RL.TOP: a key refused often on that node recently. */
+export interface TopEntry {
+  readonly key: string;
+  /** Its refusals, decayed (half-life `ratelimit.top-half-life`) and rounded down. */
+  readonly refusals: number;
+  /** Its last refusal, Unix ms. */
+  readonly lastRefusalMs: number;
+}
+
+/** RL.TOP's reply: `[key, refusals, last_refusal_ms]` per entry, most first. */
+export function toTop(reply: unknown): TopEntry[] {
+  if (!Array.isArray(reply)) throw new TypeError("expected RL.TOP's array");
+  return reply.map((e: unknown) => {
+    if (!Array.isArray(e) || e.length !== 3) throw new TypeError("expected RL.TOP's [key, refusals, last_refusal_ms]");
+    return Object.freeze({ key: text(e[0]), refusals: int(e[1]), lastRefusalMs: int(e[2]) });
+  });
 }

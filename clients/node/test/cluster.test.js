@@ -2,7 +2,7 @@
 // (the Lua backend, which `auto` chooses there): commands routed to their
 // key's node by both clients, RL.ALLOW over two slots refused with nothing
 // recorded, and several limits across masters, one RL.ALLOW per slot, with
-// give-back when a later slot refuses.
+// give-back when a later slot refuses (SHADOW limits, alone in a slot, included).
 'use strict';
 
 const assert = require('node:assert/strict');
@@ -84,6 +84,16 @@ for (const [name, make, close] of makers) for (const backend of ['module', 'lua'
     assert.equal(ok.limited, false);
     assert.deepEqual(ok.taken, [0, 1]);
     assert.equal(ok.index, 1); // both 4 remaining: the longer reset (the slide's 60 s, the throttle's 12 s)
+    // A slot whose limits are all SHADOW is decided limit by limit (RL.ALLOW
+    // refuses an all-SHADOW call); a shadow limit never binds, and one that
+    // would refuse records nothing.
+    await limiter.slide(b + ':sh', 1, 60);
+    const m = await limiter.decide([[a + ':m', slide(5, 60)], [b + ':sh', slide(1, 60, { shadow: true })]], { groupBySlot: true });
+    assert.deepEqual([m.limited, m.index, m.results[1].limited, m.taken], [false, 1, true, [0]]);
+    // A later slot's enforced refusal gives the shadow slot's units back too.
+    const n = await limiter.decide([[b + ':sh2', slide(5, 60, { shadow: true })], [c + ':s', slide(1, 60)]], { groupBySlot: true });
+    assert.deepEqual([n.limited, n.index, n.taken], [true, 2, []]);
+    assert.equal(await exists(b + ':sh2'), 0);
     if (backend === 'lua') {
       // executeLua routes by the first key too: RL.ALLOW's, after numkeys.
       const r = await executeLua(client, ['RL.ALLOW', 2, `{${c}}:x`, `{${c}}:y`, 'SLIDE', 1, 60, 'SLIDE', 2, 60]);

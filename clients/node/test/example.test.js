@@ -153,3 +153,80 @@ test('recipes: complete, named, one route, exempt, behind a proxy, a 429 from a 
   const retry = Number(refused.headers['retry-after']);
   assert.ok(retry >= 295 && retry <= 300, `Retry-After ${retry}: the leases' own expiry`);
 });
+
+// --- examples/node/llm.js and pacing.js (round 5: UNITS, settle, acquire) ---
+
+for (const backend of ['module', 'lua']) {
+  test(`examples/node/llm.js: one RL.ALLOW with UNITS, settled with the usage (${backend})`, async (t) => {
+    const server = await Server.start({ withModule: backend === 'module' });
+    t.after(() => server.stop());
+    const redis = new Redis(server.port, '127.0.0.1');
+    t.after(() => redis.disconnect());
+    const { RateLimiter, throttle, lease } = installedPackage();
+    const limiter = new RateLimiter(redis);
+    assert.equal((await limiter.backend()).kind, backend);
+    const { complete, estimateTokens } = require(path.join(ROOT, 'examples/node/llm.js'));
+    const prompt = 'x'.repeat(400);
+    assert.equal(estimateTokens(prompt, 1000), 1100);
+    const before = Date.now();
+    const out = await complete(limiter, 'alice', prompt, async () => ({ text: 'hi', usage: { totalTokens: 1300 } }));
+    assert.deepEqual(out, { text: 'hi', usage: { totalTokens: 1300 } });
+    const peek = await limiter.peek([
+      ['llm:{alice}:inflight', lease(4, 120)],
+      ['llm:{alice}:rpm', throttle(60, 60, 60)],
+      ['llm:{alice}:tpm', throttle(100000, 100000, 60)],
+    ], { quantity: 0, id: 'p' });
+    // The lease released, one request, 1300 tokens (1100 estimated, 200
+    // charged), less what the tokens limit refilled since (1,667 a second).
+    const refilled = Math.ceil(((Date.now() - before) * 100000) / 60000);
+    assert.deepEqual(peek.results.slice(0, 2).map((r) => r.remaining), [4, 60]);
+    const tokens = peek.results[2].remaining;
+    assert.ok(tokens >= 100001 - 1300 && tokens <= 100001 - 1300 + refilled, `${tokens} tokens left, ${refilled} refilled`);
+    // Four at once; the fifth is refused by the concurrency limit.
+    let open;
+    const gate = new Promise((r) => (open = r));
+    const slow = async () => {
+      await gate;
+      return { text: '', usage: { totalTokens: 10 } };
+    };
+    const running = [1, 2, 3, 4].map(() => complete(limiter, 'bob', 'hello', slow, 10));
+    const fifth = await complete(limiter, 'bob', 'hello', slow, 10);
+    assert.equal(fifth.refused, true);
+    assert.equal(fifth.binding, 'inflight');
+    open();
+    await Promise.all(running);
+    // An estimate beyond the token limit can never fit.
+    const huge = await complete(limiter, 'carol', 'hello', slow, 200000);
+    assert.deepEqual(huge, { refused: true, retryAfter: -1, binding: 'tokens' });
+  });
+}
+
+test('examples/node/pacing.js: workers share the turns of 500 calls a minute', async (t) => {
+  const server = await Server.start();
+  t.after(() => server.stop());
+  const redis = new Redis(server.port, '127.0.0.1');
+  t.after(() => redis.disconnect());
+  const { RateLimiter } = installedPackage();
+  const { pace, PROVIDER } = require(path.join(ROOT, 'examples/node/pacing.js'));
+  assert.deepEqual(PROVIDER.spec(), ['THROTTLE', '0', '500', '60']);
+  const started = Date.now();
+  const at = [];
+  const { done, refused } = await pace(new RateLimiter(redis), {
+    workers: 4,
+    calls: 8,
+    call: async (job, name) => {
+      at.push(Date.now() - started);
+      return `${name}:${job}`;
+    },
+  });
+  assert.equal(done.length, 8);
+  assert.deepEqual(refused, []);
+  assert.equal(new Set(done.map((d) => d.split(':')[0])).size, 4, 'every worker called');
+  // The k-th call goes out no earlier than its turn, k x 120 ms after the first.
+  at.sort((a, b) => a - b);
+  at.forEach((ms, k) => assert.ok(ms >= k * 120 - 2, `call ${k} at ${ms} ms, before its turn at ${k * 120} ms`));
+  assert.ok(at[7] < 7 * 120 + 1000, `the last call at ${at[7]} ms`);
+  // A worker that may wait 50 ms only is refused when its turn is further.
+  const short = await pace(new RateLimiter(redis), { workers: 2, calls: 3, maxWaitMs: 50, call: async (job) => job });
+  assert.ok(short.refused.length >= 1, JSON.stringify(short));
+});

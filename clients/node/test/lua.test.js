@@ -33,7 +33,7 @@ const text = (pattern) => (err) => {
   assert.match(err.message, pattern);
   return true;
 };
-const COMMANDS = ['THROTTLE', 'SLIDE', 'SLICE', 'LEASE', 'RELEASE', 'QUOTA', 'ALLOW', 'PEEK', 'REFUND', 'INSPECT'];
+const COMMANDS = ['THROTTLE', 'SLIDE', 'SLICE', 'LEASE', 'RELEASE', 'QUOTA', 'ALLOW', 'PEEK', 'REFUND', 'INSPECT', 'CHARGE', 'TOP'];
 
 test("the package carries clients/lua/dist; a script is its manifest prefix, then ratelimit.lua", () => {
   const dir = path.join(path.dirname(require.resolve('redis-ratelimit/package.json')), 'lib', 'lua');

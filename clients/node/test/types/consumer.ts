@@ -4,8 +4,11 @@ import Redis from 'ioredis';
 import {
   RateLimiter, throttle, slide, slice, lease, quota, rateLimitHeaders, expressRateLimit, fastifyRateLimit,
   ArgumentError, type Result, type AllowResult, type KeyState, executeLua, head, scriptSource,
-  CLOCK_REREAD_MS, type ExecuteOptions,
+  CLOCK_REREAD_MS, type ExecuteOptions, RateLimitedError, openTelemetryMetrics, type TopEntry,
+  type DecisionMetrics, type ShadowDecision,
 } from 'redis-ratelimit';
+import { metrics } from '@opentelemetry/api';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
 
 async function main(): Promise<void> {
   const limiter = new RateLimiter(new Redis(), { backend: 'auto' });
@@ -39,6 +42,31 @@ async function main(): Promise<void> {
   const script: Buffer = scriptSource('RL.SLIDE');
   const margin: number = CLOCK_REREAD_MS;
   void [reply, argument, script, margin];
+  // Round 5: BLOCK, UNITS, SHADOW; charge, settle, acquire, top; metrics.
+  const tpm = throttle(100000, 100000, 60, { block: 60 });
+  await limiter.allow([['{u}:tpm', tpm.with({ units: 1500 })], ['{u}:new', slide(5, 60, { shadow: true })]], { maxWait: 0 });
+  const settled: (Result | null)[] = await limiter.settle([['{u}:tpm', tpm]], 1500, [1800]);
+  const charged: Result = await limiter.charge('{u}:tpm', tpm, 300n);
+  const controller = new AbortController();
+  try {
+    const turn: Result = await limiter.acquire('rl:p', throttle(0, 500, 60), 5000, { deadline: Date.now() + 1000, signal: controller.signal });
+    const all: AllowResult = await limiter.acquireAll([['{p}:a', throttle(0, 500, 60)]], 5000);
+    void [turn, all];
+  } catch (err) {
+    if (err instanceof RateLimitedError) console.log(err.retryAfter, err.result.limited);
+  }
+  const top: TopEntry[] = await limiter.top(10);
+  const blockedUntil: number | undefined = s?.blockedUntil;
+  const shadowed: ShadowDecision = await limiter.decideShadow([['{u}:new', slide(5, 60, { shadow: true })]]);
+  const byGlobal: DecisionMetrics = openTelemetryMetrics();
+  const byProvider: DecisionMetrics = openTelemetryMetrics({ meterProvider: new MeterProvider() });
+  const byMeter: DecisionMetrics = openTelemetryMetrics({ meter: metrics.getMeter('redis-ratelimit') });
+  void [settled, charged, top, blockedUntil, shadowed, byGlobal, byProvider, byMeter];
+  const shadowRules = expressRateLimit({ client: new Redis(), metrics: byMeter, limits: [
+    { name: 'login', key: 'rl:l:$client', limit: slide(5, 60), block: 900 },
+    { name: 'candidate', key: 'rl:c:$client', limit: slide(3, 60), shadow: true },
+  ] });
+  void shadowRules;
   const mw = expressRateLimit({ client: new Redis(), limits: [{ name: 'default', key: 'rl:$client', limit: throttle(9, 10, 60) }] });
   void [h, index, bound, out, mw, fastifyRateLimit];
 }
