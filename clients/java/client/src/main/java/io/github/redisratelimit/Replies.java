@@ -65,6 +65,19 @@ final class Replies {
                 integer(r.get(3)), integer(r.get(4)), index, each);
     }
 
+    /** RL.TOP's reply: {@code [key, refusals, last_refusal_ms]} each. */
+    static List<TopKey> top(Object reply) {
+        List<TopKey> out = new ArrayList<>();
+        for (Object o : array(reply, "RL.TOP's entries")) {
+            List<?> e = array(o, "an RL.TOP entry");
+            if (e.size() != 3) {
+                throw new RateLimitException("expected an RL.TOP entry of 3 elements, got " + e.size());
+            }
+            out.add(new TopKey(text(e.get(0)), integer(e.get(1)), integer(e.get(2))));
+        }
+        return List.copyOf(out);
+    }
+
     static boolean released(Object reply) {
         return integer(reply) == 1;
     }
