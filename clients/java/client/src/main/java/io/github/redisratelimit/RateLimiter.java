@@ -773,6 +773,58 @@ public final class RateLimiter {
         }
     }
 
+    private static List<Line> eachLines(List<Entry> entries, long quantity, String leaseId) {
+        List<Line> lines = new ArrayList<>(entries.size());
+        for (Entry e : entries) {
+            lines.add(several("ALLOW", List.of(e), quantity, e.limit() instanceof Lease ? leaseId : null));
+        }
+        return lines;
+    }
+
+    private static List<RedisConnection.Command> lineCommands(List<Line> lines) {
+        return commands(lines);
+    }
+
+    /**
+     * One {@code RL.ALLOW 1 key spec} per entry, each decided alone, all in
+     * one pipeline (one round trip): what a middleware sends when every rule
+     * of a request is SHADOW, which one RL.ALLOW refuses. The specs are sent
+     * as they are (take the SHADOW out first: {@link Limit#enforced()}).
+     *
+     * @param entries  the limits on their keys
+     * @param quantity QUANTITY q of each (-1: none)
+     * @param leaseId  ID lease_id of the LEASE entries, or null
+     * @return each entry's own RL.ALLOW reply, in order
+     */
+    public CompletionStage<List<AllowResult>> allowEachAsync(List<Entry> entries, long quantity, String leaseId) {
+        List<Line> lines;
+        try {
+            lines = eachLines(entries, quantity, leaseId);
+        } catch (IllegalArgumentException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        if (lines.isEmpty()) {
+            return CompletableFuture.completedFuture(List.of());
+        }
+        return backend().thenCompose(bk -> {
+            List<CompletionStage<Object>> replies = bk.callAll(lineCommands(lines), false);
+            CompletableFuture<?>[] all = replies.stream().map(CompletionStage::toCompletableFuture)
+                    .toArray(CompletableFuture[]::new);
+            return CompletableFuture.allOf(all).thenApply(v -> {
+                List<AllowResult> out = new ArrayList<>(replies.size());
+                for (CompletionStage<Object> r : replies) {
+                    out.add(Replies.allowResult(r.toCompletableFuture().join()));
+                }
+                return List.copyOf(out);
+            });
+        }).handle((r, err) -> {
+            if (err != null) {
+                throw Replies.translate(err);
+            }
+            return r;
+        });
+    }
+
     /**
      * RL.PEEK: what RL.ALLOW would answer now, changing nothing.
      *
