@@ -93,8 +93,11 @@ class CostsAndTurnsTest {
         Limit rpm = Limit.throttle(59, 60, 60);
         List<Entry> limits = List.of(Entry.of(tag + ":tpm", tpm), Entry.of(tag + ":tpd", tpd),
                 Entry.of(tag + ":rpm", rpm));
-        rl.allow(List.of(Entry.of(tag + ":tpm", tpm.withUnits(1500)), Entry.of(tag + ":tpd", tpd.withUnits(1500)),
-                Entry.of(tag + ":rpm", rpm)));
+        rl.allow(limits.subList(0, 2), 1500, null);
+        rl.take(tag + ":rpm", rpm);
+        // The scripts loaded (the Lua backend answers NOSCRIPT by EVAL, a command of its own).
+        rl.charge(tag + ":scratch", tpm, 1);
+        rl.refund(tag + ":scratch", tpm, 1);
         counting.singles.set(0);
         // Estimated 1500 tokens, used 900 on the minute (600 back) and 2000 on the day (500 more).
         List<Result> settled = rl.settle(limits, List.of(1500L, 1500L, 1L), List.of(900L, 2000L, 1L));
@@ -107,6 +110,7 @@ class CostsAndTurnsTest {
         assertEquals(900, ((KeyState.SlideState) rl.inspect(tag + ":tpm").orElseThrow()).units());
         assertEquals(2000, ((KeyState.QuotaState) rl.inspect(tag + ":tpd").orElseThrow()).used());
 
+        counting.singles.set(0);
         List<Result> scalar = rl.settleAsync(limits.subList(0, 1), 900, 1000).toCompletableFuture()
                 .get(5, TimeUnit.SECONDS);
         assertEquals(100_000 - 1000, scalar.get(0).remaining());
