@@ -21,6 +21,7 @@ pub mod slide;
 mod tests;
 pub mod throttle;
 pub mod time;
+pub mod top;
 pub mod wait;
 
 pub use decision::{binding, Decision, Retry};
