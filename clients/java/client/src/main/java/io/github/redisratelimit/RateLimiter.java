@@ -21,8 +21,12 @@ import java.util.function.LongSupplier;
  * The module's commands as typed calls, with the module's parameter names,
  * each synchronous ({@code throttle}) and asynchronous
  * ({@code throttleAsync}, a {@link CompletionStage}); the limits as values
- * for {@link #allow}, {@link #peek}, {@link #take} and {@link #refund}; a
- * lease held by try-with-resources ({@link #acquire}).
+ * for {@link #allow}, {@link #peek}, {@link #take}, {@link #refund} and
+ * {@link #charge}; costs known afterwards settled in one round trip
+ * ({@link #settle}); a lease held by try-with-resources
+ * ({@link #acquire(String, Lease)}); a turn waited for
+ * ({@link #acquire(String, Throttle, Duration)}, MAXWAIT); the most refused
+ * keys ({@link #top()}).
  *
  * <pre>{@code
  * RateLimiter limiter = RateLimiter.create(LettuceConnection.of(redisClient));
