@@ -32,7 +32,7 @@ public class RateLimitProperties {
     private String prefix;
     /** A prefix put before every key of @RateLimit (the filter's keys are written in full). */
     private String keyPrefix = "rl:";
-    /** The filter's rules (1 to 16 with the routes' rules): each a name, a key template and a limit. */
+    /** The filter's rules (1 to 16 with the routes' rules): each a name, a key template and a limit, optionally a block (after a refusal, the key refuses for that long) and shadow (decided and counted, never refusing). */
     private List<Rule> rules = new ArrayList<>();
     /** Rules for chosen routes, decided in the same RL.ALLOW as the policy's rules. */
     private List<Route> routes = new ArrayList<>();

@@ -159,17 +159,29 @@ class ServletStarterTest {
 
     @Test
     @Order(6)
-    void aBlockedKeyIsRefusedAndAShadowRuleNeverRefuses() throws Exception {
-        policies.set(Policy.of(new Policy.Rule("login", "rl:{login6:$ip}", Limit.slide(1, 60).withBlock(600)),
-                new Policy.Rule("login-new", "rl:{login6:$ip}:new", Limit.slide(1, 60).asShadow())));
+    void aBlockedKeyIsRefusedUntilTheBlockEnds() throws Exception {
+        policies.set(Policy.of(new Policy.Rule("login", "rl:{login6:$ip}", Limit.slide(1, 60).withBlock(600))));
         HttpResponse<String> first = send("GET", "/hello");
         assertEquals(200, first.statusCode());
-        assertEquals("\"login\";q=1;w=60", first.headers().firstValue("RateLimit-Policy").orElseThrow());
         HttpResponse<String> blocked = send("GET", "/hello");
         assertEquals(429, blocked.statusCode());
         assertEquals("600", blocked.headers().firstValue("Retry-After").orElseThrow(), "the block's end");
+    }
 
-        policies.set(Policy.of(new Policy.Rule("only-shadow", "rl:{shadow6:$ip}", Limit.slide(1, 60).asShadow())));
+    @Test
+    @Order(7)
+    void aShadowRuleNeverRefuses() throws Exception {
+        policies.set(Policy.of(new Policy.Rule("login", "rl:{login7:$ip}", Limit.slide(10, 60)),
+                new Policy.Rule("login-new", "rl:{login7:$ip}:new", Limit.slide(1, 60).asShadow())));
+        for (int i = 0; i < 2; i++) {
+            HttpResponse<String> ok = send("GET", "/hello");
+            assertEquals(200, ok.statusCode());
+            assertEquals("\"login\";q=10;w=60", ok.headers().firstValue("RateLimit-Policy").orElseThrow());
+        }
+        assertEquals(1, meters.get("ratelimit.decisions").tag("ratelimit.rule", "login-new")
+                .tag("ratelimit.result", "shadow_limited").counter().count());
+
+        policies.set(Policy.of(new Policy.Rule("only-shadow", "rl:{shadow7:$ip}", Limit.slide(1, 60).asShadow())));
         for (int i = 0; i < 2; i++) {
             HttpResponse<String> ok = send("GET", "/hello");
             assertEquals(200, ok.statusCode());

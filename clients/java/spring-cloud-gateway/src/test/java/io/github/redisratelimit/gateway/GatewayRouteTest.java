@@ -37,6 +37,10 @@ class GatewayRouteTest {
                 exchange.sendResponseHeaders(200, -1);
                 exchange.close();
             });
+            s.createContext("/shonly", exchange -> {
+                exchange.sendResponseHeaders(200, -1);
+                exchange.close();
+            });
             s.createContext("/sh", exchange -> {
                 exchange.sendResponseHeaders(200, -1);
                 exchange.close();
@@ -75,8 +79,9 @@ class GatewayRouteTest {
         r.add("spring.cloud.gateway.server.webflux.routes[0].filters[0].args.redis-ratelimit.limits", () -> "SLIDE 3 3600; LEASE 1 30");
         r.add("spring.cloud.gateway.server.webflux.routes[0].filters[0].args.redis-ratelimit.names", () -> "per-hour, in-flight");
         r.add("spring.cloud.gateway.server.webflux.routes[0].uri", () -> "http://127.0.0.1:" + BACKEND.getAddress().getPort());
-        route(r, 1, "blk", "SLIDE 1 3600 BLOCK 7200; SLIDE 1 60 SHADOW", "per-hour, candidate");
-        route(r, 2, "sh", "SLIDE 1 60 SHADOW", "candidate");
+        route(r, 1, "blk", "SLIDE 1 3600 BLOCK 7200", "per-hour");
+        route(r, 2, "sh", "SLIDE 100 60; SLIDE 1 60 SHADOW", "per-minute, candidate");
+        route(r, 3, "shonly", "SLIDE 1 60 SHADOW", "candidate");
     }
 
     static void route(DynamicPropertyRegistry r, int i, String id, String limits, String names) {
@@ -131,16 +136,22 @@ class GatewayRouteTest {
     }
 
     @Test
-    void aBlockAnswersRetryAfterAndShadowLimitsNeverRefuse() throws Exception {
+    void aBlockAnswersRetryAfterUntilItEnds() throws Exception {
         HttpResponse<String> ok = HTTP.send(get("/blk/a"), HttpResponse.BodyHandlers.ofString());
         assertEquals(200, ok.statusCode());
-        assertEquals("\"per-hour\";q=1;w=3600", ok.headers().firstValue("RateLimit-Policy").orElseThrow(),
-                "the shadow limit's fields are not sent");
         HttpResponse<String> blocked = HTTP.send(get("/blk/a"), HttpResponse.BodyHandlers.ofString());
         assertEquals(429, blocked.statusCode());
         assertEquals("7200", blocked.headers().firstValue("Retry-After").orElseThrow(), "the block's end");
+    }
+
+    @Test
+    void shadowLimitsNeverRefuse() throws Exception {
         for (int i = 0; i < 3; i++) {
-            HttpResponse<String> shadow = HTTP.send(get("/sh/a"), HttpResponse.BodyHandlers.ofString());
+            HttpResponse<String> mixed = HTTP.send(get("/sh/a"), HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, mixed.statusCode(), "the shadow limit would refuse from the second on");
+            assertEquals("\"per-minute\";q=100;w=60", mixed.headers().firstValue("RateLimit-Policy").orElseThrow(),
+                    "the shadow limit's fields are not sent");
+            HttpResponse<String> shadow = HTTP.send(get("/shonly/a"), HttpResponse.BodyHandlers.ofString());
             assertEquals(200, shadow.statusCode(), "every limit shadow: never refused");
             assertTrue(shadow.headers().firstValue("RateLimit").isEmpty());
         }
