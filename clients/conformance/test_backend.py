@@ -119,6 +119,10 @@ def test_a_refund_keeps_a_throttle_keys_later_expiry_until_its_tat_passes_it() -
             srv.set_clock(f"2026-05-01 12:00:{second:02d}.000000")
             module = run(line[0], "m", *line[1:])
             lua = execute(r, line[0], "l", *line[1:], lua_dir=LUA_DIR)
+            if line[0] == "RL.INSPECT":
+                # `memory`: each backend's own figure for its key.
+                assert module[4] == lua[4] == b"memory"
+                module[5] = lua[5] = "*"
             assert lua == module
             assert r.pexpiretime("l") == r.pexpiretime("m")
             return r.get("l")

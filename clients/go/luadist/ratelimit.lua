@@ -138,8 +138,12 @@ do
   -- would reach 2^52, else limited, remaining, retry (nil: allowed, 'never',
   -- or units of k ns from now), reset (the same), the expiry (Unix ms,
   -- rounded up, of now + reset) and, when allowed with q > 0, the TAT to
-  -- store: whole ns as hi x 10^9 + lo, and its fraction.
-  local function gcra(sec, usec, wh, wl, f, cap, c, T, q)
+  -- store: whole ns as hi x 10^9 + lo, and its fraction. w: MAXWAIT in ns
+  -- (nil without): a request that can fit and whose turn (when its new TAT
+  -- is at most the tolerance ahead) comes within w is booked, recorded now
+  -- as allowed, its retry the wait for that turn (0: at once), as the
+  -- module's `turn` and `book` for one limit.
+  local function gcra(sec, usec, wh, wl, f, cap, c, T, q, w)
     local TWO52 = 4503599627370496
     local k = 1
     if wh == nil or f == 0 then
@@ -174,6 +178,16 @@ do
     local ttl_a = ttl_b + m * T
     if ttl_a >= TWO52 then return k end
     local limited = q > cap or ttl_a > tol
+    local turn = nil
+    if w and q <= cap then
+      turn = 0
+      if ttl_a > tol then
+        local x = ttl_a - tol
+        local r = x % c
+        turn = (x - r) / c + (r > 0 and 1 or 0)
+        if turn <= w / k then limited = false else turn = nil end
+      end
+    end
     local ttl = limited and ttl_b or ttl_a
     local remaining = 0
     if tol > ttl then
@@ -181,7 +195,7 @@ do
       remaining = (x - x % T) / T
       if remaining > cap then remaining = cap end
     end
-    local retry = nil
+    local retry = turn
     if q > cap then retry = 'never'
     elseif limited then
       retry = ttl_a - tol
@@ -228,8 +242,9 @@ do
   -- decision's locals costs several thousand instructions; or redis.call
   -- itself (RL.THROTTLE's SET, a limited call's PEXPIREAT ... GT moving the
   -- key's expiry out). gcra and ceil_div are the functions above, given as
-  -- arguments: an upvalue would cost each call about 400 instructions.
-  local function fast(kind, key, a, b, c, qs, us_per, t, gcra, ceil_div, commit)
+  -- arguments: an upvalue would cost each call about 400 instructions. w:
+  -- RL.THROTTLE's MAXWAIT in ns (nil without; gcra() books the turn).
+  local function fast(kind, key, a, b, c, qs, us_per, t, gcra, ceil_div, commit, w)
     if kind == 'THROTTLE' then
       -- A G| key's expiry is its TAT's (Unix ms, rounded up): every write
       -- leaves it so, but where a refund keeps a later one (the full code
@@ -267,7 +282,7 @@ do
         wh, wl = wh + 0, wl + 0
       end
       local cap = b + 1
-      local k, limited, remaining, retry, reset, ms, hi, lo, frac = gcra(sec, usec, wh, wl, f, cap, c, T, q)
+      local k, limited, remaining, retry, reset, ms, hi, lo, frac = gcra(sec, usec, wh, wl, f, cap, c, T, q, w)
       if limited == nil then return nil end
       if retry == nil or retry == 'never' then retry = -1 else retry = ceil_div(retry, unit / k) end
       local five = {limited and 1 or 0, cap, remaining, retry, ceil_div(reset, unit / k)}
@@ -854,9 +869,13 @@ do
 
   if entry == 'limiter' then
     -- A limiter's usual call (its parameters, [quantity], [MS], and
-    -- PRECISION for RL.SLIDE), on a key it holds or none, decided by fast()
-    -- with as few calls as can be. Anything else (errors included) goes to
-    -- lib() before any write, and is answered there.
+    -- PRECISION for RL.SLIDE, BLOCK but for RL.LEASE), on a key it holds
+    -- or none, decided by fast() with as few calls as can be. Anything else
+    -- (errors included) goes to lib() before any write, and is answered
+    -- there; so does a limited call with BLOCK (it may start a block: fast()
+    -- decides it without writing, and the writes are made only when it is
+    -- allowed, where BLOCK changes nothing), and a key that holds a block's
+    -- mark (fast() refuses its value).
     local name = arg
     local A = ARGV
     local o = 1 -- the parameters follow the head
@@ -867,15 +886,33 @@ do
       if name == 'SLIDE' then third = '0' elseif name == 'QUOTA' then third = nil end
       -- Any word but an option is the quantity (fast() checks its digits).
       local w = A[i]
-      if w and w ~= 'MS' and w ~= 'ms' and w ~= 'PRECISION' and w ~= 'precision' then qs = w; i = i + 1 end
-      local ok, ms_seen, p_seen = true, false, false
+      if w and w ~= 'MS' and w ~= 'ms' and w ~= 'PRECISION' and w ~= 'precision' and w ~= 'BLOCK' and w ~= 'block'
+        and w ~= 'MAXWAIT' and w ~= 'maxwait' then
+        qs = w; i = i + 1
+      end
+      local ok, ms_seen, p_seen, bs, ws = true, false, false, nil, nil
       while ok and A[i] do
         w = A[i]
         if (w == 'MS' or w == 'ms') and not ms_seen then ms_seen = true; us_per = 1000; i = i + 1
         elseif name == 'SLIDE' and (w == 'PRECISION' or w == 'precision') and not p_seen and A[i + 1] then
           p_seen = true; third = A[i + 1]; i = i + 2
+        elseif name ~= 'LEASE' and (w == 'BLOCK' or w == 'block') and not bs and A[i + 1] then
+          bs = A[i + 1]; i = i + 2
+        elseif name == 'THROTTLE' and (w == 'MAXWAIT' or w == 'maxwait') and not ws and A[i + 1] then
+          ws = A[i + 1]; i = i + 2
         else ok = false end
       end
+      -- MAXWAIT's value: 0 to the maximum time, in ns (exact: a multiple of
+      -- 10^6 below 2^59 whose odd part is below 2^53).
+      local wait
+      if ws then
+        if #ws <= 12 and string.find(ws, '^%d+$') and ws + 0 <= (us_per == 1000 and 315360000000 or 315360000) then
+          wait = ws * us_per * 1000
+        else ok = false end
+      end
+      -- BLOCK's value: 1 to the maximum time (else the full code's error).
+      if bs and not (#bs <= 12 and string.find(bs, '^%d+$') and bs + 0 >= 1
+        and bs + 0 <= (us_per == 1000 and 315360000000 or 315360000)) then ok = false end
       -- Now: the server's TIME, or the clock the head passes (no zone).
       local t
       if ok then
@@ -888,18 +925,27 @@ do
           if hs then t = {hs, hu} end
         end
       end
-      if t then
+      if t and bs then
+        -- With BLOCK: decided without writing; allowed, its writes made.
+        local function keep(...) return {n = select('#', ...), ...} end
+        local d = keep(fast(name, KEYS[1], A[o + 1], A[o + 2], third, qs, us_per, t, gcra, ceil_div, false, wait))
+        if d[1] and d[1][1] == 0 then
+          if d[4] then d[4](unpack(d, 5, d.n)) end
+          return d[1]
+        end
+      elseif t then
         -- The decision, its writes made; its reply (nil: the full code's).
-        local five = fast(name, KEYS[1], A[o + 1], A[o + 2], third, qs, us_per, t, gcra, ceil_div, true)
+        local five = fast(name, KEYS[1], A[o + 1], A[o + 2], third, qs, us_per, t, gcra, ceil_div, true, wait)
         if five then return five end
       end
     end
   elseif entry == 'several' then
     -- RL.ALLOW and RL.PEEK numkeys key [key ...] spec [spec ...] [QUANTITY q]
     -- [MS] [ID id] with THROTTLE, SLIDE (PRECISION), SLICE and LEASE specs,
-    -- when no limit is limited: each decided by fast(), then, for RL.ALLOW
-    -- with a quantity, every limit's writes. Anything else, a limited call
-    -- included, goes to lib() before any write.
+    -- each with BLOCK (but LEASE) and UNITS, when no limit is limited: each
+    -- decided by fast(), then, for RL.ALLOW, the writes of every limit
+    -- that takes units. Anything else (SHADOW, MAXWAIT), a limited call
+    -- (which may start a block) included, goes to lib() before any write.
     local write = arg
     local A = ARGV
     local SPECS = {THROTTLE = 'THROTTLE', throttle = 'THROTTLE', SLIDE = 'SLIDE', slide = 'SLIDE',
@@ -922,13 +968,20 @@ do
         local a, b, c = A[at + 1], A[at + 2], np == 3 and A[at + 3] or '0'
         if a == nil or b == nil or c == nil then ok = false; break end
         at = at + 1 + np
-        if kind == 'SLIDE' and (A[at] == 'PRECISION' or A[at] == 'precision') then
-          c = A[at + 1]
-          if c == nil then ok = false; break end
+        -- The spec's options, any order, each once: PRECISION (SLIDE),
+        -- BLOCK (not LEASE; checked below, once MS is known) and UNITS (the
+        -- limit's own quantity, which fast() checks as it checks one).
+        local p_seen, bs, us = false, nil, nil
+        while ok and A[at + 1] do
+          local w = A[at]
+          if kind == 'SLIDE' and (w == 'PRECISION' or w == 'precision') and not p_seen then p_seen = true; c = A[at + 1]
+          elseif kind ~= 'LEASE' and (w == 'BLOCK' or w == 'block') and not bs then bs = A[at + 1]
+          elseif (w == 'UNITS' or w == 'units') and not us then us = A[at + 1]
+          else break end
           at = at + 2
         end
         if kind == 'LEASE' then leases = true end
-        specs[s] = {kind, a, b, c}
+        specs[s] = {kind, a, b, c, us, bs}
       end
       local qs, us_per, id, q_seen = '1', 1000000, nil, false
       while ok and A[at] do
@@ -937,6 +990,14 @@ do
         elseif (w == 'QUANTITY' or w == 'quantity') and not q_seen and A[at + 1] then q_seen = true; qs = A[at + 1]; at = at + 2
         elseif (w == 'ID' or w == 'id') and id == nil and A[at + 1] then id = A[at + 1]; at = at + 2
         else ok = false end
+      end
+      -- QUANTITY's value, which fast() may not see (UNITS on every spec).
+      if not (#qs > 0 and #qs <= 13 and string.find(qs, '^%d+$') and qs + 0 <= 1000000000000) then ok = false end
+      for s = 1, nk do
+        -- BLOCK's value: 1 to the maximum time (else the full code's error).
+        local bs = ok and specs[s][6]
+        if bs and not (#bs <= 12 and string.find(bs, '^%d+$') and bs + 0 >= 1
+          and bs + 0 <= (us_per == 1000 and 315360000000 or 315360000)) then ok = false end
       end
       local t
       if ok and leases == (id ~= nil) then
@@ -956,7 +1017,7 @@ do
         local ds, fives = {}, {}
         for s = 1, nk do
           local sp = specs[s]
-          local d = keep(fast(sp[1], KEYS[s], sp[2], sp[3], sp[1] == 'LEASE' and id or sp[4], qs, us_per, t,
+          local d = keep(fast(sp[1], KEYS[s], sp[2], sp[3], sp[1] == 'LEASE' and id or sp[4], sp[5] or qs, us_per, t,
             gcra, ceil_div))
           if d[1] == nil or d[1][1] == 1 then ok = false; break end
           ds[s], fives[s] = d, d[1]
@@ -969,10 +1030,10 @@ do
             local x, y = ds[s], ds[b]
             if x[1][3] < y[1][3] or (x[1][3] == y[1][3] and (x[2] > y[2] or (x[2] == y[2] and x[3] > y[3]))) then b = s end
           end
-          if write and qs + 0 > 0 then
+          if write then
             for s = 1, nk do
               local d = ds[s]
-              if d[4] then d[4](unpack(d, 5, d.n)) end
+              if d[4] and (specs[s][5] or qs) + 0 > 0 then d[4](unpack(d, 5, d.n)) end
             end
           end
           local f = fives[b]
@@ -2509,14 +2570,14 @@ do
     local function tobig(x) if type(x) == 'number' then return big(x) end return x end
     -- BLOCK: the decision on a key blocked until `e` (µs, after now), as the
     -- module's (src/core/block.rs): limited, remaining 0, nothing recorded;
-    -- retry the later of the block's end and the limiter's own (a peek: the
-    -- block's end; a request that can never fit: never); reset never before
-    -- the block's end.
+    -- retry the later of the block's end and the limiter's own (a request of
+    -- q >= 1 that can never fit: never; an allowed one, or a peek that could
+    -- never fit: the block's end); reset never before the block's end.
     local function held_by_block(d, e, q)
       local off = off_us(e)
       local retry
-      if q == 0 or d.retry == nil then retry = off
-      elseif d.retry == 'never' then retry = 'never'
+      if d.retry == 'never' and q > 0 then retry = 'never'
+      elseif d.retry == nil or d.retry == 'never' then retry = off
       else retry = bmax(tobig(d.retry), off) end
       return {limited = true, limit = d.limit, remaining = 0, retry = retry, reset = bmax(tobig(d.reset), off)}
     end
@@ -2541,7 +2602,7 @@ do
         local n = #kind.params
         local quantity_at = n + (kind.takes_id and 1 or 0)
         if NARGS < 1 + quantity_at then throw(err_arity('RL.' .. name).err) end
-        if NARGS + 1 > 12 then throw("ERR unknown argument '" .. printable(arg(12)) .. "'") end
+        if NARGS + 1 > 14 then throw("ERR unknown argument '" .. printable(arg(14)) .. "'") end
         local words = {}
         for i = 2, NARGS do words[#words + 1] = arg(i) end
         local params = {}
@@ -2703,9 +2764,10 @@ do
         for i = 2, NARGS do words[#words + 1] = arg(i) end
         local kind, params, options, nxt = find_spec(words, 1, 0, true)
         if kind.no_refund then throw('ERR ' .. cmd .. ' does not take a ' .. kind.name .. ' spec') end
-        -- A several-limit spec's own options are none of this command's.
+        -- A several-limit spec's own options, and BLOCK, are none of this
+        -- command's.
         local w = words[nxt] and upper(words[nxt])
-        if w == 'UNITS' or w == 'SHADOW' then throw("ERR unknown argument '" .. printable(words[nxt]) .. "'") end
+        if w == 'UNITS' or w == 'SHADOW' or w == 'BLOCK' then throw("ERR unknown argument '" .. printable(words[nxt]) .. "'") end
         if nxt > #words then throw('ERR ' .. kind.name .. ' expects ' .. expects(kind) .. ' quantity') end
         local q = integer(words[nxt], 'quantity', charge and 1 or 0, MAX_QUANTITY)
         local tail = {unit = S_NS}
@@ -2875,8 +2937,8 @@ do
           local turns, call = {}, BZERO
           for index, l in ipairs(limits) do
             local t = throttle.turn(l.st, l.P, qs[index])
-            if t and bcmp(t, wait) > 0 then t = false end
-            turns[index] = t
+            if t and bcmp(t, wait) > 0 then t = nil end
+            turns[index] = t or false -- (false: never within the wait; ipairs goes on)
             if enforced[index] and call then
               if not t then call = nil elseif bcmp(t, call) > 0 then call = t end
             end

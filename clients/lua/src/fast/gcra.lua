@@ -14,8 +14,12 @@
 -- would reach 2^52, else limited, remaining, retry (nil: allowed, 'never',
 -- or units of k ns from now), reset (the same), the expiry (Unix ms,
 -- rounded up, of now + reset) and, when allowed with q > 0, the TAT to
--- store: whole ns as hi x 10^9 + lo, and its fraction.
-local function gcra(sec, usec, wh, wl, f, cap, c, T, q)
+-- store: whole ns as hi x 10^9 + lo, and its fraction. w: MAXWAIT in ns
+-- (nil without): a request that can fit and whose turn (when its new TAT
+-- is at most the tolerance ahead) comes within w is booked, recorded now
+-- as allowed, its retry the wait for that turn (0: at once), as the
+-- module's `turn` and `book` for one limit.
+local function gcra(sec, usec, wh, wl, f, cap, c, T, q, w)
   local TWO52 = 4503599627370496
   local k = 1
   if wh == nil or f == 0 then
@@ -50,6 +54,16 @@ local function gcra(sec, usec, wh, wl, f, cap, c, T, q)
   local ttl_a = ttl_b + m * T
   if ttl_a >= TWO52 then return k end
   local limited = q > cap or ttl_a > tol
+  local turn = nil
+  if w and q <= cap then
+    turn = 0
+    if ttl_a > tol then
+      local x = ttl_a - tol
+      local r = x % c
+      turn = (x - r) / c + (r > 0 and 1 or 0)
+      if turn <= w / k then limited = false else turn = nil end
+    end
+  end
   local ttl = limited and ttl_b or ttl_a
   local remaining = 0
   if tol > ttl then
@@ -57,7 +71,7 @@ local function gcra(sec, usec, wh, wl, f, cap, c, T, q)
     remaining = (x - x % T) / T
     if remaining > cap then remaining = cap end
   end
-  local retry = nil
+  local retry = turn
   if q > cap then retry = 'never'
   elseif limited then
     retry = ttl_a - tol

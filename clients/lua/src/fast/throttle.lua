@@ -16,8 +16,9 @@
 -- decision's locals costs several thousand instructions; or redis.call
 -- itself (RL.THROTTLE's SET, a limited call's PEXPIREAT ... GT moving the
 -- key's expiry out). gcra and ceil_div are the functions above, given as
--- arguments: an upvalue would cost each call about 400 instructions.
-local function fast(kind, key, a, b, c, qs, us_per, t, gcra, ceil_div, commit)
+-- arguments: an upvalue would cost each call about 400 instructions. w:
+-- RL.THROTTLE's MAXWAIT in ns (nil without; gcra() books the turn).
+local function fast(kind, key, a, b, c, qs, us_per, t, gcra, ceil_div, commit, w)
   if kind == 'THROTTLE' then
     -- A G| key's expiry is its TAT's (Unix ms, rounded up): every write
     -- leaves it so, but where a refund keeps a later one (the full code
@@ -55,7 +56,7 @@ local function fast(kind, key, a, b, c, qs, us_per, t, gcra, ceil_div, commit)
       wh, wl = wh + 0, wl + 0
     end
     local cap = b + 1
-    local k, limited, remaining, retry, reset, ms, hi, lo, frac = gcra(sec, usec, wh, wl, f, cap, c, T, q)
+    local k, limited, remaining, retry, reset, ms, hi, lo, frac = gcra(sec, usec, wh, wl, f, cap, c, T, q, w)
     if limited == nil then return nil end
     if retry == nil or retry == 'never' then retry = -1 else retry = ceil_div(retry, unit / k) end
     local five = {limited and 1 or 0, cap, remaining, retry, ceil_div(reset, unit / k)}

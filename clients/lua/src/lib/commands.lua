@@ -22,14 +22,14 @@ end
 local function tobig(x) if type(x) == 'number' then return big(x) end return x end
 -- BLOCK: the decision on a key blocked until `e` (µs, after now), as the
 -- module's (src/core/block.rs): limited, remaining 0, nothing recorded;
--- retry the later of the block's end and the limiter's own (a peek: the
--- block's end; a request that can never fit: never); reset never before
--- the block's end.
+-- retry the later of the block's end and the limiter's own (a request of
+-- q >= 1 that can never fit: never; an allowed one, or a peek that could
+-- never fit: the block's end); reset never before the block's end.
 local function held_by_block(d, e, q)
   local off = off_us(e)
   local retry
-  if q == 0 or d.retry == nil then retry = off
-  elseif d.retry == 'never' then retry = 'never'
+  if d.retry == 'never' and q > 0 then retry = 'never'
+  elseif d.retry == nil or d.retry == 'never' then retry = off
   else retry = bmax(tobig(d.retry), off) end
   return {limited = true, limit = d.limit, remaining = 0, retry = retry, reset = bmax(tobig(d.reset), off)}
 end
@@ -54,7 +54,7 @@ local function limiter(name)
     local n = #kind.params
     local quantity_at = n + (kind.takes_id and 1 or 0)
     if NARGS < 1 + quantity_at then throw(err_arity('RL.' .. name).err) end
-    if NARGS + 1 > 12 then throw("ERR unknown argument '" .. printable(arg(12)) .. "'") end
+    if NARGS + 1 > 14 then throw("ERR unknown argument '" .. printable(arg(14)) .. "'") end
     local words = {}
     for i = 2, NARGS do words[#words + 1] = arg(i) end
     local params = {}
@@ -216,9 +216,10 @@ local function adjust(charge)
     for i = 2, NARGS do words[#words + 1] = arg(i) end
     local kind, params, options, nxt = find_spec(words, 1, 0, true)
     if kind.no_refund then throw('ERR ' .. cmd .. ' does not take a ' .. kind.name .. ' spec') end
-    -- A several-limit spec's own options are none of this command's.
+    -- A several-limit spec's own options, and BLOCK, are none of this
+    -- command's.
     local w = words[nxt] and upper(words[nxt])
-    if w == 'UNITS' or w == 'SHADOW' then throw("ERR unknown argument '" .. printable(words[nxt]) .. "'") end
+    if w == 'UNITS' or w == 'SHADOW' or w == 'BLOCK' then throw("ERR unknown argument '" .. printable(words[nxt]) .. "'") end
     if nxt > #words then throw('ERR ' .. kind.name .. ' expects ' .. expects(kind) .. ' quantity') end
     local q = integer(words[nxt], 'quantity', charge and 1 or 0, MAX_QUANTITY)
     local tail = {unit = S_NS}
@@ -388,8 +389,8 @@ local function several(write)
       local turns, call = {}, BZERO
       for index, l in ipairs(limits) do
         local t = throttle.turn(l.st, l.P, qs[index])
-        if t and bcmp(t, wait) > 0 then t = false end
-        turns[index] = t
+        if t and bcmp(t, wait) > 0 then t = nil end
+        turns[index] = t or false -- (false: never within the wait; ipairs goes on)
         if enforced[index] and call then
           if not t then call = nil elseif bcmp(t, call) > 0 then call = t end
         end
