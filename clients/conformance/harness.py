@@ -12,6 +12,7 @@ node, a package) fails loudly with the command that installs it.
 
 from __future__ import annotations
 
+import atexit
 import glob
 import importlib.util
 import json
@@ -189,14 +190,53 @@ class NodeLua:
 
 class JavaLua(NodeLua):
     """The Java package's Lua backend (RateLimiter.execute of the jar in
-    tmp/m2, over Lettuce) in a java process (java_driver.java)."""
+    tmp/m2, over Lettuce) through java_driver.java, on the server at `port`.
+    One java process serves every server of the session (a JVM's start
+    costs seconds, paid once): compiled once into tmp/java/driver, each
+    call naming its server's port."""
+
+    _driver: NodeLua | None = None
 
     def __init__(self, port: int) -> None:
-        java = shutil.which("java")
-        if java is None or not JAVA_CLASSPATH.exists():
-            raise RuntimeError(f"java or {JAVA_CLASSPATH} is missing: run scripts/deps.sh --test")
+        self.port = port
+        self.proc = JavaLua.driver().proc
+
+    @staticmethod
+    def driver() -> NodeLua:
+        if JavaLua._driver is not None and JavaLua._driver.proc.poll() is None:
+            return JavaLua._driver
+        java, javac = shutil.which("java"), shutil.which("javac")
+        if java is None or javac is None or not JAVA_CLASSPATH.exists():
+            raise RuntimeError(f"java, javac or {JAVA_CLASSPATH} is missing: run scripts/deps.sh --test")
         classpath = JAVA_CLASSPATH.read_text().strip()
-        super().__init__(port, argv=[java, "-cp", classpath, str(JAVA_DRIVER), str(port), "lua"])
+        classes = ROOT / "tmp" / "java" / "driver"
+        compiled = classes / "java_driver.class"
+        newest = max(JAVA_DRIVER.stat().st_mtime, JAVA_CLASSPATH.stat().st_mtime)
+        if not compiled.exists() or compiled.stat().st_mtime < newest:
+            subprocess.run([javac, "-cp", classpath, "-d", str(classes), str(JAVA_DRIVER)], check=True)
+        argv = [java, "-XX:TieredStopAtLevel=1", "-cp", f"{classes}:{classpath}", "java_driver", "-", "lua"]
+        JavaLua._driver = NodeLua(None, argv=argv)
+        atexit.register(JavaLua._driver.close)
+        return JavaLua._driver
+
+    def _ask(self, command: Sequence[Any], now: float | None, clock: str | None = None) -> dict[str, Any]:
+        args = [{"hex": a.hex()} if isinstance(a, bytes) else str(a) for a in command]
+        request: dict[str, Any] = {"cmd": args, "port": self.port}
+        if now is not None:
+            request["now"] = now
+        if clock is not None:
+            request["clock"] = clock
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
+        """This server is stopping: the driver drops its connection (the process stays)."""
+        if self.proc.poll() is None and self.proc.stdin is not None:
+            self.proc.stdin.write(json.dumps({"close": self.port}) + "\n")
+            self.proc.stdin.flush()
+            self._read()
 
 
 def _unhex(reply: Any) -> Any:

@@ -1,16 +1,22 @@
 // The Java package's backends as a conformance backend ("java-lua",
 // "java-module"): RateLimiter.execute of the INSTALLED jar (the classpath
 // names tmp/m2's redis-ratelimit-client-<version>.jar, never the source
-// tree), over Lettuce, driven over JSON lines exactly as node_driver.js:
+// tree), over Lettuce, driven over JSON lines exactly as node_driver.js.
+// One process serves every server of a run (a JVM's start costs seconds;
+// the harness compiles this file once into tmp/java/driver and starts it
+// once per session):
 //
-//   java -cp "$(cat tmp/java/conformance.classpath)" clients/conformance/java_driver.java <port> [lua | module]
+//   java -cp tmp/java/driver:"$(cat tmp/java/conformance.classpath)" java_driver <port | -> [lua | module]
 //
 // First line out: {"ready": true, "package": <the jar>, "backend": ...}. Then,
-// per line in, {"cmd": [arg, ...], "now": <Unix seconds, optional>, "clock":
+// per line in, {"cmd": [arg, ...], "port": <the server's port; default the
+// one of the command line>, "now": <Unix seconds, optional>, "clock":
 // "server" | "client" (optional)}, an argument a JSON string (UTF-8) or
 // {"hex": "..."} (those bytes); one line out: {"reply": value}, every string
 // of the reply as {"hex": "..."}, integers, nulls and arrays as they are; or
-// {"error": <the error reply's text>}; or {"fatal": <message>}.
+// {"error": <the error reply's text>}; or {"fatal": <message>}. And
+// {"close": <port>} (that server is stopping: its connection is closed, a
+// later server on the same port gets a new one) answers {"closed": true}.
 
 import io.github.redisratelimit.LettuceConnection;
 import io.github.redisratelimit.RateLimiter;
@@ -135,16 +141,27 @@ public class java_driver {
         return null;
     }
 
+    /** One server's connection and its limiters (one per clock and client-side now, the calendar's "now"). */
+    record Server(RedisClient client, StatefulRedisConnection<byte[], byte[]> c, LettuceConnection connection,
+                  Map<String, RateLimiter> limiters) {
+        static Server connect(int port) {
+            RedisClient client = RedisClient.create(RedisURI.create("127.0.0.1", port));
+            StatefulRedisConnection<byte[], byte[]> c = client.connect(ByteArrayCodec.INSTANCE);
+            return new Server(client, c, LettuceConnection.of(c), new ConcurrentHashMap<>());
+        }
+
+        void close() {
+            c.close();
+            client.shutdown(java.time.Duration.ZERO, java.time.Duration.ofSeconds(2));
+        }
+    }
+
     public static void main(String[] argv) throws Exception {
-        int port = Integer.parseInt(argv[0]);
+        Integer defaultPort = argv[0].equals("-") ? null : Integer.valueOf(argv[0]);
         String backend = argv.length > 1 ? argv[1] : "lua";
-        RedisClient client = RedisClient.create(RedisURI.create("127.0.0.1", port));
-        StatefulRedisConnection<byte[], byte[]> c = client.connect(ByteArrayCodec.INSTANCE);
-        LettuceConnection connection = LettuceConnection.of(c);
         RateLimiter.BackendChoice choice = backend.equals("module") ? RateLimiter.BackendChoice.MODULE
                 : RateLimiter.BackendChoice.LUA;
-        // One limiter per clock and client-side now (the calendar's "now").
-        Map<String, RateLimiter> limiters = new ConcurrentHashMap<>();
+        Map<Integer, Server> servers = new java.util.HashMap<>();
         String jar = RateLimiter.class.getProtectionDomain().getCodeSource().getLocation().getPath();
         System.out.println("{\"ready\": true, \"package\": " + quote(jar) + ", \"backend\": " + quote(backend) + "}");
         System.out.flush();
@@ -156,6 +173,16 @@ public class java_driver {
             try {
                 @SuppressWarnings("unchecked")
                 Map<String, Object> request = (Map<String, Object>) parse(line);
+                if (request.get("close") instanceof Double closing) {
+                    Server gone = servers.remove(closing.intValue());
+                    if (gone != null) gone.close();
+                    System.out.println("{\"closed\": true}");
+                    System.out.flush();
+                    continue;
+                }
+                Integer port = request.get("port") instanceof Double d ? Integer.valueOf(d.intValue()) : defaultPort;
+                if (port == null) throw new IllegalArgumentException("no port: give \"port\" or one on the command line");
+                Server server = servers.computeIfAbsent(port, Server::connect);
                 List<byte[]> command = new ArrayList<>();
                 for (Object a : (List<?>) request.get("cmd")) {
                     if (a instanceof String t) command.add(t.getBytes(StandardCharsets.UTF_8));
@@ -164,8 +191,8 @@ public class java_driver {
                 Object now = request.get("now");
                 Object clock = request.get("clock");
                 String id = now + " " + clock;
-                RateLimiter rl = limiters.computeIfAbsent(id, k -> {
-                    RateLimiter.Builder b = RateLimiter.builder(connection).backend(choice);
+                RateLimiter rl = server.limiters().computeIfAbsent(id, k -> {
+                    RateLimiter.Builder b = RateLimiter.builder(server.connection()).backend(choice);
                     if (now instanceof Double d) {
                         long ms = (long) Math.floor(d * 1000);
                         b.wallClock(() -> ms);
@@ -182,7 +209,6 @@ public class java_driver {
             System.out.println(out);
             System.out.flush();
         }
-        c.close();
-        client.shutdown();
+        for (Server s : servers.values()) s.close();
     }
 }

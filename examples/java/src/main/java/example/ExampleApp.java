@@ -16,9 +16,11 @@ import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 
 /**
- * The articles' two cases: a verification-code endpoint limited per
- * address (and per client), decided by @RateLimit; an API limited per user
- * and per address by the filter's policy in application.yml.
+ * The articles' cases: a verification-code endpoint limited per address
+ * (and per client), decided by @RateLimit; an API limited per user and per
+ * address by the filter's policy in application.yml; an LLM endpoint whose
+ * token cost is known afterwards ({@link Completions}: an estimate taken,
+ * then settled); and calls paced to a provider's rate ({@link Provider}).
  */
 @SpringBootApplication
 public class ExampleApp {
@@ -35,10 +37,28 @@ public class ExampleApp {
         };
     }
 
-    /** The codes endpoint has its own limits; health checks pass untouched. */
+    /** The codes and LLM endpoints have their own limits; health checks pass untouched. */
     @Bean
     RequestSkipper skip() {
-        return request -> request.path().startsWith("/actuator") || request.path().equals("/codes");
+        return request -> request.path().startsWith("/actuator") || request.path().equals("/codes")
+                || request.path().equals("/llm");
+    }
+
+    /** A stand-in model: at most 1,500 tokens a call, 100 a word of the prompt used. */
+    @Bean
+    Completions.Model model() {
+        return new Completions.Model() {
+            @Override
+            public long estimate(String prompt) {
+                return 1500;
+            }
+
+            @Override
+            public Completions.Reply complete(String prompt) {
+                long words = prompt.isBlank() ? 0 : prompt.trim().split("\\s+").length;
+                return new Completions.Reply("echo: " + prompt, words * 100);
+            }
+        };
     }
 
     @Service
@@ -55,9 +75,17 @@ public class ExampleApp {
     @RestController
     public static class Endpoints {
         private final Codes codes;
+        private final Completions completions;
 
-        Endpoints(Codes codes) {
+        Endpoints(Codes codes, Completions completions) {
             this.codes = codes;
+            this.completions = completions;
+        }
+
+        @PostMapping("/llm")
+        public String llm(@RequestParam String user, @RequestParam String prompt) {
+            Completions.Answer a = completions.complete(user, prompt);
+            return a.text() + " (" + a.tokens() + " tokens; " + a.tokensLeft() + " left this minute)\n";
         }
 
         @PostMapping("/codes")

@@ -1,6 +1,7 @@
 package example;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -12,9 +13,11 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.util.ArrayList;
+import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.test.context.DynamicPropertyRegistry;
@@ -121,6 +124,47 @@ class ExampleAppTest {
         assertEquals(200, send(at("/actuator/health")).statusCode(), "skipped");
         HttpResponse<String> meters = send(at("/actuator/metrics/ratelimit.decisions"));
         assertEquals(200, meters.statusCode());
-        assertTrue(meters.body().contains("\"rule\""), meters.body());
+        assertTrue(meters.body().contains("\"ratelimit.rule\""), meters.body());
+    }
+
+    @Autowired
+    Provider provider;
+
+    HttpResponse<String> llm(String user, int words) throws Exception {
+        String prompt = String.join("+", java.util.Collections.nCopies(words, "word"));
+        return send(at("/llm?user=" + user + "&prompt=" + prompt).POST(HttpRequest.BodyPublishers.noBody()));
+    }
+
+    @Test
+    void theLlmEndpointTakesAnEstimateAndSettlesWhatWasUsed() throws Exception {
+        HttpResponse<String> first = llm("ada", 9);
+        assertEquals(200, first.statusCode());
+        assertTrue(first.body().endsWith("(900 tokens; 99100 left this minute)\n"), first.body());
+        // More than the estimate of 1,500: the 500 over are charged.
+        HttpResponse<String> second = llm("ada", 20);
+        assertTrue(second.body().endsWith("(2000 tokens; 97100 left this minute)\n"), second.body());
+        // 97,100 used at once: the key is in debt, the next estimate is refused.
+        HttpResponse<String> huge = llm("ada", 971);
+        assertTrue(huge.body().endsWith("(97100 tokens; 0 left this minute)\n"), huge.body());
+        HttpResponse<String> refused = llm("ada", 1);
+        assertEquals(429, refused.statusCode());
+        assertTrue(refused.headers().firstValue("RateLimit").orElseThrow().startsWith("\"tokens\";r=0;"));
+        long retry = Long.parseLong(refused.headers().firstValue("Retry-After").orElseThrow());
+        assertTrue(retry > 0 && retry <= 60, "Retry-After " + retry);
+        assertEquals(200, llm("bob", 1).statusCode(), "another user has his own limits");
+    }
+
+    @Test
+    void workersArePacedToTheProvidersRate() {
+        long start = System.nanoTime();
+        List<String> done = provider.callAll(List.of("a", "b", "c", "d", "e", "f"), Duration.ofSeconds(2));
+        long ms = Duration.ofNanos(System.nanoTime() - start).toMillis();
+        assertEquals(List.of("done a", "done b", "done c", "done d", "done e", "done f"), done);
+        assertTrue(ms >= 500, "six turns 100 ms apart take 500 ms at least, took " + ms);
+        // The next turn is about 100 ms away: with no wait allowed it is refused at once.
+        io.github.redisratelimit.RateLimitedException refused = assertThrows(
+                io.github.redisratelimit.RateLimitedException.class,
+                () -> provider.callAll(List.of("g"), Duration.ZERO));
+        assertTrue(refused.retryAfter() > 0 && refused.retryAfter() <= 100, refused.getMessage());
     }
 }

@@ -8,7 +8,7 @@ import java.util.regex.Pattern;
  * An {@code ERR ...} reply: a bad argument. {@link #argument()} names it as
  * the module does ({@code period}, {@code TZ}, {@code numkeys}, ...; for an
  * unknown word, the word), {@link #spec()} is the 1-based spec of RL.ALLOW,
- * RL.PEEK or RL.REFUND it is in, when the module says so (else 0).
+ * RL.PEEK, RL.REFUND or RL.CHARGE it is in, when the module says so (else 0).
  */
 public class ArgumentException extends RateLimitException {
     private static final long serialVersionUID = 1L;
@@ -30,11 +30,17 @@ public class ArgumentException extends RateLimitException {
             new Rule(Pattern.compile("^\\(max_burst \\+ 1\\) x period / count "), "period"),
             new Rule(Pattern.compile("^a LEASE spec needs the ID option"), "ID"),
             new Rule(Pattern.compile("^ID is given but"), "ID"),
-            new Rule(Pattern.compile("^RL\\.REFUND does not take a LEASE spec", Pattern.CASE_INSENSITIVE), "spec"),
+            new Rule(Pattern.compile("^RL\\.(REFUND|CHARGE) does not take a LEASE spec", Pattern.CASE_INSENSITIVE),
+                    "spec"),
+            new Rule(Pattern.compile("^quantity "), "quantity"),
+            new Rule(Pattern.compile("^(LEASE|SHADOW) takes no BLOCK"), "BLOCK"),
+            new Rule(Pattern.compile("^MAXWAIT takes THROTTLE limits only"), "MAXWAIT"),
+            new Rule(Pattern.compile("^at least one spec must be enforced"), "SHADOW"),
             new Rule(Pattern.compile("^spec \\d+ is missing"), "spec"),
             new Rule(Pattern.compile("^([A-Za-z_][A-Za-z_0-9]*) (must|is given more than once)"), null));
     private static final Pattern IN_SPEC = Pattern.compile("^spec (\\d+)(?: \\([A-Z]+\\))?: ");
-    private static final Pattern MISSING = Pattern.compile("^spec (\\d+) is missing");
+    private static final Pattern MISSING =
+            Pattern.compile("^spec (\\d+) is missing|^MAXWAIT takes THROTTLE limits only: spec (\\d+) is ");
 
     /**
      * @param reply the reply's text, without {@code ERR }
@@ -52,7 +58,7 @@ public class ArgumentException extends RateLimitException {
         } else {
             Matcher missing = MISSING.matcher(rest);
             if (missing.find()) {
-                inSpec = Integer.parseInt(missing.group(1));
+                inSpec = Integer.parseInt(missing.group(1) != null ? missing.group(1) : missing.group(2));
             }
         }
         String found = null;

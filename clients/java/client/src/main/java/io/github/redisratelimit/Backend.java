@@ -18,4 +18,11 @@ interface Backend {
 
     /** The same, waiting. */
     Object callSync(String name, List<byte[]> args, int keyFrom, int keyTo);
+
+    /**
+     * Several command lines in one pipeline ({@link RedisConnection#sendAll}),
+     * each as {@link #call} answers it; with {@code sync} a blocking driver
+     * runs the pipeline in the calling thread.
+     */
+    List<CompletionStage<Object>> callAll(List<RedisConnection.Command> calls, boolean sync);
 }

@@ -1,12 +1,16 @@
 package io.github.redisratelimit;
 
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import redis.clients.jedis.AbstractPipeline;
+import redis.clients.jedis.CommandArguments;
+import redis.clients.jedis.Response;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.commands.ProtocolCommand;
 
@@ -85,6 +89,58 @@ public final class JedisConnection implements RedisConnection, AutoCloseable {
     @Override
     public CompletionStage<Object> send(String name, List<byte[]> args, int keyFrom, int keyTo) {
         return CompletableFuture.supplyAsync(() -> sendSync(name, args, keyFrom, keyTo), executor);
+    }
+
+    /**
+     * Jedis's pipeline ({@code UnifiedJedis.pipelined()}: one connection, or
+     * a cluster pipeline routing each command by its keys), run in the
+     * calling thread; every stage is complete when this returns.
+     */
+    @Override
+    public List<CompletionStage<Object>> sendAllSync(List<Command> commands) {
+        List<Response<Object>> responses = new ArrayList<>(commands.size());
+        List<CompletionStage<Object>> out = new ArrayList<>(commands.size());
+        try (AbstractPipeline pipeline = jedis.pipelined()) {
+            for (Command c : commands) {
+                CommandArguments a = new CommandArguments(new Name(c.name().getBytes(StandardCharsets.US_ASCII)));
+                List<byte[]> args = c.args();
+                for (int i = 0; i < args.size(); i++) {
+                    if (i >= c.keyFrom() && i < c.keyTo()) {
+                        a.key(args.get(i));
+                    } else {
+                        a.add(args.get(i));
+                    }
+                }
+                responses.add(pipeline.sendCommand(a));
+            }
+            pipeline.sync();
+        } catch (RuntimeException e) {
+            for (int i = 0; i < commands.size(); i++) {
+                out.add(CompletableFuture.failedFuture(e));
+            }
+            return out;
+        }
+        for (Response<Object> r : responses) {
+            try {
+                out.add(CompletableFuture.completedFuture(r.get()));
+            } catch (RuntimeException e) {
+                out.add(CompletableFuture.failedFuture(e));
+            }
+        }
+        return out;
+    }
+
+    /** {@link #sendAllSync} on the executor. */
+    @Override
+    public List<CompletionStage<Object>> sendAll(List<Command> commands) {
+        CompletableFuture<List<CompletionStage<Object>>> all =
+                CompletableFuture.supplyAsync(() -> sendAllSync(commands), executor);
+        List<CompletionStage<Object>> out = new ArrayList<>(commands.size());
+        for (int i = 0; i < commands.size(); i++) {
+            int n = i;
+            out.add(all.thenCompose(list -> list.get(n)));
+        }
+        return out;
     }
 
     /** Stops this connection's own executor (not the UnifiedJedis, which is the application's). */

@@ -17,6 +17,9 @@ public sealed interface KeyState {
     /** Bytes, as MEMORY USAGE counts them. */
     long memory();
 
+    /** While the key is blocked (BLOCK), the block's end in Unix ms; else null (and always for a lease). */
+    Long blockedUntil();
+
     /**
      * A THROTTLE key.
      *
@@ -24,8 +27,10 @@ public sealed interface KeyState {
      * @param memory     bytes
      * @param tatAheadMs how far its theoretical arrival time is ahead of now
      * @param tatUnixMs  the theoretical arrival time, Unix ms
+     * @param blockedUntil the block's end, Unix ms, or null
      */
-    record ThrottleState(long ttl, long memory, long tatAheadMs, long tatUnixMs) implements KeyState {
+    record ThrottleState(long ttl, long memory, long tatAheadMs, long tatUnixMs, Long blockedUntil)
+            implements KeyState {
         @Override
         public String type() {
             return "throttle";
@@ -41,9 +46,10 @@ public sealed interface KeyState {
      * @param entries     entries of the log
      * @param oldestAgeMs the oldest entry's age
      * @param newestAgeMs the newest entry's age
+     * @param blockedUntil the block's end, Unix ms, or null
      */
-    record SlideState(long ttl, long memory, long units, long entries, long oldestAgeMs, long newestAgeMs)
-            implements KeyState {
+    record SlideState(long ttl, long memory, long units, long entries, long oldestAgeMs, long newestAgeMs,
+                      Long blockedUntil) implements KeyState {
         @Override
         public String type() {
             return "slide";
@@ -60,9 +66,10 @@ public sealed interface KeyState {
      * @param units     units counted
      * @param headAgeMs the age of the newest slice
      * @param counts    units per slice, newest first
+     * @param blockedUntil the block's end, Unix ms, or null
      */
     record SliceState(long ttl, long memory, long windowMs, long slices, long units, long headAgeMs,
-                      List<Long> counts) implements KeyState {
+                      List<Long> counts, Long blockedUntil) implements KeyState {
         /** Copies {@code counts}. */
         public SliceState {
             counts = List.copyOf(counts);
@@ -102,6 +109,12 @@ public sealed interface KeyState {
         public String type() {
             return "lease";
         }
+
+        /** A lease is never blocked: null. */
+        @Override
+        public Long blockedUntil() {
+            return null;
+        }
     }
 
     /**
@@ -114,9 +127,10 @@ public sealed interface KeyState {
      * @param used   units used in the period
      * @param start  the period's start, Unix ms
      * @param end    the period's end, Unix ms
+     * @param blockedUntil the block's end, Unix ms, or null
      */
-    record QuotaState(long ttl, long memory, String unit, String zone, long used, long start, long end)
-            implements KeyState {
+    record QuotaState(long ttl, long memory, String unit, String zone, long used, long start, long end,
+                      Long blockedUntil) implements KeyState {
         @Override
         public String type() {
             return "quota";

@@ -22,16 +22,76 @@ public sealed interface Limit permits Throttle, Slide, Slice, Lease, Quota {
     /** The module's command for this kind alone, without prefix: {@code THROTTLE}, {@code SLIDE}, ... */
     String command();
 
-    /** The spec as RL.ALLOW, RL.PEEK and RL.REFUND take it: the kind's word, its numbers, its options. */
+    /**
+     * The time after a refusal during which the key refuses everything
+     * ({@code BLOCK b}), in the limit's unit; null for none.
+     */
+    Long block();
+
+    /**
+     * The units this limit decides and records in RL.ALLOW and RL.PEEK
+     * instead of the call's QUANTITY ({@code UNITS n}); null: the call's.
+     */
+    Long units();
+
+    /** Decided and shown, but never refusing the call ({@code SHADOW}, RL.ALLOW and RL.PEEK only). */
+    boolean shadow();
+
+    /**
+     * The same limit with {@code BLOCK b}: after a refusal the key refuses
+     * everything for {@code b} (in the limit's unit). The module refuses it
+     * on a LEASE and with SHADOW.
+     *
+     * @param b the block's length
+     * @return the limit
+     */
+    Limit withBlock(long b);
+
+    /**
+     * The same limit deciding {@code n} units in RL.ALLOW and RL.PEEK
+     * ({@code UNITS n}), whatever the call's QUANTITY.
+     *
+     * @param n the units
+     * @return the limit
+     */
+    Limit withUnits(long n);
+
+    /**
+     * The same limit as a SHADOW spec: decided, shown in the reply, never
+     * refusing (RL.ALLOW and RL.PEEK only).
+     *
+     * @return the limit
+     */
+    Limit asShadow();
+
+    /**
+     * The same limit enforced (without SHADOW).
+     *
+     * @return the limit
+     */
+    Limit enforced();
+
+    /**
+     * The spec as RL.ALLOW and RL.PEEK take it: the kind's word, its numbers,
+     * its options, then {@code [BLOCK b] [UNITS n] [SHADOW]}.
+     */
     List<String> spec();
+
+    /**
+     * The spec as RL.REFUND and RL.CHARGE take it: the kind's word, its
+     * numbers and its options, without BLOCK, UNITS and SHADOW.
+     */
+    List<String> baseSpec();
 
     /** The arguments of the kind's own command after the key and before quantity. */
     List<String> commandArgs();
 
-    /** The options of the kind's own command after quantity and MS ({@code PRECISION d}, {@code TZ zone}). */
-    default List<String> commandOptions() {
-        return List.of();
-    }
+    /**
+     * The options of the kind's own command after quantity and MS
+     * ({@code PRECISION d}, {@code TZ zone}, then {@code BLOCK b}; UNITS and
+     * SHADOW too when set, which the module refuses outside RL.ALLOW).
+     */
+    List<String> commandOptions();
 
     /**
      * The window of the {@code RateLimit-Policy} field ({@code w}), in

@@ -57,6 +57,9 @@ final class LuaBackend implements Backend {
 
     /** The number of KEYS of a command line under the manifest's rule. */
     static int keyCount(Scripts.Script s, List<byte[]> args) {
+        if (s.none()) {
+            return 0;
+        }
         if (!s.numkeys()) {
             return args.isEmpty() ? 0 : 1;
         }
@@ -196,5 +199,76 @@ final class LuaBackend implements Backend {
             }
         }
         return Futures.join(call(name, args, keyFrom, keyTo));
+    }
+
+    /**
+     * The EVALSHAs pipelined; a reply of NOSCRIPT is sent again by EVAL, and
+     * one refusing TIME (clock AUTO) switches to the passed clock and sends
+     * that call again, each alone.
+     */
+    @Override
+    public List<CompletionStage<Object>> callAll(List<RedisConnection.Command> calls, boolean sync) {
+        List<Scripts.Script> found = new ArrayList<>(calls.size());
+        try {
+            for (RedisConnection.Command c : calls) {
+                found.add(script(c.name()));
+            }
+        } catch (RuntimeException e) {
+            List<CompletionStage<Object>> out = new ArrayList<>(calls.size());
+            calls.forEach(c -> out.add(CompletableFuture.failedFuture(e)));
+            return out;
+        }
+        boolean passing = passClock;
+        if (passing && !sync) {
+            CompletableFuture<List<CompletionStage<Object>>> all = serverClock.now()
+                    .thenApply(now -> pipelined(calls, found, now, false, true)).toCompletableFuture();
+            List<CompletionStage<Object>> out = new ArrayList<>(calls.size());
+            for (int i = 0; i < calls.size(); i++) {
+                int n = i;
+                out.add(all.thenCompose(list -> list.get(n)));
+            }
+            return out;
+        }
+        return pipelined(calls, found, passing ? Futures.join(serverClock.now()) : -1, sync, passing);
+    }
+
+    private List<CompletionStage<Object>> pipelined(List<RedisConnection.Command> calls, List<Scripts.Script> found,
+                                                    long now, boolean sync, boolean passing) {
+        List<RedisConnection.Command> evals = new ArrayList<>(calls.size());
+        for (int i = 0; i < calls.size(); i++) {
+            Scripts.Script s = found.get(i);
+            List<byte[]> args = calls.get(i).args();
+            int k = keyCount(s, args);
+            evals.add(new RedisConnection.Command("EVALSHA",
+                    evalArgs(s.sha().getBytes(StandardCharsets.US_ASCII), s, args, now), k == 0 ? -1 : 2, 2 + k));
+        }
+        List<CompletionStage<Object>> sent = sync ? connection.sendAllSync(evals) : connection.sendAll(evals);
+        List<CompletionStage<Object>> out = new ArrayList<>(calls.size());
+        for (int i = 0; i < calls.size(); i++) {
+            RedisConnection.Command call = calls.get(i);
+            RedisConnection.Command eval = evals.get(i);
+            Scripts.Script s = found.get(i);
+            out.add(sent.get(i).handle((reply, err) -> {
+                if (err == null) {
+                    return CompletableFuture.completedFuture(reply);
+                }
+                if (noscript(err)) {
+                    List<byte[]> bySource = new ArrayList<>(eval.args());
+                    bySource.set(0, s.source());
+                    return connection.send("EVAL", bySource, eval.keyFrom(), eval.keyTo())
+                            .exceptionallyCompose(again -> retryOnTimeRefused(again, passing, call));
+                }
+                return retryOnTimeRefused(err, passing, call);
+            }).thenCompose(x -> x));
+        }
+        return out;
+    }
+
+    private CompletionStage<Object> retryOnTimeRefused(Throwable err, boolean passing, RedisConnection.Command call) {
+        if (!passing && clock == RateLimiter.Clock.AUTO && timeRefused(err)) {
+            passClock = true;
+            return call(call.name(), call.args(), call.keyFrom(), call.keyTo());
+        }
+        return CompletableFuture.failedFuture(Futures.unwrap(err));
     }
 }

@@ -1,5 +1,6 @@
 package io.github.redisratelimit;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
 
@@ -30,5 +31,14 @@ final class ModuleBackend implements Backend {
     @Override
     public Object callSync(String name, List<byte[]> args, int keyFrom, int keyTo) {
         return connection.sendSync(prefix + name, args, keyFrom, keyTo);
+    }
+
+    @Override
+    public List<CompletionStage<Object>> callAll(List<RedisConnection.Command> calls, boolean sync) {
+        List<RedisConnection.Command> named = new ArrayList<>(calls.size());
+        for (RedisConnection.Command c : calls) {
+            named.add(new RedisConnection.Command(prefix + c.name(), c.args(), c.keyFrom(), c.keyTo()));
+        }
+        return sync ? connection.sendAllSync(named) : connection.sendAll(named);
     }
 }

@@ -2,6 +2,8 @@ package io.github.redisratelimit;
 
 import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
@@ -11,6 +13,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
 
@@ -18,8 +21,12 @@ import java.util.function.LongSupplier;
  * The module's commands as typed calls, with the module's parameter names,
  * each synchronous ({@code throttle}) and asynchronous
  * ({@code throttleAsync}, a {@link CompletionStage}); the limits as values
- * for {@link #allow}, {@link #peek}, {@link #take} and {@link #refund}; a
- * lease held by try-with-resources ({@link #acquire}).
+ * for {@link #allow}, {@link #peek}, {@link #take}, {@link #refund} and
+ * {@link #charge}; costs known afterwards settled in one round trip
+ * ({@link #settle}); a lease held by try-with-resources
+ * ({@link #acquire(String, Lease)}); a turn waited for
+ * ({@link #acquire(String, Throttle, Duration)}, MAXWAIT); the most refused
+ * keys ({@link #top()}).
  *
  * <pre>{@code
  * RateLimiter limiter = RateLimiter.create(LettuceConnection.of(redisClient));
@@ -693,6 +700,10 @@ public final class RateLimiter {
     }
 
     private static Line several(String name, List<Entry> entries, long quantity, String id) {
+        return several(name, entries, quantity, id, -1);
+    }
+
+    private static Line several(String name, List<Entry> entries, long quantity, String id, long maxWait) {
         boolean ms = !entries.isEmpty() && entries.get(0).limit().ms();
         for (Entry e : entries) {
             if (e.limit().ms() != ms) {
@@ -716,6 +727,10 @@ public final class RateLimiter {
         }
         if (ms) {
             args.add(b("MS"));
+        }
+        if (maxWait >= 0) {
+            args.add(b("MAXWAIT"));
+            args.add(b(maxWait));
         }
         if (id != null) {
             args.add(b("ID"));
@@ -760,6 +775,58 @@ public final class RateLimiter {
         } catch (IllegalArgumentException e) {
             return CompletableFuture.failedFuture(e);
         }
+    }
+
+    private static List<Line> eachLines(List<Entry> entries, long quantity, String leaseId) {
+        List<Line> lines = new ArrayList<>(entries.size());
+        for (Entry e : entries) {
+            lines.add(several("ALLOW", List.of(e), quantity, e.limit() instanceof Lease ? leaseId : null));
+        }
+        return lines;
+    }
+
+    private static List<RedisConnection.Command> lineCommands(List<Line> lines) {
+        return commands(lines);
+    }
+
+    /**
+     * One {@code RL.ALLOW 1 key spec} per entry, each decided alone, all in
+     * one pipeline (one round trip): what a middleware sends when every rule
+     * of a request is SHADOW, which one RL.ALLOW refuses. The specs are sent
+     * as they are (take the SHADOW out first: {@link Limit#enforced()}).
+     *
+     * @param entries  the limits on their keys
+     * @param quantity QUANTITY q of each (-1: none)
+     * @param leaseId  ID lease_id of the LEASE entries, or null
+     * @return each entry's own RL.ALLOW reply, in order
+     */
+    public CompletionStage<List<AllowResult>> allowEachAsync(List<Entry> entries, long quantity, String leaseId) {
+        List<Line> lines;
+        try {
+            lines = eachLines(entries, quantity, leaseId);
+        } catch (IllegalArgumentException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        if (lines.isEmpty()) {
+            return CompletableFuture.completedFuture(List.of());
+        }
+        return backend().thenCompose(bk -> {
+            List<CompletionStage<Object>> replies = bk.callAll(lineCommands(lines), false);
+            CompletableFuture<?>[] all = replies.stream().map(CompletionStage::toCompletableFuture)
+                    .toArray(CompletableFuture[]::new);
+            return CompletableFuture.allOf(all).thenApply(v -> {
+                List<AllowResult> out = new ArrayList<>(replies.size());
+                for (CompletionStage<Object> r : replies) {
+                    out.add(Replies.allowResult(r.toCompletableFuture().join()));
+                }
+                return List.copyOf(out);
+            });
+        }).handle((r, err) -> {
+            if (err != null) {
+                throw Replies.translate(err);
+            }
+            return r;
+        });
     }
 
     /**
@@ -820,21 +887,26 @@ public final class RateLimiter {
         return runAsync(new Line("INSPECT", List.of(b(key)), 0, 1), r -> Optional.ofNullable(Replies.keyState(r)));
     }
 
-    private static Line refundLine(String key, Limit limit, long quantity) {
+    private static Line giveLine(String name, String key, Limit limit, long quantity) {
         List<byte[]> args = new ArrayList<>(8);
         args.add(b(key));
-        for (String w : limit.spec()) {
+        for (String w : limit.baseSpec()) {
             args.add(b(w));
         }
         args.add(b(quantity));
         if (limit.ms()) {
             args.add(b("MS"));
         }
-        return new Line("REFUND", args, 0, 1);
+        return new Line(name, args, 0, 1);
+    }
+
+    private static Line refundLine(String key, Limit limit, long quantity) {
+        return giveLine("REFUND", key, limit, quantity);
     }
 
     /**
      * RL.REFUND key spec quantity [MS]: gives back up to {@code quantity} units.
+     * The spec is sent without BLOCK, UNITS and SHADOW ({@link Limit#baseSpec}).
      *
      * @param key      the key
      * @param limit    the limit the units were taken under (the module refuses a LEASE)
@@ -858,6 +930,230 @@ public final class RateLimiter {
     }
 
     /**
+     * RL.CHARGE key spec quantity [MS]: records {@code quantity} units at
+     * once, unconditionally (work already done), even past the limit: the
+     * key is then in debt and refuses until it is paid back. The spec is
+     * sent without BLOCK, UNITS and SHADOW ({@link Limit#baseSpec}).
+     *
+     * @param key      the key
+     * @param limit    the limit the units count against (the module refuses a LEASE)
+     * @param quantity quantity
+     * @return the five fields, as a peek right after it
+     */
+    public Result charge(String key, Limit limit, long quantity) {
+        return run(giveLine("CHARGE", key, limit, quantity), Replies::result);
+    }
+
+    /**
+     * RL.CHARGE, asynchronously.
+     *
+     * @param key      the key
+     * @param limit    the limit
+     * @param quantity quantity
+     * @return the five fields
+     */
+    public CompletionStage<Result> chargeAsync(String key, Limit limit, long quantity) {
+        return runAsync(giveLine("CHARGE", key, limit, quantity), Replies::result);
+    }
+
+    private static List<Line> settleLines(List<Entry> entries, List<Long> taken, List<Long> actual) {
+        if (taken.size() != entries.size() || actual.size() != entries.size()) {
+            throw new IllegalArgumentException("settle: " + entries.size() + " limits, " + taken.size()
+                    + " taken and " + actual.size() + " actual (one each, or use the scalar form)");
+        }
+        List<Line> lines = new ArrayList<>(entries.size());
+        for (int i = 0; i < entries.size(); i++) {
+            Entry e = entries.get(i);
+            long t = taken.get(i);
+            long a = actual.get(i);
+            if (a < t) {
+                lines.add(giveLine("REFUND", e.key(), e.limit(), t - a));
+            } else if (a > t) {
+                lines.add(giveLine("CHARGE", e.key(), e.limit(), a - t));
+            } else {
+                lines.add(null);
+            }
+        }
+        return lines;
+    }
+
+    private static List<RedisConnection.Command> commands(List<Line> lines) {
+        List<RedisConnection.Command> out = new ArrayList<>(lines.size());
+        for (Line l : lines) {
+            if (l != null) {
+                out.add(new RedisConnection.Command(l.name, l.args, l.keyFrom, l.keyTo));
+            }
+        }
+        return out;
+    }
+
+    private static List<Long> same(long value, int n) {
+        List<Long> out = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            out.add(value);
+        }
+        return out;
+    }
+
+    /**
+     * Settles what a request took against what it used (the LLM pattern:
+     * take an estimate, settle the real count when it is known): per limit,
+     * {@code RL.REFUND} of {@code taken - actual}, or {@code RL.CHARGE} of
+     * {@code actual - taken}, or nothing when they are equal; all in one
+     * pipeline (one round trip; on the Lua backend the EVALSHAs pipelined).
+     *
+     * @param entries the limits on their keys, as they were taken
+     * @param taken   what was taken of each
+     * @param actual  what was used of each
+     * @return each limit's five fields after it, in order; null where nothing was sent
+     * @throws IllegalArgumentException when the lists' sizes differ
+     */
+    public List<Result> settle(List<Entry> entries, List<Long> taken, List<Long> actual) {
+        List<Line> lines = settleLines(entries, taken, actual);
+        List<RedisConnection.Command> sent = commands(lines);
+        List<CompletionStage<Object>> replies;
+        try {
+            replies = sent.isEmpty() ? List.of() : backendSync().callAll(sent, true);
+        } catch (RuntimeException e) {
+            throw Replies.translate(e);
+        }
+        List<Result> out = new ArrayList<>(lines.size());
+        RuntimeException first = null;
+        int n = 0;
+        for (Line l : lines) {
+            if (l == null) {
+                out.add(null);
+                continue;
+            }
+            try {
+                out.add(Replies.result(Futures.join(replies.get(n++))));
+            } catch (RuntimeException e) {
+                out.add(null);
+                if (first == null) {
+                    first = Replies.translate(e);
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+        return java.util.Collections.unmodifiableList(out);
+    }
+
+    /**
+     * {@link #settle(List, List, List)} with the same taken and actual for every limit.
+     *
+     * @param entries the limits on their keys
+     * @param taken   what was taken (of each)
+     * @param actual  what was used (of each)
+     * @return each limit's five fields after it; null where nothing was sent
+     */
+    public List<Result> settle(List<Entry> entries, long taken, long actual) {
+        return settle(entries, same(taken, entries.size()), same(actual, entries.size()));
+    }
+
+    /**
+     * {@link #settle(List, List, List)}, asynchronously; fails with the
+     * first failing command's error (the others were carried out).
+     *
+     * @param entries the limits on their keys
+     * @param taken   what was taken of each
+     * @param actual  what was used of each
+     * @return each limit's five fields after it; null where nothing was sent
+     */
+    public CompletionStage<List<Result>> settleAsync(List<Entry> entries, List<Long> taken, List<Long> actual) {
+        List<Line> lines;
+        try {
+            lines = settleLines(entries, taken, actual);
+        } catch (IllegalArgumentException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        List<RedisConnection.Command> sent = commands(lines);
+        if (sent.isEmpty()) {
+            return CompletableFuture.completedFuture(java.util.Collections.unmodifiableList(nulls(lines.size())));
+        }
+        CompletableFuture<List<Result>> out = new CompletableFuture<>();
+        backend().thenAccept(bk -> {
+            List<CompletionStage<Object>> replies = bk.callAll(sent, false);
+            CompletableFuture.allOf(replies.stream().map(r -> r.toCompletableFuture().exceptionally(x -> null))
+                    .toArray(CompletableFuture[]::new)).whenComplete((v, ignored) -> {
+                        List<Result> results = new ArrayList<>(lines.size());
+                        int n = 0;
+                        try {
+                            for (Line l : lines) {
+                                results.add(l == null ? null : Replies.result(Futures.join(replies.get(n++))));
+                            }
+                            out.complete(java.util.Collections.unmodifiableList(results));
+                        } catch (RuntimeException e) {
+                            out.completeExceptionally(Replies.translate(e));
+                        }
+                    });
+        }).exceptionally(err -> {
+            out.completeExceptionally(Replies.translate(err));
+            return null;
+        });
+        return out;
+    }
+
+    private static List<Result> nulls(int n) {
+        List<Result> out = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            out.add(null);
+        }
+        return out;
+    }
+
+    /**
+     * {@link #settleAsync(List, List, List)} with the same taken and actual for every limit.
+     *
+     * @param entries the limits on their keys
+     * @param taken   what was taken (of each)
+     * @param actual  what was used (of each)
+     * @return each limit's five fields after it; null where nothing was sent
+     */
+    public CompletionStage<List<Result>> settleAsync(List<Entry> entries, long taken, long actual) {
+        return settleAsync(entries, same(taken, entries.size()), same(actual, entries.size()));
+    }
+
+    private static Line topLine(Integer count) {
+        List<byte[]> args = count == null ? List.of() : List.of(b("COUNT"), b(count));
+        return new Line("TOP", args, -1, -1);
+    }
+
+    /**
+     * RL.TOP: the keys refused most often on this node recently, most
+     * first (the module's default count, 10). On the Lua backend the script
+     * answers {@code ERR RL.TOP needs the module ...}, raised as an
+     * {@link ArgumentException}; with the summary off, the module's error.
+     * On a cluster, ask each master through its own connection.
+     *
+     * @return the keys, most refused first
+     */
+    public List<TopKey> top() {
+        return run(topLine(null), Replies::top);
+    }
+
+    /**
+     * RL.TOP COUNT n.
+     *
+     * @param count how many keys (1 to the summary's size)
+     * @return the keys, most refused first
+     */
+    public List<TopKey> top(int count) {
+        return run(topLine(count), Replies::top);
+    }
+
+    /**
+     * RL.TOP [COUNT n], asynchronously.
+     *
+     * @param count how many keys, or null for the module's default
+     * @return the keys, most refused first
+     */
+    public CompletionStage<List<TopKey>> topAsync(Integer count) {
+        return runAsync(topLine(count), Replies::top);
+    }
+
+    /**
      * A module command line as it is ({@code RL.SLIDE k 10 60}, the name
      * with or without the {@code RL.} prefix, any case) through the
      * backend, answering the module's reply untyped (Long, byte[], List,
@@ -876,8 +1172,8 @@ public final class RateLimiter {
             name = name.substring(3);
         }
         List<byte[]> args = command.subList(1, command.size());
-        int from = args.isEmpty() ? -1 : 0;
-        int to = args.isEmpty() ? -1 : 1;
+        int from = args.isEmpty() || name.equals("TOP") ? -1 : 0;
+        int to = args.isEmpty() || name.equals("TOP") ? -1 : 1;
         if ((name.equals("ALLOW") || name.equals("PEEK")) && !args.isEmpty()) {
             int n;
             try {
@@ -890,6 +1186,167 @@ public final class RateLimiter {
             to = ok ? 1 + n : -1;
         }
         return backendSync().callSync(name, List.copyOf(args), from, to);
+    }
+
+    // -- waiting for a turn (MAXWAIT) ---------------------------------------
+
+    private long maxWaitMillis(Duration maxWait, Instant deadline) {
+        long w = maxWait.toMillis();
+        if (deadline != null) {
+            long left = Math.max(0, deadline.toEpochMilli() - wallMillis.getAsLong());
+            w = Math.min(w, left);
+        }
+        return w;
+    }
+
+    private static Line acquireLine(String key, Throttle throttle, long quantity, long maxWaitMs) {
+        Throttle t = (Throttle) Millis.of(throttle);
+        List<String> options = new ArrayList<>(List.of("MAXWAIT", Long.toString(maxWaitMs)));
+        options.addAll(t.commandOptions());
+        return single("THROTTLE", key, t.commandArgs(), quantity, true, options);
+    }
+
+    private static Line acquireAllLine(List<Entry> entries, long quantity, long maxWaitMs) {
+        List<Entry> ms = new ArrayList<>(entries.size());
+        for (Entry e : entries) {
+            ms.add(Entry.of(e.key(), Millis.of(e.limit())));
+        }
+        return several("ALLOW", ms, quantity, null, maxWaitMs);
+    }
+
+    private static void sleep(long millis) {
+        if (millis <= 0) {
+            return;
+        }
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RateLimitException("interrupted while waiting for a turn (it stays booked)", e);
+        }
+    }
+
+    /**
+     * Waits for a turn of {@code throttle} on {@code key} (Guava's
+     * {@code acquire}, bucket4j's {@code tryConsume(n, maxWait)}): one
+     * {@code RL.THROTTLE ... MS MAXWAIT w} (the limit's times converted to
+     * ms); granted, the turn is booked and this sleeps its wait, then
+     * returns; refused (no turn within {@code maxWait}, a blocked key, or it
+     * can never fit) it throws without sleeping.
+     *
+     * @param key      the key
+     * @param throttle the limit
+     * @param maxWait  the longest it may wait
+     * @return the grant's fields, in ms ({@code retryAfter}: the wait slept, 0 when none)
+     * @throws RateLimitedException when refused, carrying its retry_after (ms)
+     */
+    public Result acquire(String key, Throttle throttle, Duration maxWait) {
+        return acquire(key, throttle, 1, maxWait, null);
+    }
+
+    /**
+     * {@link #acquire(String, Throttle, Duration)} for {@code quantity}
+     * units, never waiting past {@code deadline}: MAXWAIT is
+     * {@code min(maxWait, deadline - now)} (0 once the deadline has passed),
+     * so a turn that would come later is refused.
+     *
+     * @param key      the key
+     * @param throttle the limit
+     * @param quantity the units
+     * @param maxWait  the longest it may wait
+     * @param deadline the latest it may return, or null
+     * @return the grant's fields, in ms
+     * @throws RateLimitedException when refused
+     */
+    public Result acquire(String key, Throttle throttle, long quantity, Duration maxWait, Instant deadline) {
+        Result r = run(acquireLine(key, throttle, quantity, maxWaitMillis(maxWait, deadline)), Replies::result);
+        if (r.limited()) {
+            throw new RateLimitedException(List.of(key), r);
+        }
+        sleep(r.retryAfter());
+        return r;
+    }
+
+    /**
+     * {@link #acquire(String, Throttle, long, Duration, Instant)}
+     * asynchronously: the stage completes after the wait (a delayed
+     * executor, no thread blocked), or exceptionally with
+     * {@link RateLimitedException}.
+     *
+     * @param key      the key
+     * @param throttle the limit
+     * @param quantity the units
+     * @param maxWait  the longest it may wait
+     * @param deadline the latest it may complete, or null
+     * @return the grant's fields, in ms
+     */
+    public CompletionStage<Result> acquireAsync(String key, Throttle throttle, long quantity, Duration maxWait,
+                                                Instant deadline) {
+        Line line = acquireLine(key, throttle, quantity, maxWaitMillis(maxWait, deadline));
+        return runAsync(line, Replies::result).thenCompose(r -> waited(List.of(key), r, r));
+    }
+
+    private static <T> CompletionStage<T> waited(List<String> keys, Result fields, T value) {
+        if (fields.limited()) {
+            return CompletableFuture.failedFuture(new RateLimitedException(keys, fields));
+        }
+        if (fields.retryAfter() <= 0) {
+            return CompletableFuture.completedFuture(value);
+        }
+        return CompletableFuture.supplyAsync(() -> value,
+                CompletableFuture.delayedExecutor(fields.retryAfter(), TimeUnit.MILLISECONDS));
+    }
+
+    /**
+     * Waits for a turn of every limit at once: one {@code RL.ALLOW ... MS
+     * MAXWAIT w} (every limit THROTTLE, its times converted to ms; the
+     * module refuses others), granted only when each limit's wait is at most
+     * {@code maxWait}; then sleeps the call's wait (the longest).
+     *
+     * @param entries  the THROTTLE limits on their keys (one slot on a cluster)
+     * @param maxWait  the longest it may wait
+     * @param deadline the latest it may return, or null
+     * @return the grant (times in ms; {@code retryAfter}: the wait slept)
+     * @throws RateLimitedException when refused, carrying the binding limit's fields
+     */
+    public AllowResult acquireAll(List<Entry> entries, Duration maxWait, Instant deadline) {
+        AllowResult r = run(acquireAllLine(entries, -1, maxWaitMillis(maxWait, deadline)), Replies::allowResult);
+        if (r.limited()) {
+            throw new RateLimitedException(entries.stream().map(Entry::key).toList(), r.asResult());
+        }
+        sleep(r.retryAfter());
+        return r;
+    }
+
+    /**
+     * {@link #acquireAll(List, Duration, Instant)} without a deadline.
+     *
+     * @param entries the THROTTLE limits on their keys
+     * @param maxWait the longest it may wait
+     * @return the grant (times in ms)
+     * @throws RateLimitedException when refused
+     */
+    public AllowResult acquireAll(List<Entry> entries, Duration maxWait) {
+        return acquireAll(entries, maxWait, null);
+    }
+
+    /**
+     * {@link #acquireAll(List, Duration, Instant)}, asynchronously.
+     *
+     * @param entries  the THROTTLE limits on their keys
+     * @param maxWait  the longest it may wait
+     * @param deadline the latest it may complete, or null
+     * @return the grant, after its wait
+     */
+    public CompletionStage<AllowResult> acquireAllAsync(List<Entry> entries, Duration maxWait, Instant deadline) {
+        Line line;
+        try {
+            line = acquireAllLine(entries, -1, maxWaitMillis(maxWait, deadline));
+        } catch (IllegalArgumentException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        List<String> keys = entries.stream().map(Entry::key).toList();
+        return runAsync(line, Replies::allowResult).thenCompose(r -> waited(keys, r.asResult(), r));
     }
 
     // -- leases -----------------------------------------------------------

@@ -1,5 +1,6 @@
 package io.github.redisratelimit;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
 
@@ -39,5 +40,51 @@ public interface RedisConnection {
      */
     default Object sendSync(String name, List<byte[]> args, int keyFrom, int keyTo) {
         return Futures.join(send(name, args, keyFrom, keyTo));
+    }
+
+    /**
+     * One command of a pipeline ({@link #sendAll}).
+     *
+     * @param name    the command's name
+     * @param args    its arguments
+     * @param keyFrom the index of the first key, or -1
+     * @param keyTo   one past the last key
+     */
+    record Command(String name, List<byte[]> args, int keyFrom, int keyTo) {
+        /** Copies the arguments. */
+        public Command {
+            args = List.copyOf(args);
+        }
+    }
+
+    /**
+     * Sends several commands in one pipeline (written together, the replies
+     * read after): one stage per command, in order, each completing with
+     * its reply or its error. The default sends each by {@link #send}
+     * without waiting in between, which pipelines on a driver that writes
+     * asynchronously (Lettuce); a blocking driver overrides it (Jedis: its
+     * pipeline).
+     *
+     * @param commands the commands
+     * @return their replies, in order
+     */
+    default List<CompletionStage<Object>> sendAll(List<Command> commands) {
+        List<CompletionStage<Object>> out = new ArrayList<>(commands.size());
+        for (Command c : commands) {
+            out.add(send(c.name(), c.args(), c.keyFrom(), c.keyTo()));
+        }
+        return out;
+    }
+
+    /**
+     * {@link #sendAll}, for a caller that waits: a blocking driver runs the
+     * pipeline in the calling thread. The stages may still be pending with
+     * a driver that answers asynchronously.
+     *
+     * @param commands the commands
+     * @return their replies, in order
+     */
+    default List<CompletionStage<Object>> sendAllSync(List<Command> commands) {
+        return sendAll(commands);
     }
 }

@@ -65,6 +65,19 @@ final class Replies {
                 integer(r.get(3)), integer(r.get(4)), index, each);
     }
 
+    /** RL.TOP's reply: {@code [key, refusals, last_refusal_ms]} each. */
+    static List<TopKey> top(Object reply) {
+        List<TopKey> out = new ArrayList<>();
+        for (Object o : array(reply, "RL.TOP's entries")) {
+            List<?> e = array(o, "an RL.TOP entry");
+            if (e.size() != 3) {
+                throw new RateLimitException("expected an RL.TOP entry of 3 elements, got " + e.size());
+            }
+            out.add(new TopKey(text(e.get(0)), integer(e.get(1)), integer(e.get(2))));
+        }
+        return List.copyOf(out);
+    }
+
     static boolean released(Object reply) {
         return integer(reply) == 1;
     }
@@ -86,12 +99,14 @@ final class Replies {
         String type = text(f.get("type"));
         long ttl = num(f, "ttl");
         long memory = num(f, "memory");
+        Long blocked = f.get("blocked_until") == null ? null : integer(f.get("blocked_until"));
         switch (type) {
             case "throttle":
-                return new KeyState.ThrottleState(ttl, memory, num(f, "tat_ahead_ms"), num(f, "tat_unix_ms"));
+                return new KeyState.ThrottleState(ttl, memory, num(f, "tat_ahead_ms"), num(f, "tat_unix_ms"),
+                        blocked);
             case "slide":
                 return new KeyState.SlideState(ttl, memory, num(f, "units"), num(f, "entries"),
-                        num(f, "oldest_age_ms"), num(f, "newest_age_ms"));
+                        num(f, "oldest_age_ms"), num(f, "newest_age_ms"), blocked);
             case "slice": {
                 List<Long> counts = new ArrayList<>();
                 Object c = f.get("counts");
@@ -101,7 +116,7 @@ final class Replies {
                     }
                 }
                 return new KeyState.SliceState(ttl, memory, num(f, "window_ms"), num(f, "slices"),
-                        num(f, "units"), num(f, "head_age_ms"), counts);
+                        num(f, "units"), num(f, "head_age_ms"), counts, blocked);
             }
             case "lease": {
                 List<KeyState.Holder> holders = new ArrayList<>();
@@ -116,7 +131,7 @@ final class Replies {
             }
             case "quota":
                 return new KeyState.QuotaState(ttl, memory, text(f.get("unit")), text(f.get("zone")),
-                        num(f, "used"), num(f, "start"), num(f, "end"));
+                        num(f, "used"), num(f, "start"), num(f, "end"), blocked);
             default:
                 throw new RateLimitException("RL.INSPECT answered an unknown type: " + type);
         }

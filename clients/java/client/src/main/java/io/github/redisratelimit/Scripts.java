@@ -16,8 +16,20 @@ import java.util.Map;
  * manifest prefix followed by the body; its SHA1 is what EVALSHA sends.
  */
 final class Scripts {
-    /** One command's script. */
-    record Script(String command, byte[] source, String sha, boolean numkeys, boolean readonly) {}
+    /**
+     * One command's script.
+     *
+     * @param keys the manifest's rule for KEYS: {@code first}, {@code numkeys} or {@code none}
+     */
+    record Script(String command, byte[] source, String sha, String keys, boolean readonly) {
+        boolean numkeys() {
+            return "numkeys".equals(keys);
+        }
+
+        boolean none() {
+            return "none".equals(keys);
+        }
+    }
 
     private static final String DIR = "io/github/redisratelimit/lua/";
     private static volatile Scripts loaded;
@@ -82,9 +94,13 @@ final class Scripts {
             System.arraycopy(prefix, 0, source, 0, prefix.length);
             System.arraycopy(body, 0, source, prefix.length, body.length);
             String sha = HexFormat.of().formatHex(sha1.digest(source));
-            boolean numkeys = "numkeys".equals(entry.get("keys"));
+            Object keys = entry.get("keys");
+            if (!"first".equals(keys) && !"numkeys".equals(keys) && !"none".equals(keys)) {
+                // A rule newer than this client: the command is not answered here.
+                continue;
+            }
             boolean readonly = Boolean.TRUE.equals(entry.get("readonly"));
-            scripts.put(name, new Script(name, source, sha, numkeys, readonly));
+            scripts.put(name, new Script(name, source, sha, (String) keys, readonly));
         }
         return new Scripts(Map.copyOf(scripts));
     }

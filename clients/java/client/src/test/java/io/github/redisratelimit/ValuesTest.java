@@ -30,6 +30,58 @@ class ValuesTest {
     }
 
     @Test
+    void blockUnitsAndShadowAreSpecWordsInTheContractsOrder() {
+        Limit t = Limit.throttle(4, 10, 60).withBlock(300).withUnits(1500).asShadow();
+        assertEquals(List.of("THROTTLE", "4", "10", "60", "BLOCK", "300", "UNITS", "1500", "SHADOW"), t.spec());
+        // RL.REFUND and RL.CHARGE take the spec without them.
+        assertEquals(List.of("THROTTLE", "4", "10", "60"), t.baseSpec());
+        assertEquals(List.of("SHADOW"), Limit.lease(2, 30).asShadow().spec().subList(3, 4));
+        assertEquals(List.of("SLIDE", "5", "60", "PRECISION", "2", "BLOCK", "9"),
+                Limit.slide(5, 60).withPrecision(2).withBlock(9).spec());
+        assertEquals(List.of("QUOTA", "100", "DAY", "TZ", "UTC", "UNITS", "0"),
+                Limit.quota(100, QuotaUnit.DAY).in("UTC").withUnits(0).spec());
+        assertEquals(List.of("SLICE", "10", "60", "6"), Limit.slice(10, 60, 6).withBlock(5).baseSpec());
+        // A single command sends them as options (the module refuses UNITS and SHADOW there).
+        assertEquals(List.of("TZ", "UTC", "BLOCK", "60"), Limit.quota(9, QuotaUnit.HOUR).in("UTC").withBlock(60)
+                .commandOptions());
+        assertEquals(List.of("BLOCK", "7"), Limit.throttle(0, 1, 1).withBlock(7).commandOptions());
+        assertTrue(t.shadow());
+        assertEquals(Limit.throttle(4, 10, 60).withBlock(300).withUnits(1500), t.enforced());
+        assertEquals(Limit.throttle(1, 2, 3), new Throttle(1, 2, 3, false, null, null, false));
+    }
+
+    @Test
+    void millisConvertEveryTimeOfALimit() {
+        assertEquals(new Throttle(4, 10, 60_000, true, 5_000L, 3L, false),
+                Millis.of(Limit.throttle(4, 10, 60).withBlock(5).withUnits(3)));
+        assertEquals(new Slide(5, 60_000, 2_000L, true, null, null, true),
+                Millis.of(Limit.slide(5, 60).withPrecision(2).asShadow()));
+        assertEquals(Limit.throttle(0, 3, 1000).inMillis(), Millis.of(Limit.throttle(0, 3, 1000).inMillis()));
+        // Too large for a long stays too large, for the module to refuse.
+        assertEquals(Long.MAX_VALUE, ((Throttle) Millis.of(Limit.throttle(0, 1, Long.MAX_VALUE / 10))).period());
+    }
+
+    @Test
+    void theRound5ErrorsNameTheirArgument() {
+        assertEquals("BLOCK", new ArgumentException("LEASE takes no BLOCK", null).argument());
+        ArgumentException shadowBlock = new ArgumentException("spec 1 (THROTTLE): SHADOW takes no BLOCK", null);
+        assertEquals("BLOCK", shadowBlock.argument());
+        assertEquals(1, shadowBlock.spec());
+        ArgumentException wait = new ArgumentException("MAXWAIT takes THROTTLE limits only: spec 2 is SLIDE", null);
+        assertEquals("MAXWAIT", wait.argument());
+        assertEquals(2, wait.spec());
+        assertEquals("MAXWAIT", new ArgumentException("MAXWAIT takes THROTTLE limits only", null).argument());
+        assertEquals("SHADOW", new ArgumentException(
+                "at least one spec must be enforced: every spec is SHADOW", null).argument());
+        assertEquals("UNITS", new ArgumentException("spec 2 (SLIDE): UNITS must be an integer from 0 to "
+                + "1000000000000", null).argument());
+        assertEquals("COUNT", new ArgumentException("COUNT must be an integer from 1 to 128", null).argument());
+        assertEquals("spec", new ArgumentException("RL.CHARGE does not take a LEASE spec", null).argument());
+        assertEquals("quantity", new ArgumentException("quantity would put the TAT more than ten years ahead",
+                null).argument());
+    }
+
+    @Test
     void headerFieldsAsTheOtherPackages() {
         Map<String, String> allowed = RateLimitHeaders.of(new Result(false, 10, 7, -1, 42), Limit.slide(10, 60));
         assertEquals(Map.of(

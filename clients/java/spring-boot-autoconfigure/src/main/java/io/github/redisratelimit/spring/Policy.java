@@ -125,8 +125,9 @@ public record Policy(List<Rule> rules, List<Route> routes) {
      * A limit from the module's spec words: {@code THROTTLE 4 10 60},
      * {@code SLIDE 10 60 [PRECISION d]}, {@code SLICE 10 60 6},
      * {@code LEASE 5 30}, {@code QUOTA 1000 DAY [TZ zone]}; {@code MS}
-     * anywhere after the kind makes its times milliseconds. The numbers'
-     * ranges are the module's to check (at the first request).
+     * anywhere after the kind makes its times milliseconds; {@code BLOCK b}
+     * and {@code SHADOW} after the numbers are the spec's options. The
+     * numbers' ranges are the module's to check (at the first request).
      *
      * @param spec the words
      * @return the limit
@@ -134,6 +135,28 @@ public record Policy(List<Rule> rules, List<Route> routes) {
     public static Limit parseLimit(String spec) {
         List<String> w = new ArrayList<>(List.of(spec.trim().split("\\s+")));
         boolean ms = w.removeIf(s -> s.equalsIgnoreCase("MS"));
+        boolean shadow = w.removeIf(s -> s.equalsIgnoreCase("SHADOW"));
+        Long block = null;
+        for (int i = 1; i + 1 < w.size(); i++) {
+            if (w.get(i).equalsIgnoreCase("BLOCK")) {
+                try {
+                    block = Long.parseLong(w.get(i + 1));
+                } catch (NumberFormatException e) {
+                    throw new IllegalArgumentException("limit '" + spec + "': BLOCK needs a number", e);
+                }
+                w.remove(i + 1);
+                w.remove(i);
+                break;
+            }
+        }
+        Limit limit = parseBase(spec, w, ms);
+        if (block != null) {
+            limit = limit.withBlock(block);
+        }
+        return shadow ? limit.asShadow() : limit;
+    }
+
+    private static Limit parseBase(String spec, List<String> w, boolean ms) {
         String kind = w.isEmpty() ? "" : w.get(0).toUpperCase(Locale.ROOT);
         try {
             switch (kind) {
@@ -204,6 +227,22 @@ public record Policy(List<Rule> rules, List<Route> routes) {
         if (r.getName() == null || r.getKey() == null || r.getLimit() == null) {
             throw new IllegalArgumentException("a ratelimit rule needs name, key and limit");
         }
-        return new Rule(r.getName(), r.getKey(), parseLimit(r.getLimit()));
+        Limit limit = parseLimit(r.getLimit());
+        if (r.getBlock() != null) {
+            limit = limit.withBlock(blockIn(r.getName(), r.getBlock(), limit.ms()));
+        }
+        return new Rule(r.getName(), r.getKey(), r.isShadow() ? limit.asShadow() : limit);
+    }
+
+    /** A block in the limit's unit: milliseconds with MS, else whole seconds. */
+    static long blockIn(String rule, java.time.Duration block, boolean ms) {
+        if (ms) {
+            return block.toMillis();
+        }
+        if (block.toNanosPart() != 0) {
+            throw new IllegalArgumentException("rule '" + rule + "': block " + block
+                    + " is not a whole number of seconds (the limit's unit; add MS to the limit for milliseconds)");
+        }
+        return block.toSeconds();
     }
 }

@@ -91,6 +91,18 @@ public @interface RateLimit {
     long quantity() default 1;
 
     /**
+     * @return BLOCK b: after a refusal its key refuses every call for this
+     * long (the limit's unit: seconds, ms with {@link #ms}); 0 for none
+     */
+    long block() default 0;
+
+    /**
+     * @return a SHADOW limit: decided and counted (shadow_limited), never
+     * refusing the call, its header fields not sent
+     */
+    boolean shadow() default false;
+
+    /**
      * @return a method of the same bean with the same parameters (and
      * optionally a last {@link RateLimitedException}) called instead when
      * refused; empty: throw. The first annotation's fallback is the method's.

@@ -1,6 +1,5 @@
 package io.github.redisratelimit.spring;
 
-import io.github.redisratelimit.AllowResult;
 import io.github.redisratelimit.Entry;
 import io.github.redisratelimit.Lease;
 import io.github.redisratelimit.Limit;
@@ -76,13 +75,17 @@ public class RateLimitInterceptor implements MethodInterceptor {
     }
 
     static Limit limitOf(RateLimit a) {
-        return switch (a.kind()) {
+        Limit l = switch (a.kind()) {
             case THROTTLE -> new Throttle(a.maxBurst(), a.count(), a.period(), a.ms());
             case SLIDE -> new Slide(a.limit(), a.window(), a.precision() < 0 ? null : a.precision(), a.ms());
             case SLICE -> new Slice(a.limit(), a.window(), a.slices(), a.ms());
             case LEASE -> new Lease(a.limit(), a.ttl(), a.ms());
             case QUOTA -> new Quota(a.limit(), a.unit(), a.tz().isEmpty() ? null : a.tz(), a.ms());
         };
+        if (a.block() != 0) {
+            l = l.withBlock(a.block());
+        }
+        return a.shadow() ? l.asShadow() : l;
     }
 
     private Plan plan(Method method) {
@@ -129,13 +132,16 @@ public class RateLimitInterceptor implements MethodInterceptor {
         }
         String leaseId = plan.leases() ? RateLimiter.newLeaseId() : null;
         long start = System.nanoTime();
-        AllowResult r;
+        Decisions.Decided d;
         try {
-            r = limiter.allowAsync(entries, plan.quantity(), leaseId).toCompletableFuture()
+            d = Decisions.decide(limiter, entries, plan.quantity(), leaseId).toCompletableFuture()
                     .orTimeout(properties.getFilter().getTimeout().toMillis(), TimeUnit.MILLISECONDS).join();
         } catch (CompletionException x) {
             Throwable e = FailureLog.unwrap(x);
-            metrics.failed();
+            for (RateLimitHeaders.Named n : named) {
+                metrics.decided(n.name(), Decisions.ERROR);
+            }
+            metrics.timed(Decisions.ERROR, System.nanoTime() - start);
             if (FailureLog.isConfigurationError(e)) {
                 log.configuration(e);
                 throw e;
@@ -148,12 +154,13 @@ public class RateLimitInterceptor implements MethodInterceptor {
                     ? new RateLimitException("rate limiter unavailable: no answer within the timeout", e) : e;
         }
         log.answered();
+        List<String> outcomes = Decisions.outcomes(entries, d);
         for (int i = 0; i < entries.size(); i++) {
-            metrics.decided(named.get(i).name(), r.results().get(i).limited());
+            metrics.decided(named.get(i).name(), outcomes.get(i));
         }
-        metrics.timed(r.limited() ? "limited" : "allowed", System.nanoTime() - start);
-        if (r.limited()) {
-            RateLimitedException refused = new RateLimitedException(r, RateLimitHeaders.of(r, named));
+        metrics.timed(d.limited() ? Decisions.LIMITED : Decisions.ALLOWED, System.nanoTime() - start);
+        if (d.limited()) {
+            RateLimitedException refused = new RateLimitedException(d.call(), Decisions.headers(named, d));
             if (plan.fallback().isEmpty()) {
                 throw refused;
             }

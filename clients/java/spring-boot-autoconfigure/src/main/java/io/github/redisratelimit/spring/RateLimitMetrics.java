@@ -1,37 +1,38 @@
 package io.github.redisratelimit.spring;
 
 /**
- * What the starter counts: each rule's decision (outcome allowed, limited)
- * and the decisions that failed (outcome error), and each decision's time.
- * With Micrometer on the class path and a MeterRegistry bean, the meters
- * {@code ratelimit.decisions} (tags rule, outcome) and
- * {@code ratelimit.decision.time} (tag outcome).
+ * What the starter counts (docs/metrics.md): each matched rule's own
+ * outcome per request, and the time of each request's decision. With
+ * Micrometer on the class path and a MeterRegistry bean,
+ * {@link MicrometerMetrics}: the counter {@code ratelimit.decisions} (tags
+ * {@code ratelimit.rule}, {@code ratelimit.result}) and the timer
+ * {@code ratelimit.decision.duration} (tag {@code ratelimit.result}).
  */
 public interface RateLimitMetrics {
     /** Counts nothing. */
     RateLimitMetrics NONE = new RateLimitMetrics() {
         @Override
-        public void decided(String rule, boolean limited) {}
+        public void decided(String rule, String result) {}
 
         @Override
-        public void failed() {}
-
-        @Override
-        public void timed(String outcome, long nanos) {}
+        public void timed(String result, long nanos) {}
     };
 
     /**
-     * @param rule    the rule's name
-     * @param limited its own decision
+     * One matched rule of one request.
+     *
+     * @param rule   the rule's name
+     * @param result its own outcome: {@code allowed}, {@code limited} (an enforced
+     *               rule that refused), {@code shadow_limited} (a shadow rule that
+     *               would have refused) or {@code error} (the call failed)
      */
-    void decided(String rule, boolean limited);
-
-    /** A decision that could not be made. */
-    void failed();
+    void decided(String rule, String result);
 
     /**
-     * @param outcome allowed, limited or error
-     * @param nanos   its time
+     * One request's decision that called Redis.
+     *
+     * @param result the request's: {@code allowed}, {@code limited} or {@code error}
+     * @param nanos  its time
      */
-    void timed(String outcome, long nanos);
+    void timed(String result, long nanos);
 }

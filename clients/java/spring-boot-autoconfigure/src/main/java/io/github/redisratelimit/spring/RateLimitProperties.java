@@ -18,7 +18,8 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
  *     - path: /login
  *       methods: [POST]
  *       rules:
- *         - { name: login, key: "rl:{login:$ip}", limit: SLIDE 5 300 }
+ *         - { name: login, key: "rl:{login:$ip}", limit: SLIDE 5 300, block: 15m }
+ *         - { name: login-new, key: "rl:{login2:$ip}", limit: SLIDE 3 300, shadow: true }
  * </pre>
  */
 @ConfigurationProperties(prefix = "ratelimit")
@@ -31,7 +32,7 @@ public class RateLimitProperties {
     private String prefix;
     /** A prefix put before every key of @RateLimit (the filter's keys are written in full). */
     private String keyPrefix = "rl:";
-    /** The filter's rules (1 to 16 with the routes' rules): each a name, a key template and a limit. */
+    /** The filter's rules (1 to 16 with the routes' rules): each a name, a key template and a limit, optionally a block (after a refusal, the key refuses for that long) and shadow (decided and counted, never refusing). */
     private List<Rule> rules = new ArrayList<>();
     /** Rules for chosen routes, decided in the same RL.ALLOW as the policy's rules. */
     private List<Route> routes = new ArrayList<>();
@@ -46,6 +47,10 @@ public class RateLimitProperties {
         private String key;
         /** The limit as the module's spec: THROTTLE 4 10 60, SLIDE 10 60, SLICE 10 60 6, LEASE 5 30, QUOTA 1000 DAY TZ Europe/Berlin; MS at the end for milliseconds. */
         private String limit;
+        /** BLOCK: after a refusal, the rule's key refuses every request for this long (whole seconds, or milliseconds with MS); not on a LEASE. */
+        private Duration block;
+        /** A shadow rule: decided and counted (shadow_limited) beside the others, never refusing a request, its header fields not sent. */
+        private boolean shadow;
 
         /** @return the name */
         public String getName() {
@@ -75,6 +80,26 @@ public class RateLimitProperties {
         /** @param limit the limit's spec */
         public void setLimit(String limit) {
             this.limit = limit;
+        }
+
+        /** @return the block after a refusal, or null for none */
+        public Duration getBlock() {
+            return block;
+        }
+
+        /** @param block the block after a refusal */
+        public void setBlock(Duration block) {
+            this.block = block;
+        }
+
+        /** @return whether the rule is a shadow rule */
+        public boolean isShadow() {
+            return shadow;
+        }
+
+        /** @param shadow whether the rule is a shadow rule */
+        public void setShadow(boolean shadow) {
+            this.shadow = shadow;
         }
     }
 

@@ -40,11 +40,13 @@ public final class RequestLimiter {
     /**
      * Run the application, adding the header fields, then call {@link #finish} with its status.
      *
-     * @param headers the decision's header fields
-     * @param rules   the rules and their keys
-     * @param leaseId the lease id of the LEASE rules, or null
+     * @param headers  the decision's header fields (none when every rule is shadow)
+     * @param rules    the rules and their keys
+     * @param leaseId  the lease id of the LEASE rules, or null
+     * @param recorded the rules that recorded the request (all but shadow rules that would refuse)
      */
-    public record Allowed(Map<String, String> headers, List<Entry> rules, String leaseId) implements Outcome {}
+    public record Allowed(Map<String, String> headers, List<Entry> rules, String leaseId, List<Entry> recorded)
+            implements Outcome {}
 
     private static final Pass PASS = new Pass();
 
@@ -121,44 +123,59 @@ public final class RequestLimiter {
                 }
             }
         } catch (RuntimeException e) {
-            return CompletableFuture.completedFuture(failed(e, List.of(), null, arrivalNanos));
+            return CompletableFuture.completedFuture(failed(e, List.of(), List.of(), null, arrivalNanos, false));
         }
         long left = options.getTimeout().toNanos() - (System.nanoTime() - arrivalNanos);
         if (left <= 0) {
-            return CompletableFuture.completedFuture(
-                    failed(new java.util.concurrent.TimeoutException(), List.of(), null, arrivalNanos));
+            return CompletableFuture.completedFuture(failed(new java.util.concurrent.TimeoutException(), rules,
+                    List.of(), null, arrivalNanos, false));
         }
         String id = leaseId;
-        CompletableFuture<AllowResult> call;
+        CompletableFuture<Decisions.Decided> call;
         try {
-            call = limiter.allowAsync(entries, options.getQuantity(), id).toCompletableFuture();
+            call = Decisions.decide(limiter, entries, options.getQuantity(), id).toCompletableFuture();
         } catch (RuntimeException e) {
-            return CompletableFuture.completedFuture(failed(e, entries, id, arrivalNanos));
+            return CompletableFuture.completedFuture(failed(e, rules, entries, id, arrivalNanos, true));
         }
-        return call.orTimeout(left, TimeUnit.NANOSECONDS).handle((r, err) -> {
+        return call.orTimeout(left, TimeUnit.NANOSECONDS).handle((d, err) -> {
             if (err != null) {
-                return failed(err, entries, id, arrivalNanos);
+                return failed(err, rules, entries, id, arrivalNanos, true);
             }
             log.answered();
             List<RateLimitHeaders.Named> named = new ArrayList<>(rules.size());
-            for (int i = 0; i < rules.size(); i++) {
-                named.add(new RateLimitHeaders.Named(rules.get(i).name(), rules.get(i).limit()));
-                metrics.decided(rules.get(i).name(), r.results().get(i).limited());
+            for (Policy.Rule r : rules) {
+                named.add(new RateLimitHeaders.Named(r.name(), r.limit()));
             }
-            Map<String, String> headers = RateLimitHeaders.of(r, named);
-            metrics.timed(r.limited() ? "limited" : "allowed", System.nanoTime() - arrivalNanos);
-            if (r.limited()) {
+            List<String> outcomes = Decisions.outcomes(entries, d);
+            for (int i = 0; i < rules.size(); i++) {
+                metrics.decided(rules.get(i).name(), outcomes.get(i));
+            }
+            Map<String, String> headers = Decisions.headers(named, d);
+            metrics.timed(d.limited() ? Decisions.LIMITED : Decisions.ALLOWED, System.nanoTime() - arrivalNanos);
+            if (d.limited()) {
                 String retry = headers.get("Retry-After");
                 return new Answer(429, headers, retry == null ? "rate limited: this request exceeds the capacity\n"
                         : "rate limited: retry in " + retry + " s\n");
             }
-            return new Allowed(headers, entries, id);
+            // What refund-5xx may give back: what was recorded (a shadow rule that would refuse recorded nothing).
+            List<Entry> recorded = new ArrayList<>(entries.size());
+            for (int i = 0; i < entries.size(); i++) {
+                if (!d.each().get(i).limited()) {
+                    recorded.add(entries.get(i));
+                }
+            }
+            return new Allowed(headers, entries, id, recorded);
         });
     }
 
-    private Outcome failed(Throwable err, List<Entry> entries, String leaseId, long arrivalNanos) {
-        metrics.failed();
-        metrics.timed("error", System.nanoTime() - arrivalNanos);
+    private Outcome failed(Throwable err, List<Policy.Rule> rules, List<Entry> entries, String leaseId,
+                           long arrivalNanos, boolean called) {
+        for (Policy.Rule r : rules) {
+            metrics.decided(r.name(), Decisions.ERROR);
+        }
+        if (called) {
+            metrics.timed(Decisions.ERROR, System.nanoTime() - arrivalNanos);
+        }
         boolean config = FailureLog.isConfigurationError(err);
         if (config) {
             log.configuration(err);
@@ -189,7 +206,7 @@ public final class RequestLimiter {
             release(allowed.rules(), allowed.leaseId());
         }
         if (options.isRefund5xx() && status >= 500 && status <= 599) {
-            for (Entry e : allowed.rules()) {
+            for (Entry e : allowed.recorded()) {
                 if (!(e.limit() instanceof Lease)) {
                     limiter.refundAsync(e.key(), e.limit(), options.getQuantity()).toCompletableFuture()
                             .orTimeout(options.getTimeout().toMillis(), TimeUnit.MILLISECONDS)

@@ -3,6 +3,7 @@ package io.github.redisratelimit.spring;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.redisratelimit.Limit;
 import io.github.redisratelimit.RateLimiter;
@@ -67,6 +68,53 @@ class RequestLimiterTest {
         RequestLimiter.Answer late = assertInstanceOf(RequestLimiter.Answer.class,
                 limiter(down, false).decide(r, System.nanoTime() - 1_000_000_000L).toCompletableFuture().join());
         assertEquals(503, late.status());
+    }
+
+    @Test
+    void blockAndShadowFromPropertiesAndLimitWords() {
+        assertEquals(Limit.slide(5, 300).withBlock(900).asShadow(), Policy.parseLimit("SLIDE 5 300 BLOCK 900 SHADOW"));
+        assertEquals(Limit.throttle(0, 1, 1000).inMillis().withBlock(5000),
+                Policy.parseLimit("THROTTLE 0 1 1000 block 5000 MS"));
+        RateLimitProperties p = new RateLimitProperties();
+        RateLimitProperties.Rule r = new RateLimitProperties.Rule();
+        r.setName("login");
+        r.setKey("rl:{login:$ip}");
+        r.setLimit("SLIDE 5 300");
+        r.setBlock(java.time.Duration.ofMinutes(15));
+        RateLimitProperties.Rule s = new RateLimitProperties.Rule();
+        s.setName("login-new");
+        s.setKey("rl:{login2:$ip}");
+        s.setLimit("SLIDE 1000 300 MS");
+        s.setBlock(java.time.Duration.ofMillis(1500));
+        s.setShadow(true);
+        p.setRules(List.of(r, s));
+        Policy policy = Policy.from(p);
+        assertEquals(Limit.slide(5, 300).withBlock(900), policy.rules().get(0).limit());
+        assertEquals(Limit.slide(1000, 300).inMillis().withBlock(1500).asShadow(), policy.rules().get(1).limit());
+        r.setBlock(java.time.Duration.ofMillis(1500));
+        IllegalArgumentException half = assertThrows(IllegalArgumentException.class, () -> Policy.from(p));
+        assertTrue(half.getMessage().contains("not a whole number of seconds"), half.getMessage());
+    }
+
+    @Test
+    void headerFieldsAreTheEnforcedRulesOnly() {
+        io.github.redisratelimit.Result allowed = new io.github.redisratelimit.Result(false, 10, 9, -1, 60);
+        io.github.redisratelimit.Result wouldRefuse = new io.github.redisratelimit.Result(true, 1, 0, 60, 60);
+        io.github.redisratelimit.AllowResult r = new io.github.redisratelimit.AllowResult(false, 10, 8, -1, 60, 3,
+                List.of(allowed, wouldRefuse, new io.github.redisratelimit.Result(false, 10, 8, -1, 60)));
+        List<io.github.redisratelimit.RateLimitHeaders.Named> named = List.of(
+                new io.github.redisratelimit.RateLimitHeaders.Named("a", Limit.slide(10, 60)),
+                new io.github.redisratelimit.RateLimitHeaders.Named("new", Limit.slide(1, 60).asShadow()),
+                new io.github.redisratelimit.RateLimitHeaders.Named("b", Limit.slide(10, 60)));
+        Decisions.Decided d = new Decisions.Decided(r, r.results());
+        Map<String, String> h = Decisions.headers(named, d);
+        assertEquals("\"a\";q=10;w=60, \"b\";q=10;w=60", h.get("RateLimit-Policy"));
+        assertEquals("\"b\";r=8;t=60", h.get("RateLimit"));
+        List<io.github.redisratelimit.Entry> entries = List.of(io.github.redisratelimit.Entry.of("k1", named.get(0).limit()),
+                io.github.redisratelimit.Entry.of("k2", named.get(1).limit()),
+                io.github.redisratelimit.Entry.of("k3", named.get(2).limit()));
+        assertEquals(List.of("allowed", "shadow_limited", "allowed"), Decisions.outcomes(entries, d));
+        assertEquals(Map.of(), Decisions.headers(named, new Decisions.Decided(null, r.results())), "all shadow");
     }
 
     @Test

@@ -96,9 +96,9 @@ class ServletStarterTest {
         assertEquals("\"per-ip\";r=0;t=" + retry, refused.headers().firstValue("RateLimit").orElseThrow());
         // The key has $method: another method has its own limit.
         assertEquals(200, send("POST", "/codes?email=a@example.com").statusCode());
-        assertTrue(meters.get("ratelimit.decisions").tag("rule", "per-ip").tag("outcome", "limited").counter()
-                .count() >= 1);
-        assertTrue(meters.get("ratelimit.decision.time").timers().stream()
+        assertTrue(meters.get("ratelimit.decisions").tag("ratelimit.rule", "per-ip")
+                .tag("ratelimit.result", "limited").counter().count() >= 1);
+        assertTrue(meters.get("ratelimit.decision.duration").timers().stream()
                 .mapToLong(io.micrometer.core.instrument.Timer::count).sum() >= 4);
     }
 
@@ -155,5 +155,39 @@ class ServletStarterTest {
             Thread.sleep(100); // the give-back runs after the response
         }
         assertFalse(send("GET", "/hello").headers().firstValue("RateLimit").isPresent(), "no route rule for /hello");
+    }
+
+    @Test
+    @Order(6)
+    void aBlockedKeyIsRefusedUntilTheBlockEnds() throws Exception {
+        policies.set(Policy.of(new Policy.Rule("login", "rl:{login6:$ip}", Limit.slide(1, 60).withBlock(600))));
+        HttpResponse<String> first = send("GET", "/hello");
+        assertEquals(200, first.statusCode());
+        HttpResponse<String> blocked = send("GET", "/hello");
+        assertEquals(429, blocked.statusCode());
+        assertEquals("600", blocked.headers().firstValue("Retry-After").orElseThrow(), "the block's end");
+    }
+
+    @Test
+    @Order(7)
+    void aShadowRuleNeverRefuses() throws Exception {
+        policies.set(Policy.of(new Policy.Rule("login", "rl:{login7:$ip}", Limit.slide(10, 60)),
+                new Policy.Rule("login-new", "rl:{login7:$ip}:new", Limit.slide(1, 60).asShadow())));
+        for (int i = 0; i < 2; i++) {
+            HttpResponse<String> ok = send("GET", "/hello");
+            assertEquals(200, ok.statusCode());
+            assertEquals("\"login\";q=10;w=60", ok.headers().firstValue("RateLimit-Policy").orElseThrow());
+        }
+        assertEquals(1, meters.get("ratelimit.decisions").tag("ratelimit.rule", "login-new")
+                .tag("ratelimit.result", "shadow_limited").counter().count());
+
+        policies.set(Policy.of(new Policy.Rule("only-shadow", "rl:{shadow7:$ip}", Limit.slide(1, 60).asShadow())));
+        for (int i = 0; i < 2; i++) {
+            HttpResponse<String> ok = send("GET", "/hello");
+            assertEquals(200, ok.statusCode());
+            assertTrue(ok.headers().firstValue("RateLimit").isEmpty(), "no field of a shadow rule");
+        }
+        assertEquals(1, meters.get("ratelimit.decisions").tag("ratelimit.rule", "only-shadow")
+                .tag("ratelimit.result", "shadow_limited").counter().count());
     }
 }

@@ -1,11 +1,11 @@
 package io.github.redisratelimit.gateway;
 
-import io.github.redisratelimit.AllowResult;
 import io.github.redisratelimit.Entry;
 import io.github.redisratelimit.Lease;
 import io.github.redisratelimit.Limit;
 import io.github.redisratelimit.RateLimitHeaders;
 import io.github.redisratelimit.RateLimiter;
+import io.github.redisratelimit.spring.Decisions;
 import io.github.redisratelimit.spring.Policy;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -26,7 +26,10 @@ import reactor.core.publisher.Mono;
  * fields, Retry-After included. A route's limits come from the filter's
  * args ({@code redis-ratelimit.limits: SLIDE 100 60; LEASE 5 30},
  * {@code redis-ratelimit.names: per-minute, in-flight}), or the default
- * config of this bean.
+ * config of this bean. A spec may end in {@code BLOCK b} (a refusal blocks
+ * the key: 429 with Retry-After until the block ends) and {@code SHADOW}
+ * (decided beside the others, never refusing, its header fields not sent;
+ * when every limit is shadow, each is decided alone in one pipeline).
  */
 public class RedisRateLimitGatewayLimiter extends AbstractRateLimiter<RedisRateLimitGatewayLimiter.Config> {
     /** The bean's name, for {@code rate-limiter: "#{@redisRateLimitGatewayLimiter}"}. */
@@ -168,13 +171,13 @@ public class RedisRateLimitGatewayLimiter extends AbstractRateLimiter<RedisRateL
         String leaseId = leases ? RateLimiter.newLeaseId() : null;
         return Mono.deferContextual(ctx -> {
             ServerWebExchange exchange = ctx.getOrDefault(LeaseReleaseFilter.EXCHANGE, null);
-            return Mono.fromCompletionStage(() -> limiter.allowAsync(entries, c.getQuantity(), leaseId))
+            return Mono.fromCompletionStage(() -> Decisions.decide(limiter, entries, c.getQuantity(), leaseId))
                     .timeout(c.getTimeout())
-                    .map(r -> {
-                        if (leaseId != null && !r.limited() && exchange != null) {
+                    .map(d -> {
+                        if (leaseId != null && !d.limited() && exchange != null) {
                             LeaseReleaseFilter.hold(exchange, entries, leaseId);
                         }
-                        return response(r, named);
+                        return new Response(!d.limited(), Decisions.headers(named, d));
                     })
                     .onErrorResume(e -> {
                         if (leaseId != null) {
@@ -189,7 +192,4 @@ public class RedisRateLimitGatewayLimiter extends AbstractRateLimiter<RedisRateL
         });
     }
 
-    private static Response response(AllowResult r, List<RateLimitHeaders.Named> named) {
-        return new Response(!r.limited(), RateLimitHeaders.of(r, named));
-    }
 }

@@ -33,6 +33,18 @@ class GatewayRouteTest {
     static HttpServer backend() {
         try {
             HttpServer s = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+            s.createContext("/blk", exchange -> {
+                exchange.sendResponseHeaders(200, -1);
+                exchange.close();
+            });
+            s.createContext("/shonly", exchange -> {
+                exchange.sendResponseHeaders(200, -1);
+                exchange.close();
+            });
+            s.createContext("/sh", exchange -> {
+                exchange.sendResponseHeaders(200, -1);
+                exchange.close();
+            });
             s.createContext("/api", exchange -> {
                 if (exchange.getRequestURI().getPath().equals("/api/slow")) {
                     try {
@@ -67,6 +79,21 @@ class GatewayRouteTest {
         r.add("spring.cloud.gateway.server.webflux.routes[0].filters[0].args.redis-ratelimit.limits", () -> "SLIDE 3 3600; LEASE 1 30");
         r.add("spring.cloud.gateway.server.webflux.routes[0].filters[0].args.redis-ratelimit.names", () -> "per-hour, in-flight");
         r.add("spring.cloud.gateway.server.webflux.routes[0].uri", () -> "http://127.0.0.1:" + BACKEND.getAddress().getPort());
+        route(r, 1, "blk", "SLIDE 1 3600 BLOCK 7200", "per-hour");
+        route(r, 2, "sh", "SLIDE 100 60; SLIDE 1 60 SHADOW", "per-minute, candidate");
+        route(r, 3, "shonly", "SLIDE 1 60 SHADOW", "candidate");
+    }
+
+    static void route(DynamicPropertyRegistry r, int i, String id, String limits, String names) {
+        String p = "spring.cloud.gateway.server.webflux.routes[" + i + "].";
+        r.add(p + "id", () -> id);
+        r.add(p + "predicates[0]", () -> "Path=/" + id + "/**");
+        r.add(p + "filters[0].name", () -> "RequestRateLimiter");
+        r.add(p + "filters[0].args.rate-limiter", () -> "#{@redisRateLimitGatewayLimiter}");
+        r.add(p + "filters[0].args.key-resolver", () -> "#{@ipKeyResolver}");
+        r.add(p + "filters[0].args.redis-ratelimit.limits", () -> limits);
+        r.add(p + "filters[0].args.redis-ratelimit.names", () -> names);
+        r.add(p + "uri", () -> "http://127.0.0.1:" + BACKEND.getAddress().getPort());
     }
 
     @AfterAll
@@ -106,5 +133,27 @@ class GatewayRouteTest {
         long retry = Long.parseLong(refused.headers().firstValue("Retry-After").orElseThrow());
         assertTrue(retry > 3500 && retry <= 3600, "Retry-After " + retry);
         assertEquals("\"per-hour\";r=0;t=" + retry, refused.headers().firstValue("RateLimit").orElseThrow());
+    }
+
+    @Test
+    void aBlockAnswersRetryAfterUntilItEnds() throws Exception {
+        HttpResponse<String> ok = HTTP.send(get("/blk/a"), HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, ok.statusCode());
+        HttpResponse<String> blocked = HTTP.send(get("/blk/a"), HttpResponse.BodyHandlers.ofString());
+        assertEquals(429, blocked.statusCode());
+        assertEquals("7200", blocked.headers().firstValue("Retry-After").orElseThrow(), "the block's end");
+    }
+
+    @Test
+    void shadowLimitsNeverRefuse() throws Exception {
+        for (int i = 0; i < 3; i++) {
+            HttpResponse<String> mixed = HTTP.send(get("/sh/a"), HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, mixed.statusCode(), "the shadow limit would refuse from the second on");
+            assertEquals("\"per-minute\";q=100;w=60", mixed.headers().firstValue("RateLimit-Policy").orElseThrow(),
+                    "the shadow limit's fields are not sent");
+            HttpResponse<String> shadow = HTTP.send(get("/shonly/a"), HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, shadow.statusCode(), "every limit shadow: never refused");
+            assertTrue(shadow.headers().firstValue("RateLimit").isEmpty());
+        }
     }
 }
