@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -62,6 +63,10 @@ func WithPrefix(prefix string) Option { return func(l *Limiter) { l.prefix = pre
 // WithClock sets the Lua backend's clock (default ClockAuto).
 func WithClock(c Clock) Option { return func(l *Limiter) { l.clock = c } }
 
+// WithWallClock sets the clock the Lua backend computes a zone's offsets
+// around (default time.Now): a test's fixed instant.
+func WithWallClock(now func() time.Time) Option { return func(l *Limiter) { l.wall = now } }
+
 // Limiter sends the module's commands over a go-redis v9 client (single
 // node, cluster, sentinel: any redis.UniversalClient) and answers typed
 // results. It is safe for concurrent use.
@@ -70,6 +75,7 @@ type Limiter struct {
 	choice Backend
 	prefix string
 	clock  Clock
+	wall   func() time.Time
 
 	resolved atomic.Pointer[resolved]
 	mu       sync.Mutex // held while detecting
@@ -94,6 +100,13 @@ func New(rdb redis.UniversalClient, opts ...Option) *Limiter {
 		l.clientClock.Store(true)
 	}
 	return l
+}
+
+func (l *Limiter) wallNow() time.Time {
+	if l.wall != nil {
+		return l.wall()
+	}
+	return time.Now()
 }
 
 // Client is the go-redis client the Limiter sends over.
@@ -218,4 +231,52 @@ func argString(a any) string {
 	default:
 		return fmt.Sprint(v)
 	}
+}
+
+// Call is one command line for DoAll: Name without prefix ("REFUND") and
+// the module's exact arguments.
+type Call struct {
+	Name string
+	Args []any
+}
+
+// DoAll sends every call in one round trip (one go-redis pipeline: on the
+// Lua backend, the EVALSHAs pipelined) and answers each call's reply and
+// error, typed as Do types them, in the calls' order. A call is not
+// atomic with the others: each is decided on its own.
+func (l *Limiter) DoAll(ctx context.Context, calls []Call) ([]any, []error) {
+	replies := make([]any, len(calls))
+	errs := make([]error, len(calls))
+	if len(calls) == 0 {
+		return replies, errs
+	}
+	r, err := l.backend(ctx)
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return replies, errs
+	}
+	if r.module {
+		pipe := l.rdb.Pipeline()
+		cmds := make([]*redis.Cmd, len(calls))
+		for i, c := range calls {
+			line := make([]any, 0, len(c.Args)+1)
+			line = append(line, r.prefix+"."+c.Name)
+			line = append(line, c.Args...)
+			cmds[i] = pipe.Do(ctx, line...)
+		}
+		_, _ = pipe.Exec(ctx) // each command keeps its own error
+		for i, cmd := range cmds {
+			replies[i], errs[i] = cmd.Result()
+		}
+	} else {
+		l.runScripts(ctx, calls, replies, errs)
+	}
+	for i, err := range errs {
+		if err != nil {
+			errs[i] = replyError("RL."+calls[i].Name, err)
+		}
+	}
+	return replies, errs
 }

@@ -30,53 +30,70 @@ func line(key string, numbers []any, quantity int64, options ...any) []any {
 	return append(a, options...)
 }
 
-// Throttle is RL.THROTTLE key max_burst count period quantity MS: GCRA.
-// Quantity 0 peeks.
+// single is a single command's line: key, the kind's numbers and its own
+// options (PRECISION, TZ), quantity, MS, then extra (MAXWAIT) and the
+// limit's BLOCK, UNITS and SHADOW (the module refuses the last two on a
+// single command: they are passed through, for it to say so).
+func single(key string, limit Limit, quantity int64, extra ...any) ([]any, error) {
+	b, err := limit.base()
+	if err != nil {
+		return nil, err
+	}
+	t, err := limit.tail()
+	if err != nil {
+		return nil, err
+	}
+	a := make([]any, 0, 3+len(b)+len(extra)+len(t))
+	a = append(a, key)
+	a = append(a, b[1:]...)
+	a = append(a, itoa(quantity), "MS")
+	a = append(a, extra...)
+	return append(a, t...), nil
+}
+
+func (l *Limiter) one(ctx context.Context, key string, limit Limit, quantity int64) (Result, error) {
+	a, err := single(key, limit, quantity)
+	if err != nil {
+		return Result{}, err
+	}
+	return l.five(ctx, limit.Kind(), a)
+}
+
+// Throttle is RL.THROTTLE key max_burst count period quantity MS [BLOCK b]:
+// GCRA. Quantity 0 peeks.
 func (l *Limiter) Throttle(ctx context.Context, key string, limit Throttle, quantity int64) (Result, error) {
-	n, err := limit.args()
-	if err != nil {
-		return Result{}, err
-	}
-	return l.five(ctx, "THROTTLE", line(key, n, quantity))
+	return l.one(ctx, key, limit, quantity)
 }
 
-// Slide is RL.SLIDE key limit window quantity MS [PRECISION d]: the exact
-// sliding log.
+// Slide is RL.SLIDE key limit window quantity MS [PRECISION d] [BLOCK b]:
+// the exact sliding log.
 func (l *Limiter) Slide(ctx context.Context, key string, limit Slide, quantity int64) (Result, error) {
-	n, err := limit.args()
-	if err != nil {
-		return Result{}, err
-	}
-	o, err := limit.options()
-	if err != nil {
-		return Result{}, err
-	}
-	return l.five(ctx, "SLIDE", line(key, n, quantity, o...))
+	return l.one(ctx, key, limit, quantity)
 }
 
-// Slice is RL.SLICE key limit window slices quantity MS.
+// Slice is RL.SLICE key limit window slices quantity MS [BLOCK b].
 func (l *Limiter) Slice(ctx context.Context, key string, limit Slice, quantity int64) (Result, error) {
-	n, err := limit.args()
-	if err != nil {
-		return Result{}, err
-	}
-	return l.five(ctx, "SLICE", line(key, n, quantity))
+	return l.one(ctx, key, limit, quantity)
 }
 
-// Quota is RL.QUOTA key limit unit quantity MS [TZ zone]: a calendar quota.
+// Quota is RL.QUOTA key limit unit quantity MS [TZ zone] [BLOCK b]: a
+// calendar quota.
 func (l *Limiter) Quota(ctx context.Context, key string, limit Quota, quantity int64) (Result, error) {
-	n, _ := limit.args()
-	return l.five(ctx, "QUOTA", line(key, n, quantity, limit.options()...))
+	return l.one(ctx, key, limit, quantity)
 }
 
 // Lease is RL.LEASE key limit ttl lease_id quantity MS: takes, or renews,
-// the lease leaseID. Acquire holds one and renews it for you.
+// the lease leaseID. Hold holds one and renews it for you.
 func (l *Limiter) Lease(ctx context.Context, key string, limit Lease, leaseID string, quantity int64) (Result, error) {
 	n, err := limit.args()
 	if err != nil {
 		return Result{}, err
 	}
-	return l.five(ctx, "LEASE", line(key, append(n, leaseID), quantity))
+	t, err := limit.tail()
+	if err != nil {
+		return Result{}, err
+	}
+	return l.five(ctx, "LEASE", line(key, append(n, leaseID), quantity, t...))
 }
 
 // Release is RL.RELEASE key lease_id: true when the lease was held.
@@ -107,7 +124,14 @@ type AllowOptions struct {
 	Quantity int64
 	// LeaseID names the lease that LEASE rules take (ID).
 	LeaseID string
+	// MaxWait, when not nil, is MAXWAIT (every rule THROTTLE): a request
+	// that would be allowed within it is granted its turn now, and the
+	// result's RetryAfter is the wait until it (AcquireAll waits it).
+	MaxWait *time.Duration
 }
+
+// Wait is a MaxWait of d: AllowOptions{MaxWait: ratelimit.Wait(time.Second)}.
+func Wait(d time.Duration) *time.Duration { return &d }
 
 func severalLine(rules []Rule, o AllowOptions) ([]any, error) {
 	if len(rules) == 0 {
@@ -133,6 +157,13 @@ func severalLine(rules []Rule, o AllowOptions) ([]any, error) {
 		q = 1
 	}
 	a = append(a, "QUANTITY", itoa(q), "MS")
+	if o.MaxWait != nil {
+		w, err := millis("max_wait", *o.MaxWait)
+		if err != nil {
+			return nil, err
+		}
+		a = append(a, "MAXWAIT", w)
+	}
 	if o.LeaseID != "" {
 		a = append(a, "ID", o.LeaseID)
 	}
@@ -166,12 +197,39 @@ func (l *Limiter) several(ctx context.Context, name string, rules []Rule, o Allo
 // Refund is RL.REFUND key spec quantity MS: gives back up to quantity
 // recorded units (not of a LEASE: Release gives a lease back).
 func (l *Limiter) Refund(ctx context.Context, key string, limit Limit, quantity int64) (Result, error) {
-	s, err := limit.Spec()
+	a, err := giveLine(key, limit, quantity)
 	if err != nil {
 		return Result{}, err
 	}
-	a := append([]any{key}, s...)
-	return l.five(ctx, "REFUND", append(a, itoa(quantity), "MS"))
+	return l.five(ctx, "REFUND", a)
+}
+
+// Charge is RL.CHARGE key spec quantity MS: records quantity units now,
+// unconditionally, even past the limit (the key is then in debt: refused
+// until it is paid back). For a cost known only afterwards; Settle gives
+// back or charges the difference to an estimate.
+func (l *Limiter) Charge(ctx context.Context, key string, limit Limit, quantity int64) (Result, error) {
+	a, err := giveLine(key, limit, quantity)
+	if err != nil {
+		return Result{}, err
+	}
+	return l.five(ctx, "CHARGE", a)
+}
+
+// giveLine is RL.REFUND's and RL.CHARGE's line: the spec without BLOCK,
+// UNITS and SHADOW.
+func giveLine(key string, limit Limit, quantity int64) ([]any, error) {
+	if limit == nil {
+		return nil, &ArgumentError{Argument: "limit", Message: "no limit"}
+	}
+	s, err := limit.base()
+	if err != nil {
+		return nil, err
+	}
+	a := make([]any, 0, len(s)+3)
+	a = append(a, key)
+	a = append(a, s...)
+	return append(a, itoa(quantity), "MS"), nil
 }
 
 // Inspection is RL.INSPECT's answer: what the key holds.

@@ -20,7 +20,44 @@ type Limit interface {
 	// PolicyWindow is the w of the RateLimit-Policy field, in seconds; 0
 	// for LEASE and QUOTA, which have none.
 	PolicyWindow() int64
+	// base is the spec without BLOCK, UNITS and SHADOW (RL.REFUND's and
+	// RL.CHARGE's); tail those options (BLOCK b, UNITS n, SHADOW).
+	base() ([]any, error)
+	tail() ([]any, error)
+	shadowed() bool
+	withShadow(bool) Limit
 	isLimit()
+}
+
+// Units is a limit's own quantity (UNITS n) in RL.ALLOW and RL.PEEK,
+// instead of the call's: Throttle{..., Units: ratelimit.Units(1500)}.
+func Units(n int64) *int64 { return &n }
+
+// IsShadow says whether a limit is a SHADOW spec: decided, shown in the
+// results, never refusing the call.
+func IsShadow(l Limit) bool { return l.shadowed() }
+
+// WithShadow is the limit with its Shadow field set to shadow.
+func WithShadow(l Limit, shadow bool) Limit { return l.withShadow(shadow) }
+
+// options are the spec options every kind but LEASE takes after its own:
+// BLOCK b (milliseconds; 0 is none), UNITS n, SHADOW.
+func options(block time.Duration, units *int64, shadow bool) ([]any, error) {
+	var o []any
+	if block != 0 {
+		b, err := millis("block", block)
+		if err != nil {
+			return nil, err
+		}
+		o = append(o, "BLOCK", b)
+	}
+	if units != nil {
+		o = append(o, "UNITS", itoa(*units))
+	}
+	if shadow {
+		o = append(o, "SHADOW")
+	}
+	return o, nil
 }
 
 // Throttle is GCRA (RL.THROTTLE): Count units per Period, in bursts of up
@@ -30,6 +67,15 @@ type Throttle struct {
 	MaxBurst int64
 	Count    int64
 	Period   time.Duration
+	// Block, when not 0, blocks the key for that long after a refusal
+	// (BLOCK b): every request on it is refused until then.
+	Block time.Duration
+	// Units, when not nil, is this limit's quantity in RL.ALLOW and
+	// RL.PEEK (UNITS n) instead of the call's.
+	Units *int64
+	// Shadow makes it a SHADOW spec of RL.ALLOW and RL.PEEK: decided and
+	// shown, never refusing the call.
+	Shadow bool
 }
 
 // PerSecond, PerMinute and PerHour are Throttle limits of rate units per
@@ -55,6 +101,15 @@ type Slide struct {
 	Limit     int64
 	Window    time.Duration
 	Precision time.Duration
+	// Block, when not 0, blocks the key for that long after a refusal
+	// (BLOCK b): every request on it is refused until then.
+	Block time.Duration
+	// Units, when not nil, is this limit's quantity in RL.ALLOW and
+	// RL.PEEK (UNITS n) instead of the call's.
+	Units *int64
+	// Shadow makes it a SHADOW spec of RL.ALLOW and RL.PEEK: decided and
+	// shown, never refusing the call.
+	Shadow bool
 }
 
 // Slice is the sliding window of Slices time slices (RL.SLICE): never more
@@ -63,6 +118,15 @@ type Slice struct {
 	Limit  int64
 	Window time.Duration
 	Slices int64
+	// Block, when not 0, blocks the key for that long after a refusal
+	// (BLOCK b): every request on it is refused until then.
+	Block time.Duration
+	// Units, when not nil, is this limit's quantity in RL.ALLOW and
+	// RL.PEEK (UNITS n) instead of the call's.
+	Units *int64
+	// Shadow makes it a SHADOW spec of RL.ALLOW and RL.PEEK: decided and
+	// shown, never refusing the call.
+	Shadow bool
 }
 
 // Lease is a concurrency limit (RL.LEASE): at most Limit units held at
@@ -70,6 +134,9 @@ type Slice struct {
 type Lease struct {
 	Limit int64
 	TTL   time.Duration
+	// Units and Shadow: as Throttle's (a lease takes no BLOCK).
+	Units  *int64
+	Shadow bool
 }
 
 // Quota is a calendar quota (RL.QUOTA): at most Limit units in each Unit
@@ -79,6 +146,15 @@ type Quota struct {
 	Limit int64
 	Unit  QuotaUnit
 	Zone  string
+	// Block, when not 0, blocks the key for that long after a refusal
+	// (BLOCK b): every request on it is refused until then.
+	Block time.Duration
+	// Units, when not nil, is this limit's quantity in RL.ALLOW and
+	// RL.PEEK (UNITS n) instead of the call's.
+	Units *int64
+	// Shadow makes it a SHADOW spec of RL.ALLOW and RL.PEEK: decided and
+	// shown, never refusing the call.
+	Shadow bool
 }
 
 // QuotaUnit is a calendar unit of RL.QUOTA.
@@ -179,22 +255,58 @@ func (q Quota) options() []any {
 	return []any{"TZ", q.Zone}
 }
 
-// Spec is THROTTLE max_burst count period.
-func (t Throttle) Spec() ([]any, error) { return spec(t.Kind(), t.args, nil) }
+// Spec is THROTTLE max_burst count period [BLOCK b] [UNITS n] [SHADOW].
+func (t Throttle) Spec() ([]any, error) { return fullSpec(t) }
 
-// Spec is SLIDE limit window [PRECISION d].
-func (s Slide) Spec() ([]any, error) { return spec(s.Kind(), s.args, s.options) }
+// Spec is SLIDE limit window [PRECISION d] [BLOCK b] [UNITS n] [SHADOW].
+func (s Slide) Spec() ([]any, error) { return fullSpec(s) }
 
-// Spec is SLICE limit window slices.
-func (s Slice) Spec() ([]any, error) { return spec(s.Kind(), s.args, nil) }
+// Spec is SLICE limit window slices [BLOCK b] [UNITS n] [SHADOW].
+func (s Slice) Spec() ([]any, error) { return fullSpec(s) }
 
-// Spec is LEASE limit ttl.
-func (l Lease) Spec() ([]any, error) { return spec(l.Kind(), l.args, nil) }
+// Spec is LEASE limit ttl [UNITS n] [SHADOW].
+func (l Lease) Spec() ([]any, error) { return fullSpec(l) }
 
-// Spec is QUOTA limit unit [TZ zone].
-func (q Quota) Spec() ([]any, error) {
+// Spec is QUOTA limit unit [TZ zone] [BLOCK b] [UNITS n] [SHADOW].
+func (q Quota) Spec() ([]any, error) { return fullSpec(q) }
+
+func fullSpec(l Limit) ([]any, error) {
+	b, err := l.base()
+	if err != nil {
+		return nil, err
+	}
+	o, err := l.tail()
+	if err != nil {
+		return nil, err
+	}
+	return append(b, o...), nil
+}
+
+func (t Throttle) base() ([]any, error) { return spec(t.Kind(), t.args, nil) }
+func (s Slide) base() ([]any, error)    { return spec(s.Kind(), s.args, s.options) }
+func (s Slice) base() ([]any, error)    { return spec(s.Kind(), s.args, nil) }
+func (l Lease) base() ([]any, error)    { return spec(l.Kind(), l.args, nil) }
+func (q Quota) base() ([]any, error) {
 	return spec(q.Kind(), q.args, func() ([]any, error) { return q.options(), nil })
 }
+
+func (t Throttle) tail() ([]any, error) { return options(t.Block, t.Units, t.Shadow) }
+func (s Slide) tail() ([]any, error)    { return options(s.Block, s.Units, s.Shadow) }
+func (s Slice) tail() ([]any, error)    { return options(s.Block, s.Units, s.Shadow) }
+func (l Lease) tail() ([]any, error)    { return options(0, l.Units, l.Shadow) }
+func (q Quota) tail() ([]any, error)    { return options(q.Block, q.Units, q.Shadow) }
+
+func (t Throttle) shadowed() bool { return t.Shadow }
+func (s Slide) shadowed() bool    { return s.Shadow }
+func (s Slice) shadowed() bool    { return s.Shadow }
+func (l Lease) shadowed() bool    { return l.Shadow }
+func (q Quota) shadowed() bool    { return q.Shadow }
+
+func (t Throttle) withShadow(v bool) Limit { t.Shadow = v; return t }
+func (s Slide) withShadow(v bool) Limit    { s.Shadow = v; return s }
+func (s Slice) withShadow(v bool) Limit    { s.Shadow = v; return s }
+func (l Lease) withShadow(v bool) Limit    { l.Shadow = v; return l }
+func (q Quota) withShadow(v bool) Limit    { q.Shadow = v; return q }
 
 func spec(kind string, args, options func() ([]any, error)) ([]any, error) {
 	a, err := args()
