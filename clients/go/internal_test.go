@@ -166,7 +166,10 @@ func TestLines(t *testing.T) {
 		}, []any{"k", "0", "1", "1000", "1", "MS", "MAXWAIT", "500", "BLOCK", "2000"}},
 		{func() ([]any, error) {
 			return single("k", Quota{Limit: 9, Unit: Month, Zone: "UTC", Block: time.Second}, 2)
-		}, []any{"k", "9", "MONTH", "TZ", "UTC", "2", "MS", "BLOCK", "1000"}},
+		}, []any{"k", "9", "MONTH", "2", "MS", "TZ", "UTC", "BLOCK", "1000"}},
+		{func() ([]any, error) {
+			return single("k", Slide{Limit: 2, Window: time.Second, Precision: time.Millisecond, Shadow: true}, 3)
+		}, []any{"k", "2", "1000", "3", "MS", "PRECISION", "1", "SHADOW"}},
 		{func() ([]any, error) {
 			return severalLine([]Rule{{Key: "a", Limit: PerSecond(1, 1)}}, AllowOptions{Quantity: 2, MaxWait: Wait(1500 * time.Millisecond), LeaseID: "x"})
 		}, []any{"1", "a", "THROTTLE", "0", "1", "1000", "QUANTITY", "2", "MS", "MAXWAIT", "1500", "ID", "x"}},

@@ -30,12 +30,16 @@ func line(key string, numbers []any, quantity int64, options ...any) []any {
 	return append(a, options...)
 }
 
-// single is a single command's line: key, the kind's numbers and its own
-// options (PRECISION, TZ), quantity, MS, then extra (MAXWAIT) and the
+// single is a single command's line: key, the kind's numbers, quantity,
+// MS, its own options (PRECISION, TZ), then extra (MAXWAIT) and the
 // limit's BLOCK, UNITS and SHADOW (the module refuses the last two on a
 // single command: they are passed through, for it to say so).
 func single(key string, limit Limit, quantity int64, extra ...any) ([]any, error) {
-	b, err := limit.base()
+	n, err := limit.args()
+	if err != nil {
+		return nil, err
+	}
+	o, err := limit.own()
 	if err != nil {
 		return nil, err
 	}
@@ -43,10 +47,11 @@ func single(key string, limit Limit, quantity int64, extra ...any) ([]any, error
 	if err != nil {
 		return nil, err
 	}
-	a := make([]any, 0, 3+len(b)+len(extra)+len(t))
+	a := make([]any, 0, 3+len(n)+len(o)+len(extra)+len(t))
 	a = append(a, key)
-	a = append(a, b[1:]...)
+	a = append(a, n...)
 	a = append(a, itoa(quantity), "MS")
+	a = append(a, o...)
 	a = append(a, extra...)
 	return append(a, t...), nil
 }

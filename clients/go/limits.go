@@ -24,6 +24,9 @@ type Limit interface {
 	// RL.CHARGE's); tail those options (BLOCK b, UNITS n, SHADOW).
 	base() ([]any, error)
 	tail() ([]any, error)
+	// args are the kind's numbers, own its options (PRECISION, TZ).
+	args() ([]any, error)
+	own() ([]any, error)
 	shadowed() bool
 	withShadow(bool) Limit
 	isLimit()
@@ -295,6 +298,12 @@ func (s Slide) tail() ([]any, error)    { return options(s.Block, s.Units, s.Sha
 func (s Slice) tail() ([]any, error)    { return options(s.Block, s.Units, s.Shadow) }
 func (l Lease) tail() ([]any, error)    { return options(0, l.Units, l.Shadow) }
 func (q Quota) tail() ([]any, error)    { return options(q.Block, q.Units, q.Shadow) }
+
+func (Throttle) own() ([]any, error) { return nil, nil }
+func (s Slide) own() ([]any, error)  { return s.options() }
+func (Slice) own() ([]any, error)    { return nil, nil }
+func (Lease) own() ([]any, error)    { return nil, nil }
+func (q Quota) own() ([]any, error)  { return q.options(), nil }
 
 func (t Throttle) shadowed() bool { return t.Shadow }
 func (s Slide) shadowed() bool    { return s.Shadow }
