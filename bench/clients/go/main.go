@@ -1,0 +1,201 @@
+// The Go package's benchmark, side by side in one run (bench/README.md):
+// each typed call against a raw go-redis Do (or EvalSha) of the same
+// command line on the same client, in alternating rounds, one call at a
+// time; then httplimit's requests per second with and without the
+// limiter, and the RL.ALLOW calls it made per request (INFO commandstats).
+//
+//	go run . -port PORT [-rounds 20] [-calls 10000] [-http-rounds 6] [-seconds 3] [-clients 8]
+package main
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	ratelimit "github.com/redis-ratelimit/redis-ratelimit/clients/go"
+	"github.com/redis-ratelimit/redis-ratelimit/clients/go/httplimit"
+)
+
+func median(x []float64) float64 {
+	s := slices.Clone(x)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// timed is the mean time of one call of f over n calls, in microseconds.
+func timed(n int, f func() error) float64 {
+	start := time.Now()
+	for range n {
+		if err := f(); err != nil {
+			log.Fatal(err)
+		}
+	}
+	return float64(time.Since(start).Microseconds()) / float64(n)
+}
+
+// pair runs raw and typed in alternating rounds (which goes first
+// alternates too) and prints the medians and the per-round ratios.
+func pair(title string, rounds, calls int, raw, typed func() error) {
+	timed(calls/10, raw) // warm both
+	timed(calls/10, typed)
+	var r, t, ratio []float64
+	for i := range rounds {
+		var a, b float64
+		if i%2 == 0 {
+			a = timed(calls, raw)
+			b = timed(calls, typed)
+		} else {
+			b = timed(calls, typed)
+			a = timed(calls, raw)
+		}
+		r, t, ratio = append(r, a), append(t, b), append(ratio, b/a)
+	}
+	fmt.Printf("%s, one call at a time, %d rounds of %d calls each way\n", title, rounds, calls)
+	fmt.Printf("  raw go-redis:  median %.1f us per call\n", median(r))
+	fmt.Printf("  typed call:    median %.1f us per call\n", median(t))
+	fmt.Printf("  ratio (typed / raw), per round: median %.3fx, min %.3fx, max %.3fx\n", median(ratio), slices.Min(ratio), slices.Max(ratio))
+}
+
+func load(url string, clients int, seconds float64) (float64, int64) {
+	var done atomic.Int64
+	until := time.Now().Add(time.Duration(seconds * float64(time.Second)))
+	tr := &http.Transport{MaxIdleConnsPerHost: clients}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(until) {
+				res, err := c.Get(url)
+				if err != nil {
+					log.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				if res.StatusCode != 200 {
+					log.Fatalf("status %d", res.StatusCode)
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(done.Load()) / time.Since(start).Seconds(), done.Load()
+}
+
+func allowCalls(ctx context.Context, rdb *redis.Client) int64 {
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_RL.ALLOW:calls="); ok {
+			n, _ := strconv.ParseInt(strings.SplitN(v, ",", 2)[0], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func main() {
+	port := flag.Int("port", 6379, "the server's port (with the module loaded)")
+	rounds := flag.Int("rounds", 20, "rounds of the typed-vs-raw rows")
+	calls := flag.Int("calls", 10000, "calls per round and way")
+	httpRounds := flag.Int("http-rounds", 6, "rounds of the middleware row")
+	seconds := flag.Float64("seconds", 3, "seconds per middleware round and way")
+	clients := flag.Int("clients", 8, "concurrent HTTP clients")
+	flag.Parse()
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(*port)})
+	defer rdb.Close()
+	l := ratelimit.New(rdb)
+	if b, _, err := l.BackendInUse(ctx); err != nil || b != ratelimit.BackendModule {
+		log.Fatalf("the module is not loaded on port %d (%v)", *port, err)
+	}
+	lim := ratelimit.Throttle{MaxBurst: 999999, Count: 1000000, Period: time.Second}
+
+	pair("RL.THROTTLE (backend: module)", *rounds, *calls,
+		func() error {
+			return rdb.Do(ctx, "RL.THROTTLE", "bench:t", "999999", "1000000", "1000", "1", "MS").Err()
+		},
+		func() error { _, err := l.Throttle(ctx, "bench:t", lim, 1); return err })
+
+	rules := []ratelimit.Rule{{Key: "{bench}:a", Limit: lim}, {Key: "{bench}:b", Limit: ratelimit.Slide{Limit: 1000000, Window: time.Second}}}
+	pair("RL.ALLOW of 2 limits (backend: module)", *rounds, *calls,
+		func() error {
+			return rdb.Do(ctx, "RL.ALLOW", "2", "{bench}:a", "{bench}:b", "THROTTLE", "999999", "1000000", "1000",
+				"SLIDE", "1000000", "1000", "QUANTITY", "1", "MS").Err()
+		},
+		func() error { _, err := l.Allow(ctx, rules, ratelimit.AllowOptions{}); return err })
+
+	lua := ratelimit.New(rdb, ratelimit.WithBackend(ratelimit.BackendLua))
+	src, _ := ratelimit.ScriptSource("RL.THROTTLE")
+	sum := sha1.Sum([]byte(src))
+	sha := hex.EncodeToString(sum[:])
+	if err := rdb.ScriptLoad(ctx, src).Err(); err != nil {
+		log.Fatal(err)
+	}
+	pair("RL.THROTTLE (backend: lua; raw = EVALSHA of the same script and arguments)", *rounds, *calls,
+		func() error {
+			return rdb.EvalSha(ctx, sha, []string{"bench:lua"}, "", "999999", "1000000", "1000", "1", "MS").Err()
+		},
+		func() error { _, err := lua.Throttle(ctx, "bench:lua", lim, 1); return err })
+
+	// httplimit: GET /hello with one rule that allows every request, and
+	// the same handler without the middleware.
+	hello := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "hello") })
+	mw, err := httplimit.New(l, httplimit.Options{Rules: []httplimit.Rule{{Name: "all", Key: "bench:http", Limit: lim}}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	with := httptest.NewServer(mw(hello))
+	defer with.Close()
+	without := httptest.NewServer(hello)
+	defer without.Close()
+	load(with.URL, *clients, 0.5)
+	load(without.URL, *clients, 0.5)
+	before := allowCalls(ctx, rdb)
+	var a, b, ratio []float64
+	var requests int64
+	for i := range *httpRounds {
+		var x, y float64
+		var n int64
+		if i%2 == 0 {
+			x, _ = load(without.URL, *clients, *seconds)
+			y, n = load(with.URL, *clients, *seconds)
+		} else {
+			y, n = load(with.URL, *clients, *seconds)
+			x, _ = load(without.URL, *clients, *seconds)
+		}
+		a, b, ratio, requests = append(a, x), append(b, y), append(ratio, y/x), requests+n
+	}
+	calls2 := allowCalls(ctx, rdb) - before
+	fmt.Printf("GET /hello, %d clients, %d rounds of %g s each way\n", *clients, *httpRounds, *seconds)
+	fmt.Printf("  without the middleware:     median %.0f req/s\n", median(a))
+	fmt.Printf("  with httplimit (one rule):  median %.0f req/s\n", median(b))
+	fmt.Printf("  with / without, per round: median %.3f, min %.3f, max %.3f\n", median(ratio), slices.Min(ratio), slices.Max(ratio))
+	fmt.Printf("  RL.ALLOW calls during the rounds with the middleware: %d for %d requests (%.3f per request)\n", calls2, requests, float64(calls2)/float64(requests))
+	os.Exit(0)
+}
