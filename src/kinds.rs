@@ -53,6 +53,8 @@ pub struct Row {
     pub options: &'static [Param],
     pub takes_id: bool,
     pub refunds: bool,
+    /// Whether a request may wait for its turn (`MAXWAIT`).
+    pub waits: bool,
     /// Today's tag and the legacy ones of `RL.STATE` payloads.
     pub tag: u8,
     pub legacy: &'static [(i32, u8)],
@@ -70,6 +72,7 @@ impl Row {
             options: L::OPTIONS,
             takes_id: L::TAKES_ID,
             refunds: L::REFUNDS,
+            waits: L::WAITS,
             tag: L::TAG,
             legacy: L::LEGACY,
             type_name: L::TYPE_NAME,

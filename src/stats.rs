@@ -93,6 +93,42 @@ impl<const ROWS: usize> Stats<ROWS> {
     }
 }
 
+/// `N` counters of events (not of calls), each on its own.
+pub struct Tallies<const N: usize> {
+    counts: [AtomicU64; N],
+}
+
+impl<const N: usize> Tallies<N> {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const ZERO: AtomicU64 = AtomicU64::new(0);
+
+    pub const fn new() -> Tallies<N> {
+        Tallies {
+            counts: [Self::ZERO; N],
+        }
+    }
+
+    /// Counts one event of tally `i` (on the main thread, as `record`).
+    #[inline]
+    pub fn count(&self, i: usize) {
+        if let Some(c) = self.counts.get(i) {
+            bump(c);
+        }
+    }
+
+    /// What tally `i` counted; 0 past the last.
+    pub fn read(&self, i: usize) -> u64 {
+        self.counts.get(i).map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+
+    /// Every tally back to zero (`CONFIG RESETSTAT`).
+    pub fn reset(&self) {
+        for c in &self.counts {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
 fn bump(counter: &AtomicU64) {
     counter.store(
         counter.load(Ordering::Relaxed).wrapping_add(1),
@@ -124,5 +160,19 @@ mod tests {
         assert_eq!(stats.read(7), Counts::default());
         stats.reset();
         assert_eq!(stats.read(0), Counts::default());
+    }
+
+    #[test]
+    fn tallies_count_apart_and_reset_together() {
+        let tallies = Tallies::<2>::new();
+        tallies.count(1);
+        tallies.count(1);
+        tallies.count(5);
+        assert_eq!(
+            (tallies.read(0), tallies.read(1), tallies.read(5)),
+            (0, 2, 0)
+        );
+        tallies.reset();
+        assert_eq!(tallies.read(1), 0);
     }
 }

@@ -13,7 +13,7 @@ mod spec;
 
 use std::ffi::CString;
 
-pub use spec::{charge, id, refund, several, single, Request};
+pub use spec::{charge, id, refund, several, single, LimitSpec, Request};
 
 pub use crate::config::Bounds;
 use crate::core::{Param, ParamKind, TimeUnit, MAX_DURATION_SECONDS};
@@ -104,6 +104,11 @@ pub enum ArgError {
     IdMissing(&'static str),
     /// `ID` in a call with no spec that takes one.
     IdUnused,
+    /// `MAXWAIT` with a limit of a kind that does not wait: in a
+    /// several-limit call, the first such spec (its index and kind).
+    WaitsOnly(Option<(usize, &'static str)>),
+    /// A several-limit call whose every spec is `SHADOW`.
+    AllShadow,
 }
 
 impl ArgError {
@@ -176,9 +181,30 @@ impl ArgError {
                 format!("ERR a {kind} spec needs the ID option: ID lease_id")
             }
             ArgError::IdUnused => "ERR ID is given but no spec takes it".to_string(),
+            ArgError::WaitsOnly(None) => format!("ERR MAXWAIT takes {} limits only", waiting()),
+            ArgError::WaitsOnly(Some((index, kind))) => {
+                format!(
+                    "ERR MAXWAIT takes {} limits only: spec {index} is {kind}",
+                    waiting()
+                )
+            }
+            ArgError::AllShadow => {
+                "ERR at least one spec must be enforced: every spec is SHADOW".to_string()
+            }
         };
         CString::new(text).unwrap_or_default()
     }
+}
+
+/// The kinds whose requests may wait for their turn (`MAXWAIT`), as the
+/// error names them: `THROTTLE`.
+fn waiting() -> String {
+    let names: Vec<&str> = crate::kinds::KINDS
+        .iter()
+        .filter(|k| k.waits)
+        .map(|k| k.name)
+        .collect();
+    names.join(" or ")
 }
 
 /// `numkeys` of a several-limit call: 1 to [`MAX_KEYS`].

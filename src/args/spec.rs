@@ -26,6 +26,41 @@ pub(super) const MAX_OPTIONS: usize = 2;
 pub struct RawSpec<'w, 'a> {
     params: &'w [&'a [u8]],
     options: [Option<&'a [u8]>; MAX_OPTIONS],
+    /// The options every spec of a several-limit call takes.
+    limit: LimitOptions,
+}
+
+/// The options of a spec of RL.ALLOW / RL.PEEK that are no option of its
+/// kind: `UNITS n` and `SHADOW`, any order, each at most once.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LimitOptions {
+    /// `UNITS n`: the limit decides and records `n` units instead of the
+    /// call's quantity.
+    pub units: Option<u64>,
+    /// `SHADOW`: decided, shown, recorded when it would allow, and never
+    /// refusing the call.
+    pub shadow: bool,
+}
+
+/// The words of [`LimitOptions`], which only a several-limit call's specs
+/// take (elsewhere they are unknown arguments).
+const LIMIT_WORDS: [&[u8]; 2] = [b"UNITS", b"SHADOW"];
+
+/// One limit of a several-limit call: its spec and its own options.
+#[derive(Clone, Copy, Debug)]
+pub struct LimitSpec {
+    pub spec: Spec,
+    pub units: Option<u64>,
+    pub shadow: bool,
+}
+
+impl LimitSpec {
+    /// The units this limit decides and records: its own (`UNITS`), or
+    /// the call's quantity.
+    #[inline]
+    pub fn quantity(&self, call: u64) -> u64 {
+        self.units.unwrap_or(call)
+    }
 }
 
 /// A single command's request: its parameters and the options every
@@ -38,6 +73,9 @@ pub struct Request<'a, P> {
     pub quantity: u64,
     pub unit: TimeUnit,
     pub at: Option<Nanos>,
+    /// `MAXWAIT w`: the longest wait for a turn, in ns (a kind that
+    /// `WAITS` only).
+    pub max_wait: Option<Nanos>,
 }
 
 /// The options that follow a call's limits.
@@ -49,6 +87,9 @@ pub struct Tail<'a> {
     pub at: Option<Nanos>,
     /// `ID`: what a several-limit call takes of a kind that `TAKES_ID`.
     pub id: Option<&'a [u8]>,
+    /// `MAXWAIT w`, in ns: the longest wait for a turn (every spec of a
+    /// kind that `WAITS`).
+    pub max_wait: Option<Nanos>,
 }
 
 /// A several-limit call's options.
@@ -60,6 +101,7 @@ impl<'a> Tail<'a> {
         unit: TimeUnit::Seconds,
         at: None,
         id: None,
+        max_wait: None,
     };
 
     /// The bounds the parameters are held to: the configured ones for a
@@ -102,6 +144,18 @@ impl<'a> Tail<'a> {
     }
 }
 
+/// `MAXWAIT w`'s value in `unit`, in ns: 0 to the longest time.
+fn max_wait(word: &[u8], unit: TimeUnit) -> Result<Nanos, ArgError> {
+    let w = integer(word, "MAXWAIT", 0, max_time(unit), Some(unit))?;
+    Ok(Nanos::new(w.saturating_mul(unit.nanos())))
+}
+
+/// Whether `word` is `MAXWAIT`, any case.
+#[inline]
+fn is_max_wait(word: &[u8]) -> bool {
+    word.eq_ignore_ascii_case(b"MAXWAIT")
+}
+
 #[inline]
 fn arg<'a>(args: &[&'a [u8]], i: usize) -> &'a [u8] {
     args.get(i).copied().unwrap_or_default()
@@ -142,6 +196,7 @@ pub fn single<'a, L: Kind>(
     let mut raw = RawSpec {
         params: args.get(..n).unwrap_or(args),
         options: [None; MAX_OPTIONS],
+        limit: LimitOptions::default(),
     };
     let mut i = n;
     let id = match L::TAKES_ID {
@@ -154,8 +209,18 @@ pub fn single<'a, L: Kind>(
     let quantity_at = i;
     let mut trusted = Some(trusted);
     let mut tail = Tail::DEFAULT;
+    let mut wait = None;
     while let Some(&word) = args.get(i) {
         if tail.ms_or_at(args, &mut i, &mut trusted)? {
+        } else if is_max_wait(word) {
+            if !L::WAITS {
+                return Err(ArgError::WaitsOnly(None));
+            }
+            if wait.is_some() {
+                return Err(ArgError::Repeated("MAXWAIT"));
+            }
+            i += 1;
+            wait = Some(arg(args, i));
         } else if let Some(o) = option_index(L::OPTIONS, word) {
             i += 1;
             let value = args
@@ -174,12 +239,17 @@ pub fn single<'a, L: Kind>(
         i += 1;
     }
     let params = params::<L>(&raw, tail.unit, tail.bounds(bounds))?;
+    let max_wait = match wait {
+        Some(word) => Some(max_wait(word, tail.unit)?),
+        None => None,
+    };
     Ok(Request {
         params,
         id,
         quantity: tail.quantity,
         unit: tail.unit,
         at: tail.at,
+        max_wait,
     })
 }
 
@@ -363,21 +433,57 @@ fn find_spec<'w, 'a>(
     let mut raw = RawSpec {
         params: args.get(at + 1..=at + n).unwrap_or_default(),
         options: [None; MAX_OPTIONS],
+        limit: LimitOptions::default(),
     };
     let mut next = at + 1 + n;
-    while let Some(o) = option_index(row.options, arg(args, next)) {
-        let value = args.get(next + 1).ok_or_else(|| {
-            in_spec(
-                index,
-                row,
-                value_error(&row.options[o], TimeUnit::Seconds, Bounds::DEFAULT),
-            )
-        })?;
-        raw.option(row.options, o, value)
-            .map_err(|e| in_spec(index, row, e))?;
-        next += 2;
+    loop {
+        let word = arg(args, next);
+        if let Some(o) = option_index(row.options, word) {
+            let value = args.get(next + 1).ok_or_else(|| {
+                in_spec(
+                    index,
+                    row,
+                    value_error(&row.options[o], TimeUnit::Seconds, Bounds::DEFAULT),
+                )
+            })?;
+            raw.option(row.options, o, value)
+                .map_err(|e| in_spec(index, row, e))?;
+            next += 2;
+        } else if index > 0 {
+            match limit_option(&mut raw.limit, word, arg(args, next + 1)) {
+                Ok(0) => break,
+                Ok(words) => next += words,
+                Err(e) => return Err(in_spec(index, row, e)),
+            }
+        } else {
+            break;
+        }
     }
+    // BLOCK (branch `block`) is read with the kind's options above; a
+    // SHADOW spec refuses it here:
+    // `if raw.limit.shadow && <BLOCK given> { return Err(in_spec(index,
+    // row, ArgError::Joint("SHADOW takes no BLOCK"))) }`.
     Ok((row, raw, next))
+}
+
+/// Reads `UNITS n` (`value` the word after it) or `SHADOW` at `word`
+/// into `limit`: the number of words it took, 0 when `word` is neither.
+fn limit_option(limit: &mut LimitOptions, word: &[u8], value: &[u8]) -> Result<usize, ArgError> {
+    if word.eq_ignore_ascii_case(LIMIT_WORDS[0]) {
+        if limit.units.is_some() {
+            return Err(ArgError::Repeated("UNITS"));
+        }
+        limit.units = Some(integer(value, "UNITS", 0, MAX_QUANTITY, None)?);
+        Ok(2)
+    } else if word.eq_ignore_ascii_case(LIMIT_WORDS[1]) {
+        if limit.shadow {
+            return Err(ArgError::Repeated("SHADOW"));
+        }
+        limit.shadow = true;
+        Ok(1)
+    } else {
+        Ok(0)
+    }
 }
 
 /// An error of the `index`-th spec, named as such (index 0: as is).
@@ -392,8 +498,8 @@ fn in_spec(index: usize, row: &Row, e: ArgError) -> ArgError {
     }
 }
 
-/// `[QUANTITY q] [MS] [ID id] [AT ns]` from argument `from` on, in any
-/// order; `QUANTITY` and `ID` only where `several`.
+/// `[QUANTITY q] [MS] [MAXWAIT w] [ID id] [AT ns]` from argument `from`
+/// on, in any order; `QUANTITY`, `MAXWAIT` and `ID` only where `several`.
 fn tail<'a>(
     args: &[&'a [u8]],
     from: usize,
@@ -403,9 +509,16 @@ fn tail<'a>(
     let mut trusted = Some(trusted);
     let mut out = Tail::DEFAULT;
     let mut quantity = false;
+    let mut wait = None;
     let mut i = from;
     while let Some(&word) = args.get(i) {
         if out.ms_or_at(args, &mut i, &mut trusted)? {
+        } else if several && is_max_wait(word) {
+            if wait.is_some() {
+                return Err(ArgError::Repeated("MAXWAIT"));
+            }
+            i += 1;
+            wait = Some(arg(args, i));
         } else if several && word.eq_ignore_ascii_case(b"QUANTITY") {
             if quantity {
                 return Err(ArgError::Repeated("QUANTITY"));
@@ -424,6 +537,9 @@ fn tail<'a>(
         }
         i += 1;
     }
+    if let Some(word) = wait {
+        out.max_wait = Some(max_wait(word, out.unit)?);
+    }
     Ok(out)
 }
 
@@ -436,7 +552,8 @@ fn same_key(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// RL.ALLOW / RL.PEEK's arguments after the command name,
-/// `numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS] [ID id] [AT ns]`:
+/// `numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS] [MAXWAIT w]
+/// [ID id] [AT ns]`, each spec followed by its own `[UNITS n] [SHADOW]`:
 /// the specs go to `specs` (one per key, in order; the keys are arguments
 /// `1 ..= specs.len()`), the options are returned. `write` is RL.ALLOW,
 /// which needs `ID` when a spec takes one.
@@ -445,7 +562,7 @@ pub fn several<'a>(
     write: bool,
     trusted: impl FnOnce() -> bool,
     bounds: Bounds,
-    specs: &mut ArrayVec<Spec, MAX_KEYS>,
+    specs: &mut ArrayVec<LimitSpec, MAX_KEYS>,
 ) -> Result<Options<'a>, ArgError> {
     let count = super::numkeys(arg(args, 0))?;
     if args.len() < 1 + count {
@@ -482,7 +599,19 @@ pub fn several<'a>(
                 bounds,
             })
             .map_err(|e| in_spec(index + 1, row, e))?;
-        specs.push(spec);
+        specs.push(LimitSpec {
+            spec,
+            units: raw.limit.units,
+            shadow: raw.limit.shadow,
+        });
+    }
+    if options.max_wait.is_some() {
+        if let Some((index, (row, _))) = found.iter().enumerate().find(|(_, (row, _))| !row.waits) {
+            return Err(ArgError::WaitsOnly(Some((index + 1, row.name))));
+        }
+    }
+    if found.iter().all(|(_, raw)| raw.limit.shadow) {
+        return Err(ArgError::AllShadow);
     }
     let needs_id = found.iter().find(|(row, _)| row.takes_id);
     match (needs_id, options.id) {
@@ -526,6 +655,11 @@ fn one_spec<'a>(
     let (row, raw, next) = find_spec(args, 0, 0)?;
     if !row.refunds {
         return Err(refused(row.name));
+    }
+    // A several-limit spec's own options are none of this command's.
+    let word = arg(args, next);
+    if LIMIT_WORDS.iter().any(|w| word.eq_ignore_ascii_case(w)) {
+        return Err(ArgError::Extra(printable(word)));
     }
     if next >= args.len() {
         return Err(ArgError::SpecTooShort {

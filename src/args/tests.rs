@@ -1,4 +1,5 @@
 use super::*;
+use crate::args::spec::Options;
 use crate::core::slice::{SliceParams, SliceState};
 use crate::core::slide::{SlideParams, SlideState};
 use crate::core::throttle::{ThrottleParams, ThrottleState};
@@ -243,4 +244,172 @@ fn only_the_kinds_with_a_ceiling_need_the_configured_bounds() {
     assert!(capped(SliceState::PARAMS));
     assert!(!capped(ThrottleState::PARAMS));
     assert!(!capped(SlideState::OPTIONS));
+}
+
+/// RL.ALLOW's arguments after the name: the options and each limit's own
+/// options (UNITS, SHADOW), or the error's text.
+fn allow(args: &[&str]) -> Result<(Options<'static>, Vec<LimitSpec>), String> {
+    let words: Vec<&'static [u8]> = args
+        .iter()
+        .map(|a| &*Box::leak(a.as_bytes().to_vec().into_boxed_slice()))
+        .collect();
+    let mut specs = arrayvec::ArrayVec::new();
+    let options = several(&words, true, || false, Bounds::DEFAULT, &mut specs).map_err(msg)?;
+    Ok((options, specs.to_vec()))
+}
+
+#[test]
+fn max_wait_on_throttle_and_allow() {
+    let args: Vec<&[u8]> = vec![b"1", b"10", b"60", b"2", b"MAXWAIT", b"5"];
+    assert_eq!(
+        throttle(&args, || false).unwrap().max_wait,
+        Some(Nanos::new(5_000_000_000))
+    );
+    // MS applies wherever it stands.
+    let args: Vec<&[u8]> = vec![b"1", b"10", b"60", b"maxwait", b"0", b"MS"];
+    assert_eq!(
+        throttle(&args, || false).unwrap().max_wait,
+        Some(Nanos::ZERO)
+    );
+    let args: Vec<&[u8]> = vec![b"1", b"10", b"60"];
+    assert_eq!(throttle(&args, || false).unwrap().max_wait, None);
+    let (options, _) = allow(&[
+        "1", "k", "THROTTLE", "1", "10", "60", "MS", "MAXWAIT", "250",
+    ])
+    .unwrap();
+    assert_eq!(options.max_wait, Some(Nanos::new(250_000_000)));
+
+    // arguments => reply
+    #[rustfmt::skip]
+    let singles: &[(&[&str], &str)] = &[
+        (&["1", "10", "60", "MAXWAIT", "-1"], "ERR MAXWAIT must be an integer from 0 to 315360000 (seconds)"),
+        (&["1", "10", "60", "MAXWAIT", "315360001"], "ERR MAXWAIT must be an integer from 0 to 315360000 (seconds)"),
+        (&["1", "10", "60", "MAXWAIT"], "ERR MAXWAIT must be an integer from 0 to 315360000 (seconds)"),
+        (&["1", "10", "60", "MS", "MAXWAIT", "x"], "ERR MAXWAIT must be an integer from 0 to 315360000000 (milliseconds, with MS)"),
+        (&["1", "10", "60", "MAXWAIT", "1", "MAXWAIT", "1"], "ERR MAXWAIT is given more than once"),
+    ];
+    for (args, expected) in singles {
+        assert_eq!(throttle_err(args), *expected, "{args:?}");
+    }
+    let slide_args: Vec<&[u8]> = vec![b"5", b"60", b"MAXWAIT", b"1"];
+    assert_eq!(
+        msg(slide(&slide_args, || false, Bounds::DEFAULT).unwrap_err()),
+        "ERR MAXWAIT takes THROTTLE limits only"
+    );
+    #[rustfmt::skip]
+    let several_cases: &[(&[&str], &str)] = &[
+        (&["2", "a", "b", "THROTTLE", "1", "10", "60", "SLIDE", "5", "60", "MAXWAIT", "1"], "ERR MAXWAIT takes THROTTLE limits only: spec 2 is SLIDE"),
+        (&["2", "a", "b", "LEASE", "1", "10", "SLICE", "5", "60", "6", "MAXWAIT", "1", "ID", "x"], "ERR MAXWAIT takes THROTTLE limits only: spec 1 is LEASE"),
+        (&["1", "a", "THROTTLE", "1", "10", "60", "MAXWAIT", "1", "maxwait", "2"], "ERR MAXWAIT is given more than once"),
+        (&["1", "a", "THROTTLE", "1", "10", "60", "MAXWAIT", "1.5"], "ERR MAXWAIT must be an integer from 0 to 315360000 (seconds)"),
+    ];
+    for (args, expected) in several_cases {
+        assert_eq!(
+            allow(args).map(|_| ()),
+            Err(expected.to_string()),
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+fn units_and_shadow_in_specs() {
+    let (options, specs) = allow(&[
+        "3", "l", "r", "t", "LEASE", "4", "120", "THROTTLE", "60", "60", "60", "SHADOW",
+        "THROTTLE", "100000", "100000", "60", "UNITS", "1500", "ID", "req-7",
+    ])
+    .unwrap();
+    assert_eq!(options.quantity, 1);
+    let own: Vec<(Option<u64>, bool)> = specs.iter().map(|l| (l.units, l.shadow)).collect();
+    assert_eq!(own, [(None, false), (None, true), (Some(1500), false)]);
+    assert_eq!(specs[2].quantity(options.quantity), 1500);
+    assert_eq!(specs[0].quantity(7), 7);
+    // Any order, any case, with the kind's own options.
+    let (options, specs) = allow(&[
+        "2",
+        "s",
+        "t",
+        "SLIDE",
+        "5",
+        "60",
+        "shadow",
+        "PRECISION",
+        "1",
+        "units",
+        "0",
+        "THROTTLE",
+        "1",
+        "10",
+        "60",
+        "QUANTITY",
+        "2",
+    ])
+    .unwrap();
+    assert_eq!((specs[0].units, specs[0].shadow), (Some(0), true));
+    assert_eq!((specs[1].units, specs[1].shadow), (None, false));
+    assert_eq!(specs[1].quantity(options.quantity), 2);
+
+    // arguments => reply
+    #[rustfmt::skip]
+    let cases: &[(&[&str], &str)] = &[
+        (&["1", "a", "THROTTLE", "1", "10", "60", "UNITS", "1000000000001"], "ERR spec 1 (THROTTLE): UNITS must be an integer from 0 to 1000000000000"),
+        (&["1", "a", "THROTTLE", "1", "10", "60", "UNITS"], "ERR spec 1 (THROTTLE): UNITS must be an integer from 0 to 1000000000000"),
+        (&["2", "a", "b", "THROTTLE", "1", "10", "60", "SLIDE", "5", "60", "UNITS", "1", "UNITS", "2"], "ERR spec 2 (SLIDE): UNITS is given more than once"),
+        (&["2", "a", "b", "THROTTLE", "1", "10", "60", "SLIDE", "5", "60", "SHADOW", "Shadow"], "ERR spec 2 (SLIDE): SHADOW is given more than once"),
+        (&["2", "a", "b", "THROTTLE", "1", "10", "60", "SHADOW", "SLIDE", "5", "60", "SHADOW"], "ERR at least one spec must be enforced: every spec is SHADOW"),
+        (&["1", "a", "THROTTLE", "1", "10", "60", "SHADOW", "MAXWAIT", "1"], "ERR at least one spec must be enforced: every spec is SHADOW"),
+        (&["2", "a", "b", "THROTTLE", "1", "10", "60", "SLIDE", "5", "60", "SHADOW", "MAXWAIT", "1"], "ERR MAXWAIT takes THROTTLE limits only: spec 2 is SLIDE"),
+        (&["1", "a", "THROTTLE", "1", "10", "60", "QUANTITY", "1", "SHADOW"], "ERR unknown argument 'SHADOW'"),
+    ];
+    for (args, expected) in cases {
+        assert_eq!(
+            allow(args).map(|_| ()),
+            Err(expected.to_string()),
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+fn units_and_shadow_belong_to_allow_and_peek_only() {
+    let single: Vec<&[u8]> = vec![b"1", b"10", b"60", b"SHADOW"];
+    assert_eq!(
+        msg(throttle(&single, || false).unwrap_err()),
+        "ERR unknown argument 'SHADOW'"
+    );
+    let single: Vec<&[u8]> = vec![b"1", b"10", b"60", b"2", b"UNITS", b"3"];
+    assert_eq!(
+        msg(throttle(&single, || false).unwrap_err()),
+        "ERR unknown argument 'UNITS'"
+    );
+    for (args, expected) in [
+        (
+            vec!["THROTTLE", "1", "10", "60", "SHADOW", "1"],
+            "ERR unknown argument 'SHADOW'",
+        ),
+        (
+            vec!["THROTTLE", "1", "10", "60", "units", "1", "1"],
+            "ERR unknown argument 'units'",
+        ),
+        (
+            vec!["THROTTLE", "1", "10", "60", "1", "SHADOW"],
+            "ERR unknown argument 'SHADOW'",
+        ),
+        (
+            vec!["THROTTLE", "1", "10", "60", "1", "MAXWAIT", "1"],
+            "ERR unknown argument 'MAXWAIT'",
+        ),
+    ] {
+        let words: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        assert_eq!(
+            msg(refund(&words, || false, Bounds::DEFAULT).unwrap_err()),
+            expected,
+            "{args:?}"
+        );
+        assert_eq!(
+            msg(charge(&words, || false, Bounds::DEFAULT).unwrap_err()),
+            expected,
+            "{args:?}"
+        );
+    }
 }

@@ -1,14 +1,15 @@
 //! The `ratelimit` section of INFO: per command, calls, allowed, limited
 //! (not for RL.INSPECT and RL.RELEASE, which decide nothing) and errors;
 //! per kind, the keys that hold one (all databases); the version of the
-//! time-zone rules RL.QUOTA carries (`tzdb_version`). The counters count
+//! time-zone rules RL.QUOTA carries (`tzdb_version`); and what calls
+//! decided besides allowed or limited (`waits_granted`, `shadow_limited`). The counters count
 //! client calls (not commands replayed from the master or the AOF) and
 //! are reset by `CONFIG RESETSTAT`.
 
 use crate::core::quota;
 use crate::kinds::{Listed, VisitKind, KINDS};
 use crate::server::{Fields, Section};
-use crate::stats::{Call, Stats};
+use crate::stats::{Call, Stats, Tallies};
 
 /// A row of the section: one per kind (its index in `kinds::KINDS`), then
 /// the commands that are not a kind's.
@@ -34,6 +35,26 @@ const OTHER_ROWS: [&str; 6] = ["allow", "peek", "inspect", "refund", "release", 
 const ROWS: usize = KINDS.len() + OTHER_ROWS.len();
 
 static STATS: Stats<ROWS> = Stats::new();
+
+/// What INFO counts besides calls, one field each.
+#[derive(Clone, Copy)]
+pub enum Tally {
+    /// `waits_granted`: a MAXWAIT grant for a turn later than now.
+    WaitGranted,
+    /// `shadow_limited`: a SHADOW limit that would have refused.
+    ShadowLimited,
+}
+
+/// The fields of the tallies, in the order of [`Tally`].
+const TALLIES: [&str; 2] = ["waits_granted", "shadow_limited"];
+
+static EVENTS: Tallies<{ TALLIES.len() }> = Tallies::new();
+
+/// Counts one event of a client call.
+#[inline]
+pub fn count(tally: Tally) {
+    EVENTS.count(tally as usize);
+}
 
 /// Counts one client call of row `stat` and how it ended.
 #[inline]
@@ -72,11 +93,15 @@ impl Section for Info {
         for (i, kind) in KINDS.iter().enumerate() {
             fields.number(&format!("{}_keys", row_name(i)), kind.visit(KeysHeld));
         }
+        for (i, name) in TALLIES.iter().enumerate() {
+            fields.number(name, EVENTS.read(i));
+        }
         fields.text(c"tzdb_version", quota::tzdb_version());
     }
 
     fn reset() {
         STATS.reset();
+        EVENTS.reset();
     }
 }
 

@@ -4,19 +4,19 @@
 use arrayvec::ArrayVec;
 
 use super::flow::{arg_bytes, entry, propagate, recorded, Error, Outcome};
-use super::info::Stat;
+use super::info::{self, Stat, Tally};
 use super::single::{
-    doc_options, doc_param, Commit, DecideKey, ExtendKey, PrefetchKey, ReplicateState,
+    doc_options, doc_param, Commit, DecideKey, ExtendKey, PrefetchKey, ReplicateState, TurnKey,
 };
-use crate::args::{self, MAX_KEYS};
-use crate::core::Decision;
+use crate::args::{self, LimitSpec, MAX_KEYS};
+use crate::core::{wait, Decision, Nanos, Retry};
 use crate::kinds::{Row, Staged, KINDS};
 use crate::server::{
     handler, Access, ArgType, Argv, Command, CommandDef, Ctx, DocArg, Handler, Key, Keys,
 };
 use crate::{clock, config, replication};
 
-/// `RL.ALLOW numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS] [ID id]`
+/// `RL.ALLOW numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS] [MAXWAIT w] [ID id]`
 pub fn allow_command() -> CommandDef {
     several_command(
         "ALLOW",
@@ -28,7 +28,7 @@ pub fn allow_command() -> CommandDef {
     )
 }
 
-/// `RL.PEEK numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS] [ID id]`
+/// `RL.PEEK numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS] [MAXWAIT w] [ID id]`
 pub fn peek_command() -> CommandDef {
     several_command(
         "PEEK",
@@ -124,8 +124,9 @@ impl Command for Peek {
 }
 
 /// The most arguments a several-limit call can have: the name, numkeys,
-/// 16 keys, 16 specs of at most 5 words, QUANTITY q, MS, ID id, AT ns.
-const MAX_SEVERAL_ARGS: usize = 2 + MAX_KEYS * 6 + 7;
+/// 16 keys, 16 specs of at most 5 words and their own options (UNITS n,
+/// SHADOW, BLOCK b), QUANTITY q, MS, MAXWAIT w, ID id, AT ns.
+const MAX_SEVERAL_ARGS: usize = 2 + MAX_KEYS * 11 + 9;
 
 /// One limit of a several-limit call: its open key and what it would
 /// record. Its decision is kept apart, in the order of the limits, for the
@@ -138,9 +139,12 @@ struct Limit<'a> {
 }
 
 /// The flow of RL.ALLOW (`write`) and RL.PEEK: decide every limit at one
-/// instant; when all allow and the request takes units, record it on every
-/// key; otherwise record nothing (a refused RL.ALLOW still moves an expiry
-/// out, per key, as the single commands do). One reply, one propagation.
+/// instant (with MAXWAIT, each booked at the call's turn); when every
+/// enforced limit allows and the request takes units, record it on every
+/// key whose limit allows (a SHADOW limit that would refuse records
+/// nothing); otherwise record nothing (a refused RL.ALLOW still moves an
+/// expiry out, per key, as the single commands do). One reply, one
+/// propagation.
 fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Error> {
     if ctx.is_keys_position_request() {
         // Cluster routing and COMMAND GETKEYS: name the keys, nothing else.
@@ -163,7 +167,8 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
         config::bounds(),
         &mut specs,
     )?;
-    let takes = write && options.quantity > 0;
+    let quantity = |l: &LimitSpec| l.quantity(options.quantity);
+    let takes = write && specs.iter().any(|l| quantity(l) > 0);
     let now = options.at.unwrap_or_else(clock::now);
     let id = options.id.unwrap_or_default();
 
@@ -171,9 +176,9 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
     // for values out of the cache overlap; then decide every limit,
     // staging what each would record.
     let mut limits: ArrayVec<Limit<'a>, MAX_KEYS> = ArrayVec::new();
-    for (i, spec) in specs.iter().enumerate() {
+    for (i, limit) in specs.iter().enumerate() {
         let mut key = ctx.open_key(argv, 2 + i, takes);
-        spec.visit(PrefetchKey { key: &mut key });
+        limit.spec.visit(PrefetchKey { key: &mut key });
         // `count` is at most MAX_KEYS: the push cannot overflow.
         limits.push(Limit {
             key,
@@ -181,31 +186,57 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
             changed: false,
         });
     }
+    // With MAXWAIT, the instant each limit books the request at (none:
+    // decided as without it).
+    let mut bookings = [None; MAX_KEYS];
+    if let Some(max_wait) = options.max_wait {
+        let mut turns: ArrayVec<Option<Nanos>, MAX_KEYS> = ArrayVec::new();
+        for (limit, spec) in limits.iter_mut().zip(&specs) {
+            turns.push(spec.spec.visit(TurnKey {
+                key: &mut limit.key,
+                now,
+                quantity: quantity(spec),
+            })?);
+        }
+        let enforced = specs.iter().map(|l| !l.shadow);
+        let call = wait::call_turn(turns.iter().copied().zip(enforced), now, max_wait);
+        for (booking, &own) in bookings.iter_mut().zip(&turns) {
+            *booking = wait::booking(call, own, now, max_wait);
+        }
+    }
     let mut decisions: ArrayVec<Decision, MAX_KEYS> = ArrayVec::new();
-    for (limit, spec) in limits.iter_mut().zip(&specs) {
-        decisions.push(spec.visit(DecideKey {
+    for ((limit, spec), &book) in limits.iter_mut().zip(&specs).zip(&bookings) {
+        decisions.push(spec.spec.visit(DecideKey {
             key: &mut limit.key,
             now,
-            quantity: options.quantity,
+            quantity: quantity(spec),
             id,
+            book,
             stage: takes.then_some(&mut limit.staged),
         })?);
     }
-    let allowed = decisions.iter().all(|d| !d.limited);
+    let allowed = decisions
+        .iter()
+        .zip(&specs)
+        .all(|(d, l)| l.shadow || !d.limited);
 
     if takes {
         for ((limit, spec), decision) in limits.iter_mut().zip(&specs).zip(&decisions) {
             let key = &mut limit.key;
-            if allowed {
-                limit.staged.take(Commit { key }, Ok(()))?;
-                recorded(key, decision.reset_at);
-                limit.changed = true;
-            } else {
-                limit.changed = spec.visit(ExtendKey { key, now });
-                if decision.limited {
+            if allowed && !decision.limited {
+                if limit.staged.take(Commit { key }, Ok(false))? {
+                    recorded(key, decision.reset_at);
+                    limit.changed = true;
+                }
+            } else if quantity(spec) > 0 {
+                limit.changed = spec.spec.visit(ExtendKey { key, now });
+                if decision.limited && !spec.shadow {
                     key.notify(c"rl.limited");
                 }
             }
+        }
+        if options.at.is_none() {
+            count_events(&specs, &decisions, allowed, now);
         }
         if limits.iter().any(|l| l.changed) {
             propagate(ctx, "ALLOW", argv, options.at, now);
@@ -213,20 +244,21 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
                 for (limit, spec) in limits.iter_mut().zip(&specs) {
                     if limit.changed {
                         let key = &mut limit.key;
-                        spec.visit(ReplicateState { ctx, key });
+                        spec.spec.visit(ReplicateState { ctx, key });
                     }
                 }
             }
         }
     }
 
-    // Each limit's five fields, once; numkeys is 1 or more, so there is a
-    // binding limit.
+    // Each limit's five fields, once; numkeys is 1 or more and one limit
+    // at least is enforced, so there is a binding limit.
     let mut fields: ArrayVec<[i64; 5], MAX_KEYS> = ArrayVec::new();
     for decision in &decisions {
         fields.push(decision.reply(now, options.unit));
     }
-    let binding = crate::core::binding(&decisions)
+    let enforced = |i: usize| specs.get(i).is_some_and(|l| !l.shadow);
+    let binding = crate::core::binding(&decisions, enforced)
         .and_then(|i| Some((i, fields.get(i)?)))
         .ok_or(Error::Internal(
             c"ERR internal error: no binding limit among the decisions (please report it)",
@@ -241,4 +273,22 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
         ctx.reply_integers(five);
     }
     Ok(Outcome::of(options.at, !allowed))
+}
+
+/// INFO's counts of what an RL.ALLOW that takes units decided: a grant
+/// for a turn later than now (`waits_granted`), and each SHADOW limit
+/// that would have refused (`shadow_limited`, whatever the call's
+/// outcome).
+fn count_events(specs: &[LimitSpec], decisions: &[Decision], allowed: bool, now: Nanos) {
+    let waited = decisions
+        .iter()
+        .any(|d| matches!(d.retry, Retry::Turn(t) if t > now));
+    if allowed && waited {
+        info::count(Tally::WaitGranted);
+    }
+    for (spec, decision) in specs.iter().zip(decisions) {
+        if spec.shadow && decision.limited {
+            info::count(Tally::ShadowLimited);
+        }
+    }
 }

@@ -10,17 +10,18 @@ use super::flow::{
     arg_bytes, entry, extend_expiry, new_state, propagate_change, recorded, replicate_state, store,
     Error, Outcome,
 };
-use super::info::Stat;
+use super::info::{self, Stat, Tally};
 use crate::args::{self, Bounds, Request};
 use crate::core::throttle::ThrottleState;
-use crate::core::{Decision, Nanos, Param, ParamKind, TimeUnit};
+use crate::core::{Decision, Nanos, Param, ParamKind, Retry, TimeUnit};
 use crate::kinds::{Listed, Staged, Visit, VisitUpdate};
 use crate::server::{
     handler, Access, ArgType, Argv, Command, CommandDef, Ctx, DocArg, Held, Key, Keys,
 };
 use crate::{clock, config};
 
-/// `RL.<NAME> key <parameters> [id] [quantity] [MS] [options]`
+/// `RL.<NAME> key <parameters> [id] [quantity] [MS] [MAXWAIT w] [options]`
+/// (MAXWAIT for a kind that `WAITS`)
 pub fn single_command<L: Listed>() -> CommandDef {
     let mut args = vec![DocArg::new("key", ArgType::Key)];
     args.extend(L::PARAMS.iter().map(doc_param));
@@ -29,6 +30,9 @@ pub fn single_command<L: Listed>() -> CommandDef {
     }
     args.push(DocArg::integer("quantity").optional());
     args.push(DocArg::flag("ms", "MS").optional());
+    if L::WAITS {
+        args.push(DocArg::integer("maxwait").token("MAXWAIT").optional());
+    }
     args.extend(doc_options(L::OPTIONS));
     CommandDef {
         name: format!("{}.{}", config::prefix(), L::NAME),
@@ -117,6 +121,7 @@ fn single_call<L: Listed>(ctx: Ctx<'_>, argv: Argv<'_>) {
             quantity,
             unit,
             at,
+            max_wait,
         } = args::single::<L>(&words, || ctx.is_from_master_or_aof(), bounds::<L>())?;
         limit::<L>(
             ctx,
@@ -128,6 +133,7 @@ fn single_call<L: Listed>(ctx: Ctx<'_>, argv: Argv<'_>) {
                 quantity,
                 unit,
                 at,
+                max_wait,
             },
         )
     })
@@ -149,6 +155,28 @@ struct Asked<'i> {
     quantity: u64,
     unit: TimeUnit,
     at: Option<Nanos>,
+    max_wait: Option<Nanos>,
+}
+
+/// Decides a request on `state`: as `Kind::decide_as`, or, with MAXWAIT
+/// (`max_wait`), granted for its turn when that comes within the wait
+/// (`Kind::turn`, `Kind::book`): recorded now, as an allowed request at
+/// its turn.
+#[inline]
+fn decide_in<L: Listed>(
+    state: &L,
+    now: Nanos,
+    params: &L::Params,
+    request: &Asked<'_>,
+) -> (Decision, Option<L::Update>) {
+    let (quantity, id) = (request.quantity, request.id);
+    if let Some(max_wait) = request.max_wait {
+        let own = state.turn(now, params, quantity);
+        if let Some(turn) = crate::core::wait::booking(None, own, now, max_wait) {
+            return state.book(now, turn, params, quantity);
+        }
+    }
+    state.decide_as(now, params, quantity, id)
 }
 
 /// The flow every limiter command shares.
@@ -161,10 +189,9 @@ fn limit<'a, L: Listed>(
 ) -> Result<Outcome, Error> {
     let takes = request.quantity > 0;
     let now = request.at.unwrap_or_else(clock::now);
-    let (quantity, id) = (request.quantity, request.id);
     let (decision, changed) = match key.value(L::module_type()) {
         Held::Ours(state) => {
-            let (decision, update) = state.decide_as(now, params, quantity, id);
+            let (decision, update) = decide_in(state, now, params, &request);
             let changed = match update {
                 Some(update) => {
                     state.apply(update);
@@ -178,7 +205,7 @@ fn limit<'a, L: Listed>(
         held => {
             let other = matches!(held, Held::Other);
             let mut state = new_state::<L>(&key, other)?;
-            let (decision, update) = state.decide_as(now, params, quantity, id);
+            let (decision, update) = decide_in(&state, now, params, &request);
             let changed = update.is_some();
             if let Some(update) = update {
                 state.apply(update);
@@ -194,18 +221,23 @@ fn limit<'a, L: Listed>(
     if decision.limited {
         key.notify(c"rl.limited");
     }
+    if request.at.is_none() && matches!(decision.retry, Retry::Turn(t) if t > now) {
+        info::count(Tally::WaitGranted);
+    }
     ctx.reply_integers(&decision.reply(now, request.unit));
     Ok(Outcome::of(request.at, decision.limited))
 }
 
 /// Decides one limit of a several-limit call on its open key, changing
-/// nothing; the update it would record when the whole call is allowed is
-/// written to `stage` (when given), not applied.
+/// nothing (with `book`, booked for a turn at that instant: MAXWAIT); the
+/// update it would record when the whole call is allowed is written to
+/// `stage` (when given), not applied.
 pub(super) struct DecideKey<'k, 'a, 'i> {
     pub key: &'k mut Key<'a>,
     pub now: Nanos,
     pub quantity: u64,
     pub id: &'i [u8],
+    pub book: Option<Nanos>,
     pub stage: Option<&'k mut Staged>,
 }
 
@@ -214,11 +246,15 @@ impl Visit for DecideKey<'_, '_, '_> {
 
     fn visit<L: Listed>(self, params: &L::Params) -> Self::Out {
         let (now, quantity, id) = (self.now, self.quantity, self.id);
+        let decide = |state: &L| match self.book {
+            Some(at) => state.book(now, at, params, quantity),
+            None => state.decide_as(now, params, quantity, id),
+        };
         let (decision, update) = match self.key.value(L::module_type()) {
-            Held::Ours(state) => state.decide_as(now, params, quantity, id),
+            Held::Ours(state) => decide(state),
             held => {
                 let other = matches!(held, Held::Other);
-                new_state::<L>(self.key, other)?.decide_as(now, params, quantity, id)
+                decide(&new_state::<L>(self.key, other)?)
             }
         };
         if let (Some(update), Some(stage)) = (update, self.stage) {
@@ -230,28 +266,50 @@ impl Visit for DecideKey<'_, '_, '_> {
 }
 
 /// Records an update staged by `DecideKey` on the same key, still open
-/// for writing: on the state it was decided on, or on a new one.
+/// for writing: on the state it was decided on, or on a new one. True
+/// once recorded.
 pub(super) struct Commit<'k, 'a> {
     pub key: &'k mut Key<'a>,
 }
 
 impl VisitUpdate for Commit<'_, '_> {
-    type Out = Result<(), Error>;
+    type Out = Result<bool, Error>;
 
     fn visit<L: Listed>(self, update: L::Update) -> Self::Out {
         let key = self.key;
         match key.value(L::module_type()) {
-            Held::Ours(state) => {
-                state.apply(update);
-                Ok(())
-            }
+            Held::Ours(state) => state.apply(update),
             held => {
                 let other = matches!(held, Held::Other);
                 let mut state = new_state::<L>(key, other)?;
                 state.apply(update);
-                store(key, state)
+                store(key, state)?;
             }
         }
+        Ok(true)
+    }
+}
+
+/// The turn of one limit of a several-limit call with MAXWAIT, on its
+/// open key (`Kind::turn`): when the request fits, if ever.
+pub(super) struct TurnKey<'k, 'a> {
+    pub key: &'k mut Key<'a>,
+    pub now: Nanos,
+    pub quantity: u64,
+}
+
+impl Visit for TurnKey<'_, '_> {
+    type Out = Result<Option<Nanos>, Error>;
+
+    fn visit<L: Listed>(self, params: &L::Params) -> Self::Out {
+        let (now, quantity) = (self.now, self.quantity);
+        Ok(match self.key.value(L::module_type()) {
+            Held::Ours(state) => state.turn(now, params, quantity),
+            held => {
+                let other = matches!(held, Held::Other);
+                new_state::<L>(self.key, other)?.turn(now, params, quantity)
+            }
+        })
     }
 }
 

@@ -13,6 +13,10 @@ pub enum Retry {
     At(Nanos),
     /// Limited, and it can never fit: the quantity exceeds the capacity.
     Never,
+    /// Allowed for its turn (MAXWAIT): recorded now, the request goes at
+    /// this instant (at or after `now`; the reply's wait, 0 when it may go
+    /// at once).
+    Turn(Nanos),
 }
 
 /// The outcome of one request against one limiter.
@@ -37,7 +41,7 @@ impl Decision {
     pub fn reply(&self, now: Nanos, unit: TimeUnit) -> [i64; 5] {
         let after = |at: Nanos| to_i64(at.saturating_sub(now).ceil_in(unit));
         let retry_after = match self.retry {
-            Retry::At(at) => after(at),
+            Retry::At(at) | Retry::Turn(at) => after(at),
             Retry::NotLimited | Retry::Never => -1,
         };
         [
@@ -51,26 +55,36 @@ impl Decision {
 }
 
 /// The binding limit of a request decided against several limits at once:
-/// the index of the decision whose five fields speak for all of them.
+/// the index of the decision whose five fields speak for all of them,
+/// chosen among the limits that `enforced` names (a SHADOW limit never
+/// binds).
 ///
-/// - Some limit refused: the refusing limit that frees last, its
+/// - Some enforced limit refused: the refusing limit that frees last, its
 ///   `retry_after` the largest (one that can never fit counts as largest).
-/// - All allowed: the limit with the least remaining; ties go to the larger
-///   `reset_after`.
+/// - All allowed: the limit with the longest wait for its turn (MAXWAIT;
+///   without it no limit waits), then the least remaining; ties go to the
+///   larger `reset_after`.
 ///
-/// Further ties go to the lower index. `None` only for an empty slice.
-pub fn binding(decisions: &[Decision]) -> Option<usize> {
-    let any_limited = decisions.iter().any(|d| d.limited);
+/// Further ties go to the lower index. `None` when no limit is enforced.
+pub fn binding(decisions: &[Decision], enforced: impl Fn(usize) -> bool) -> Option<usize> {
+    let any_limited = decisions
+        .iter()
+        .enumerate()
+        .any(|(i, d)| d.limited && enforced(i));
     let mut best: Option<usize> = None;
     for (i, d) in decisions.iter().enumerate() {
-        if any_limited && !d.limited {
+        if !enforced(i) || (any_limited && !d.limited) {
             continue;
         }
         let better = match best.map(|b| &decisions[b]) {
             None => true,
             Some(b) if any_limited => retry_rank(d.retry) > retry_rank(b.retry),
             Some(b) => {
-                d.remaining < b.remaining || (d.remaining == b.remaining && d.reset_at > b.reset_at)
+                let (dw, bw) = (turn(d.retry), turn(b.retry));
+                dw > bw
+                    || (dw == bw
+                        && (d.remaining < b.remaining
+                            || (d.remaining == b.remaining && d.reset_at > b.reset_at)))
             }
         };
         if better {
@@ -80,10 +94,19 @@ pub fn binding(decisions: &[Decision]) -> Option<usize> {
     best
 }
 
+/// The instant an allowed request goes: its turn, or at once (`ZERO`
+/// ranks below every turn).
+fn turn(retry: Retry) -> Nanos {
+    match retry {
+        Retry::Turn(at) => at,
+        Retry::NotLimited | Retry::At(_) | Retry::Never => Nanos::ZERO,
+    }
+}
+
 /// Orders retries: later instants rank higher, never-fits highest.
 fn retry_rank(retry: Retry) -> (u8, Nanos) {
     match retry {
-        Retry::NotLimited => (0, Nanos::ZERO),
+        Retry::NotLimited | Retry::Turn(_) => (0, Nanos::ZERO),
         Retry::At(at) => (1, at),
         Retry::Never => (2, Nanos::ZERO),
     }
@@ -180,7 +203,7 @@ mod tests {
             (&[limited(Retry::At(Nanos::new(5))), limited(Retry::At(Nanos::new(5)))], Some(0)),
         ];
         for (i, (decisions, expected)) in cases.iter().enumerate() {
-            assert_eq!(binding(decisions), *expected, "case {i}");
+            assert_eq!(binding(decisions, |_| true), *expected, "case {i}");
         }
     }
 

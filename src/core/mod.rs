@@ -21,6 +21,7 @@ pub mod slide;
 mod tests;
 pub mod throttle;
 pub mod time;
+pub mod wait;
 
 pub use decision::{binding, Decision, Retry};
 pub use time::{Nanos, TimeUnit};
@@ -75,6 +76,9 @@ pub trait Kind: Clone + Default + Sized + 'static {
     const TAKES_ID: bool = false;
     /// Whether RL.REFUND may give units back to this kind.
     const REFUNDS: bool = true;
+    /// Whether a request may wait for its turn (MAXWAIT): the kind then
+    /// answers `turn` and `book`. By default it may not.
+    const WAITS: bool = false;
     /// Whether a change reaches replicas and the AOF as the resulting state
     /// (`RL.STATE key payload PXAT ms`) rather than as the command with the
     /// master's clock: for a kind whose decision reads data that another
@@ -111,6 +115,30 @@ pub trait Kind: Clone + Default + Sized + 'static {
         params: &Self::Params,
         quantity: u64,
         _id: &[u8],
+    ) -> (Decision, Option<Self::Update>) {
+        self.decide(now, params, quantity)
+    }
+
+    /// For a kind that `WAITS`: the instant from which a request of
+    /// `quantity` units fits, if nothing else is recorded meanwhile (`now`
+    /// when it fits at once, never earlier); `None` when it can never fit
+    /// (and for every other kind).
+    fn turn(&self, _now: Nanos, _params: &Self::Params, _quantity: u64) -> Option<Nanos> {
+        None
+    }
+
+    /// For a kind that `WAITS`: the request granted for a turn at `at`, at
+    /// or after its own `turn` (several limits wait for the latest of
+    /// theirs): decided and recorded as a request allowed at the instant
+    /// `at`, measured from `now`. The decision is allowed, its `retry` the
+    /// request's own turn (`Retry::Turn`), its remaining and reset after
+    /// the booking. Other kinds decide as `decide` does.
+    fn book(
+        &self,
+        now: Nanos,
+        _at: Nanos,
+        params: &Self::Params,
+        quantity: u64,
     ) -> (Decision, Option<Self::Update>) {
         self.decide(now, params, quantity)
     }

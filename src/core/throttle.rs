@@ -224,6 +224,7 @@ impl Kind for ThrottleState {
     const SUMMARY: &'static str = "GCRA rate limiter, compatible with redis-cell's CL.THROTTLE. Replies limited, limit, remaining, retry_after, reset_after.";
     const COMPLEXITY: &'static str = "O(1)";
     const SINCE: &'static str = "0.1.0";
+    const WAITS: bool = true;
     const PARAMS: &'static [Param] = &[
         Param::integer("max_burst", 0, MAX_BURST),
         Param::integer("count", 1, MAX_COUNT),
@@ -298,6 +299,71 @@ impl Kind for ThrottleState {
             reset_at,
         };
         (decision, update)
+    }
+
+    /// The instant the request's new TAT is at most `τ` ahead: `now`, or
+    /// `new_tat - τ` (rounded up to the ns) when the limiter is full.
+    fn turn(&self, now: Nanos, params: &ThrottleParams, quantity: u64) -> Option<Nanos> {
+        if quantity > params.capacity {
+            return None;
+        }
+        let now_s = params.scale(now);
+        // With quantity <= capacity the increment is at most τ, so no overflow.
+        let ahead = self.scaled(params).max(now_s)
+            + u128::from(quantity) * u128::from(params.period)
+            - now_s;
+        Some(match ahead.saturating_sub(params.tolerance) {
+            0 => now,
+            late => now.saturating_add(params.unscale_ceil(late)),
+        })
+    }
+
+    /// Books the request for its turn: the new TAT is `TAT + I` exactly
+    /// when `at` is the request's own turn (or now), as for a request
+    /// allowed at that instant; for a later `at` (another limit's turn),
+    /// `max(at, TAT) + I`, a request arriving at `at`. Either way the TAT
+    /// moves as for an allowed request at the instant the request goes, so
+    /// the turns handed out never exceed the rate and the burst.
+    fn book(
+        &self,
+        now: Nanos,
+        at: Nanos,
+        params: &ThrottleParams,
+        quantity: u64,
+    ) -> (Decision, Option<ThrottleState>) {
+        let Some(own) = self.turn(now, params, quantity) else {
+            return self.decide(now, params, quantity);
+        };
+        if quantity == 0 {
+            let (decision, _) = self.decide(now, params, 0);
+            let decision = Decision {
+                limited: false,
+                retry: Retry::Turn(own),
+                ..decision
+            };
+            return (decision, None);
+        }
+        let now_s = params.scale(now);
+        let tat_s = self.scaled(params);
+        let start_s = match at <= own {
+            true => tat_s.max(now_s),
+            false => tat_s.max(params.scale(at)),
+        };
+        // quantity <= capacity (`turn` answered): the increment is at most τ.
+        let ahead = start_s + u128::from(quantity) * u128::from(params.period) - now_s;
+        let remaining = params.intervals(params.tolerance.saturating_sub(ahead));
+        let tat = ThrottleState::after(now, ahead, params);
+        let rounded_up = Nanos::new(u64::from(tat.frac > 0));
+        let decision = Decision {
+            limited: false,
+            limit: params.capacity,
+            remaining: u64::try_from(remaining)
+                .unwrap_or(u64::MAX)
+                .min(params.capacity),
+            retry: Retry::Turn(own),
+            reset_at: tat.whole.saturating_add(rounded_up),
+        };
+        (decision, Some(tat))
     }
 
     fn apply(&mut self, update: ThrottleState) {

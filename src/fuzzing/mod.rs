@@ -625,12 +625,14 @@ pub fn args_several(data: &[u8]) {
     assert!(keys <= MAX_KEYS);
     assert!(options.quantity <= MAX_QUANTITY);
     assert!(options.at.is_none() || trusted, "AT from a client");
+    assert!(specs.iter().any(|l| !l.shadow), "every spec SHADOW");
     let id = options.id.unwrap_or_default();
     let now = options.at.unwrap_or(Nanos::new(TODAY));
-    for spec in &specs {
-        spec.visit(DecideNew {
+    for limit in &specs {
+        assert!(limit.units.is_none_or(|n| n <= MAX_QUANTITY));
+        limit.spec.visit(DecideNew {
             now,
-            quantity: options.quantity,
+            quantity: limit.quantity(options.quantity),
             id,
         });
     }

@@ -60,6 +60,7 @@ fn check_debt<L: Kind>(
         }
         Retry::NotLimited => prop_assert!(!d.limited),
         Retry::Never => prop_assert!(quantity > d.limit),
+        Retry::Turn(_) => prop_assert!(false, "decide answered a turn: {d:?}"),
     }
     Ok(())
 }

@@ -172,6 +172,7 @@ pub fn assert_retry_promise<L: Kind>(
         }
         Retry::Never => assert!(quantity > capacity),
         Retry::NotLimited => assert!(!decision.limited),
+        Retry::Turn(_) => panic!("decide answered a turn: {decision:?}"),
     }
 }
 
@@ -183,7 +184,7 @@ pub fn spec_reply(d: &Decision, now: u64, unit: TimeUnit) -> [i64; 5] {
         i64::try_from(ns.div_ceil(unit.nanos())).expect("in range")
     };
     let retry_after = match d.retry {
-        Retry::At(at) => after(at),
+        Retry::At(at) | Retry::Turn(at) => after(at),
         Retry::NotLimited | Retry::Never => -1,
     };
     [

@@ -363,6 +363,7 @@ proptest! {
                 }
                 Retry::Never => assert!(call.quantity > call.p.limit),
                 Retry::NotLimited => assert!(!call.decision.limited),
+                Retry::Turn(_) => panic!("decide answered a turn"),
             }
         });
     }
