@@ -525,4 +525,296 @@ def build() -> list[Seq]:
     s.real("RL.SLICE", "c", 5, 3600, 1, 0)
     s.real("RL.QUOTA", "q", 5, "YEAR", 0)
     s.real("RL.INSPECT", "nothing")
+    charge_cases(b)
+    block_cases(b)
     return b.seqs
+
+
+def block_cases(b: Builder) -> None:
+    """BLOCK: a refusal starts a block, which holds (not extended), then
+    ends and the limiter goes on; peeks, never-fits, RL.ALLOW and RL.PEEK,
+    refunds and charges keep it, RL.INSPECT shows it, errors."""
+    s = b.seq("block: throttle and slide, starting, holding, ending")
+    s(0, "RL.THROTTLE", "t", 0, 1, 60, "BLOCK", 600)
+    s(10, "RL.THROTTLE", "t", 0, 1, 60, "BLOCK", 600)
+    s(10, "PTTL", "t", raw=True)
+    s(10, "RL.INSPECT", "t")
+    s(20, "RL.THROTTLE", "t", 0, 1, 60)
+    s(20, "RL.THROTTLE", "t", 0, 1, 60, "BLOCK", 900)
+    s(20, "RL.THROTTLE", "t", 0, 1, 60, 0)
+    s(20, "RL.THROTTLE", "t", 0, 1, 60, 5)
+    s(20, "RL.THROTTLE", "t", 0, 1, 60, 1, "MS")
+    s(30, "RL.REFUND", "t", "THROTTLE", 0, 1, 60, 1)
+    s(30, "RL.CHARGE", "t", "THROTTLE", 0, 1, 60, 2)
+    s(30, "RL.INSPECT", "t")
+    s(609.999999, "RL.THROTTLE", "t", 0, 1, 60)
+    s(610, "RL.INSPECT", "t")
+    s(610, "RL.THROTTLE", "t", 0, 1, 60, 0)
+    s(610, "RL.THROTTLE", "t", 0, 1, 60)
+    s(610, "PTTL", "t", raw=True)
+    s(650, "RL.THROTTLE", "t", 0, 1, 60)
+    # A debt longer than the block: retry is the limiter's own.
+    s(700, "RL.CHARGE", "d", "THROTTLE", 0, 1, 60, 10)
+    s(700, "RL.THROTTLE", "d", 0, 1, 60, "BLOCK", 5)
+    s(700, "RL.INSPECT", "d")
+    s(706, "RL.THROTTLE", "d", 0, 1, 60, 1, "BLOCK", 5000, "MS")
+    s(706, "RL.THROTTLE", "d", 0, 1, 60, 1, "MS", "BLOCK", 5000)
+    # Never fits: no block, no key.
+    s(710, "RL.THROTTLE", "n", 1, 1, 60, 3, "BLOCK", 600)
+    s(710, "EXISTS", "n", raw=True)
+    s(711, "RL.SLIDE", "s", 2, 10, "block", 100)
+    s(711, "RL.SLIDE", "s", 2, 10, 2, "BLOCK", 100)
+    s(711.5, "RL.SLIDE", "s", 2, 10, "BLOCK", 100, "PRECISION", 1)
+    s(711.5, "RL.INSPECT", "s")
+    s(712, "RL.SLIDE", "s", 2, 10, 3, "BLOCK", 100)
+    s(712, "RL.SLIDE", "s", 2, 10, 0)
+    s(712, "RL.SLIDE", "s", 5, 10)
+    s(720, "RL.REFUND", "s", "SLIDE", 2, 10, 2)
+    s(720, "RL.INSPECT", "s")
+    s(720, "PTTL", "s", raw=True)
+    s(811.5, "RL.SLIDE", "s", 2, 10, 0)
+    s(811.5, "RL.SLIDE", "s", 2, 10)
+    s(811.5, "RL.INSPECT", "s")
+
+    s = b.seq("block: slice and quota, and RL.ALLOW / RL.PEEK")
+    s(0, "RL.SLICE", "c", 2, 10, 2, 2, "BLOCK", 30)
+    s(1, "RL.SLICE", "c", 2, 10, 2, "BLOCK", 30)
+    s(1, "RL.INSPECT", "c")
+    s(1, "PTTL", "c", raw=True)
+    s(20, "RL.SLICE", "c", 2, 10, 2)
+    s(20, "RL.CHARGE", "c", "SLICE", 2, 10, 2, 1)
+    s(31, "RL.SLICE", "c", 2, 10, 2, "BLOCK", 30)
+    s(31, "RL.SLICE", "c", 2, 10, 2, "BLOCK", 30)
+    s(31, "RL.SLICE", "c", 2, 10, 2, "BLOCK", 30)
+    s(0, "RL.QUOTA", "q", 1, "HOUR", "BLOCK", 7200)
+    s(1, "RL.QUOTA", "q", 1, "HOUR", "BLOCK", 7200)
+    s(1, "RL.INSPECT", "q")
+    s(1, "PTTL", "q", raw=True)
+    s(1800, "RL.QUOTA", "q", 1, "HOUR")
+    s(7201, "RL.QUOTA", "q", 1, "HOUR")
+    s(7201, "RL.QUOTA", "q", 1, "HOUR", 0, "TZ", "UTC", "BLOCK", 5)
+    s(7202, "RL.QUOTA", "z", 1, "DAY", "BLOCK", 60, "TZ", "Europe/Berlin")
+    s(7202, "RL.QUOTA", "z", 1, "DAY", "TZ", "Europe/Berlin", "BLOCK", 60)
+    s(7202, "RL.INSPECT", "z")
+    # RL.ALLOW: the refusing limit with BLOCK blocks its own key; the
+    # others record nothing and are not blocked.
+    a = ("{u}a", "{u}b", "{u}c")
+    specs = ("THROTTLE", 0, 1, 60, "BLOCK", 100, "SLIDE", 5, 60, "BLOCK", 100, "SLICE", 1, 60, 1)
+    s(8000, "RL.ALLOW", 3, *a, *specs)
+    s(8001, "RL.PEEK", 3, *a, *specs)
+    s(8001, "RL.ALLOW", 3, *a, *specs)
+    s(8001, "RL.INSPECT", "{u}a")
+    s(8001, "RL.INSPECT", "{u}b")
+    s(8001, "RL.INSPECT", "{u}c")
+    s(8002, "RL.ALLOW", 3, *a, *specs, "QUANTITY", 0)
+    s(8061, "RL.ALLOW", 3, *a, "THROTTLE", 0, 1, 60, "SLIDE", 5, 60, "SLICE", 3, 60, 1)
+    s(8101, "RL.ALLOW", 3, *a, "THROTTLE", 0, 1, 60, "SLIDE", 5, 60, "SLICE", 3, 60, 1)
+    s(8101, "RL.ALLOW", 2, "{u}a", "{u}d", "THROTTLE", 0, 1, 60, "BLOCK", 10, "QUOTA", 5, "DAY", "BLOCK", 10)
+    s(8101, "RL.ALLOW", 2, "{u}a", "{u}d", "THROTTLE", 0, 1, 60, "BLOCK", 10, "QUOTA", 5, "DAY", "BLOCK", 10, "QUANTITY", 6)
+    s(8101, "RL.ALLOW", 2, "{u}a", "{u}d", "THROTTLE", 0, 1, 60, "BLOCK", 10, "QUOTA", 5, "DAY", "BLOCK", 10000, "MS")
+    s(8101, "RL.INSPECT", "{u}a")
+    s(8101, "RL.PEEK", 2, "{u}a", "{u}d", "THROTTLE", 0, 1, 60, "QUOTA", 5, "DAY")
+    s(8112, "RL.ALLOW", 2, "{u}a", "{u}d", "THROTTLE", 0, 1, 60, "QUOTA", 5, "DAY")
+    s(8112, "RL.ALLOW", 2, "{u}a", "{u}e", "THROTTLE", 0, 1, 60, "LEASE", 2, 60, "ID", "x")
+
+    s = b.seq("block: errors", faked=False)
+    for cmd in (
+        ("RL.THROTTLE", "k", 1, 1, 1, "BLOCK"),
+        ("RL.THROTTLE", "k", 1, 1, 1, "BLOCK", 0),
+        ("RL.THROTTLE", "k", 1, 1, 1, "BLOCK", 315360001),
+        ("RL.THROTTLE", "k", 1, 1, 1, "BLOCK", 315360000001, "MS"),
+        ("RL.THROTTLE", "k", 1, 1, 1, "BLOCK", "x"),
+        ("RL.THROTTLE", "k", 1, 1, 1, "BLOCK", 1, "BLOCK", 1),
+        ("RL.THROTTLE", "k", 1, 1, 1, 1, "MS", "BLOCK", 1, "x"),
+        ("RL.THROTTLE", "k", 1, 1, 1, "BLOCK", 1, 1),
+        ("RL.SLIDE", "k", 1, 1, "BLOCK", 1, "PRECISION", 2),
+        ("RL.SLIDE", "k", 0, 1, "BLOCK", 0),
+        ("RL.SLICE", "k", 1, 1, 1, "BLOCK", -1),
+        ("RL.QUOTA", "k", 1, "DAY", "BLOCK", 1, "TZ", "Nowhere/City"),
+        ("RL.LEASE", "k", 1, 1, "a", "BLOCK", 1),
+        ("RL.LEASE", "k", 1, 1, "a", 1, "BLOCK", 1),
+        ("RL.ALLOW", 1, "k", "LEASE", 1, 1, "BLOCK", 1, "ID", "a"),
+        ("RL.ALLOW", 2, "k", "j", "SLIDE", 1, 1, "LEASE", 1, 1, "BLOCK", 1),
+        ("RL.ALLOW", 1, "k", "THROTTLE", 1, 1, 1, "BLOCK", 0),
+        ("RL.ALLOW", 1, "k", "THROTTLE", 1, 1, 1, "BLOCK"),
+        ("RL.ALLOW", 2, "k", "j", "SLIDE", 1, 1, "SLICE", 1, 1, 1, "BLOCK", 1, "BLOCK", 2),
+        ("RL.PEEK", 1, "k", "QUOTA", 1, "DAY", "BLOCK", 1, "TZ", "UTC", "BLOCK", 1),
+        ("RL.ALLOW", 1, "k", "THROTTLE", 1, 1, 1, "QUANTITY", 1, "BLOCK", 1),
+        ("RL.REFUND", "k", "THROTTLE", 1, 1, 1, "BLOCK", 1, 1),
+        ("RL.REFUND", "k", "THROTTLE", 1, 1, 1, 1, "BLOCK", 1),
+        ("RL.CHARGE", "k", "SLIDE", 1, 1, "BLOCK", 1, 1),
+        ("RL.THROTTLE", "k"),
+        ("RL.SLIDE", "k", 1),
+        ("RL.ALLOW", 1, "k", "SLIDE", 1),
+        ("RL.REFUND", "k", "SLIDE", 1, 1),
+    ):
+        s.real(*cmd)
+
+
+def charge_cases(b: Builder) -> None:
+    """RL.CHARGE: within the limit, debts past it and the requests after,
+    each kind's bound and maximum, errors."""
+    s = b.seq("charge: throttle debts, paid back exactly")
+    s(0, "RL.THROTTLE", "t", 4, 1, 10)
+    s(0, "RL.CHARGE", "t", "THROTTLE", 4, 1, 10, 3)
+    s(1, "RL.CHARGE", "t", "THROTTLE", 4, 1, 10, 20)
+    s(1, "RL.THROTTLE", "t", 4, 1, 10)
+    s(1, "RL.THROTTLE", "t", 4, 1, 10, 0)
+    s(1, "RL.THROTTLE", "t", 4, 1, 10, 6)
+    s(1, "PTTL", "t", raw=True)
+    s(1, "RL.INSPECT", "t")
+    s(200, "RL.THROTTLE", "t", 4, 1, 10, 1, "MS")
+    s(200.000001, "RL.THROTTLE", "t", 4, 1, 10)
+    s(201, "RL.THROTTLE", "t", 4, 1, 10)
+    s(201, "RL.THROTTLE", "t", 4, 1, 10)
+    s(201, "RL.REFUND", "t", "THROTTLE", 4, 1, 10, 1)
+    s(202, "RL.CHARGE", "ms", "THROTTLE", 4, 1, 10000, 5, "MS")
+    s(202, "RL.CHARGE", "ms", "THROTTLE", 4, 1, 10000, 1, "ms")
+    s(202.5, "RL.THROTTLE", "ms", 4, 1, 10000, 1, "MS")
+    # A third of a second per unit: fractions of a nanosecond.
+    s(203, "RL.CHARGE", "f", "THROTTLE", 2, 3, 1, 7)
+    s(203.1, "RL.THROTTLE", "f", 2, 3, 1)
+    s(205.4, "RL.THROTTLE", "f", 2, 3, 1)
+    s(205.4, "RL.CHARGE", "f", "THROTTLE", 2, 7, 1, 1)
+    s(205.4, "RL.INSPECT", "f")
+    # Ten years ahead at most: 31,536,000 units of 10 s.
+    s(206, "RL.CHARGE", "y", "THROTTLE", 0, 1, 10, 31536001)
+    s(206, "EXISTS", "y", raw=True)
+    s(206, "RL.CHARGE", "y", "THROTTLE", 0, 1, 10, 31536000)
+    s(206, "RL.CHARGE", "y", "THROTTLE", 0, 1, 10, 1)
+    s(216, "RL.CHARGE", "y", "THROTTLE", 0, 1, 10, 1)
+    s(216, "PTTL", "y", raw=True)
+    s(216, "RL.THROTTLE", "y", 0, 1, 10)
+    s(217, "RL.CHARGE", "big", "THROTTLE", 0, 1, 315360000, 1)
+    s(217, "RL.CHARGE", "big", "THROTTLE", 0, 1, 315360000, 1)
+    s(217, "RL.CHARGE", "big", "THROTTLE", 0, 1, 315360000000, 1, "MS")
+
+    s = b.seq("charge: slide debts, the bound of entries, PRECISION")
+    s(0, "RL.SLIDE", "s", 3, 10)
+    s(1, "RL.CHARGE", "s", "SLIDE", 3, 10, 5)
+    s(2, "RL.SLIDE", "s", 3, 10)
+    s(2, "RL.SLIDE", "s", 3, 10, 0)
+    s(2, "RL.INSPECT", "s")
+    s(10.5, "RL.SLIDE", "s", 3, 10)
+    s(11, "RL.SLIDE", "s", 3, 10)
+    s(11, "RL.SLIDE", "s", 3, 10)
+    s(11, "PTTL", "s", raw=True)
+    for i in range(5):
+        s(20 + i, "RL.CHARGE", "b", "SLIDE", 2, 10, 1)
+    s(24.5, "RL.INSPECT", "b")
+    s(24.5, "RL.SLIDE", "b", 2, 10, 0)
+    s(30.5, "RL.SLIDE", "b", 2, 10, 0)
+    s(34, "RL.SLIDE", "b", 2, 10)
+    s(34, "RL.SLIDE", "b", 5, 10)
+    for i in range(6):
+        s(40 + i * 0.7, "RL.CHARGE", "p", "SLIDE", 5, 10, "PRECISION", 2, 2)
+    s(45, "RL.INSPECT", "p")
+    s(45, "RL.SLIDE", "p", 5, 10, 0, "PRECISION", 2)
+    s(50.1, "RL.SLIDE", "p", 5, 10, 0)
+    s(60, "RL.SLIDE", "p", 5, 10, 0)
+    # Two units of one instant, then a charge there: one counted entry.
+    s(61, "RL.SLIDE", "c", 100, 10)
+    s(61, "RL.SLIDE", "c", 100, 10)
+    s(61, "RL.CHARGE", "c", "SLIDE", 100, 10, 1)
+    s(61, "RL.CHARGE", "c", "SLIDE", 100, 10, 2)
+    s(61.5, "RL.CHARGE", "c", "SLIDE", 100, 10, 2)
+    s(62, "RL.INSPECT", "c")
+    s(62, "RL.REFUND", "c", "SLIDE", 100, 10, 3)
+    s(62, "RL.INSPECT", "c")
+    s(63, "RL.CHARGE", "one", "SLIDE", 1, 10, 1)
+    s(63.5, "RL.CHARGE", "one", "SLIDE", 1, 10, 4)
+    s(64, "RL.INSPECT", "one")
+    s(73.5, "RL.SLIDE", "one", 1, 10)
+    s(74, "RL.SLIDE", "one", 1, 10)
+    # 2^32 - 1 units at most.
+    s(80, "RL.CHARGE", "m", "SLIDE", 5, 10, 4294967296)
+    s(80, "EXISTS", "m", raw=True)
+    s(80, "RL.CHARGE", "m", "SLIDE", 5, 10, 4294967294)
+    s(80, "RL.CHARGE", "m", "SLIDE", 5, 10, 2)
+    s(80, "RL.CHARGE", "m", "SLIDE", 5, 10, 1)
+    s(80, "RL.INSPECT", "m")
+    s(90.5, "RL.CHARGE", "m", "SLIDE", 5, 10, 7, "MS")
+
+    s = b.seq("charge: slice and quota debts, until the window or period ends")
+    s(0, "RL.SLICE", "c", 5, 10, 2)
+    s(1, "RL.CHARGE", "c", "SLICE", 5, 10, 2, 8)
+    s(2, "RL.SLICE", "c", 5, 10, 2)
+    s(2, "RL.SLICE", "c", 5, 10, 2, 0)
+    s(2, "RL.INSPECT", "c")
+    s(10, "RL.SLICE", "c", 5, 10, 2)
+    s(15, "RL.SLICE", "c", 5, 10, 2)
+    s(15, "RL.CHARGE", "c", "SLICE", 5, 20, 4, 1)
+    s(15, "RL.INSPECT", "c")
+    s(16, "RL.CHARGE", "m", "SLICE", 5, 10, 2, 4294967295)
+    s(16, "RL.CHARGE", "m", "SLICE", 5, 10, 2, 1)
+    s(16, "RL.CHARGE", "m2", "SLICE", 5, 10, 2, 4294967296)
+    s(16, "EXISTS", "m2", raw=True)
+    s(0, "RL.QUOTA", "q", 5, "HOUR")
+    s(1, "RL.CHARGE", "q", "QUOTA", 5, "HOUR", 10)
+    s(2, "RL.QUOTA", "q", 5, "HOUR")
+    s(2, "RL.QUOTA", "q", 5, "HOUR", 0)
+    s(2, "RL.INSPECT", "q")
+    s(2, "PTTL", "q", raw=True)
+    s(3, "RL.REFUND", "q", "QUOTA", 5, "HOUR", 8)
+    s(3, "RL.QUOTA", "q", 5, "HOUR")
+    s(1800, "RL.QUOTA", "q", 5, "HOUR")
+    s(1800, "RL.CHARGE", "q", "QUOTA", 5, "DAY", 3)
+    s(1800, "RL.INSPECT", "q")
+    s(1801, "RL.CHARGE", "z", "QUOTA", 5, "DAY", "TZ", "Europe/Berlin", 3)
+    s(1801, "RL.CHARGE", "z", "QUOTA", 5, "DAY", "TZ", "Europe/Berlin", 3)
+    s(1801, "RL.INSPECT", "z")
+    s(1801, "RL.CHARGE", "u", "QUOTA", 1000000000000000, "YEAR", 1000000000000)
+    for _ in range(3):
+        s(1801, "RL.CHARGE", "u", "QUOTA", 5, "YEAR", 1000000000000)
+    s(1801, "RL.REFUND", "u", "QUOTA", 5, "YEAR", 999999999999)
+    s(1801, "RL.INSPECT", "u")
+    # RL.ALLOW over charged keys: the debt binds.
+    s(1802, "RL.CHARGE", "{a}x", "THROTTLE", 4, 1, 10, 9)
+    s(1802, "RL.CHARGE", "{a}y", "SLIDE", 3, 10, 4)
+    s(1803, "RL.ALLOW", 2, "{a}x", "{a}y", "THROTTLE", 4, 1, 10, "SLIDE", 3, 10)
+    s(1803, "RL.PEEK", 2, "{a}x", "{a}y", "THROTTLE", 4, 1, 10, "SLIDE", 3, 10, "QUANTITY", 0)
+    s(1813, "RL.ALLOW", 2, "{a}x", "{a}y", "THROTTLE", 4, 1, 10, "SLIDE", 3, 10)
+    s(1850, "RL.ALLOW", 2, "{a}x", "{a}y", "THROTTLE", 4, 1, 10, "SLIDE", 3, 10)
+
+    s = b.seq("charge: errors and wrongtype", faked=False)
+    for cmd in (
+        ("RL.CHARGE",),
+        ("RL.CHARGE", "k"),
+        ("RL.CHARGE", "k", "THROTTLE", 1, 1),
+        ("RL.CHARGE", "k", "THROTTLE", 1, 1, 1),
+        ("RL.CHARGE", "k", "THROTTLE", 1, 1, 1, 0),
+        ("RL.CHARGE", "k", "THROTTLE", 1, 1, 1, "x"),
+        ("RL.CHARGE", "k", "THROTTLE", 1, 1, 1, -1),
+        ("RL.CHARGE", "k", "THROTTLE", 1, 1, 1, 1000000000001),
+        ("RL.CHARGE", "k", "LEASE", 1, 1, 1),
+        ("RL.CHARGE", "k", "lease", 1, 1, "a", 1),
+        ("RL.CHARGE", "k", "FOO", 1, 1, 1),
+        ("RL.CHARGE", "k", "SLIDE", 1, 1, 1, "MS", "MS"),
+        ("RL.CHARGE", "k", "SLIDE", 1, 1, 1, "AT", 5),
+        ("RL.CHARGE", "k", "SLIDE", 1, 1, 1, "SHADOW"),
+        ("RL.CHARGE", "k", "SLIDE", 1, 1, 1, "BLOCK", 5),
+        ("RL.CHARGE", "k", "SLIDE", 1, 1, 1, "UNITS", 5),
+        ("RL.CHARGE", "k", "SLIDE", 1, 1, 1, 1),
+        ("RL.CHARGE", "k", "SLIDE", 0, 1, 1),
+        ("RL.CHARGE", "k", "SLIDE", 1, 0, 1),
+        ("RL.CHARGE", "k", "SLIDE", 1, 1, "PRECISION", 2, 1),
+        ("RL.CHARGE", "k", "SLIDE", 1, 1, "PRECISION", 1, "PRECISION", 1, 1),
+        ("RL.CHARGE", "k", "SLICE", 1, 1, 0, 1),
+        ("RL.CHARGE", "k", "QUOTA", 1, "DECADE", 1),
+        ("RL.CHARGE", "k", "QUOTA", 1, "DAY", "TZ", "Nowhere/City", 1),
+        ("RL.CHARGE", "k", "THROTTLE", 1, 1, 1, 1, "a", "b", "c", "d", "e", "f", "g", "h", "i", "j"),
+        ("RL.CHARGE", "k", "THROTTLE", 1, 1, 1, 1, "MS", "x"),
+        ("RL.CHARGE", "k", "THROTTLE", 0, 1, 315360000, 2),
+        ("EXISTS", "k"),
+    ):
+        s.real(*cmd, raw=cmd[0] == "EXISTS")
+    s.real("SET", "str", "hello", raw=True)
+    s.real("RL.CHARGE", "str", "THROTTLE", 1, 1, 60, 1)
+    s.real("RL.CHARGE", "str", "QUOTA", 1, "DAY", 1)
+    s.real("RL.CHARGE", "str", "THROTTLE", 1, 1, 60, 0)
+    for kind, spec in (("t", ("THROTTLE", 5, 1, 3600)), ("s", ("SLIDE", 10, 3600)), ("q", ("QUOTA", 10, "YEAR"))):
+        s.real("RL.CHARGE", f"o:{kind}", *spec, 1, via="other", timed=kind == "q")
+        s.real("RL.CHARGE", f"o:{kind}", "SLICE", 10, 3600, 2, 1)
+    s.real("RL.LEASE", "o:l", 10, 3600, "a", via="other")
+    s.real("RL.CHARGE", "o:l", "SLIDE", 10, 3600, 1)
+    s.real("RL.CHARGE", "o:l", "LEASE", 10, 3600, 1)

@@ -70,6 +70,7 @@ COMMANDS = {
     "RL.PEEK": (RO + "local entry, arg = 'several', false\n", "numkeys", True),
     "RL.REFUND": ("local entry, arg = 'refund', nil\n", "first", False),
     "RL.INSPECT": (RO + "local entry, arg = 'inspect', nil\n", "first", True),
+    "RL.CHARGE": ("local entry, arg = 'charge', true\n", "first", False),
 }
 
 

@@ -1182,13 +1182,15 @@ do
     local function max_time(unit) if unit == S_NS then return MAX_SECONDS end return MAX_SECONDS * 1000 end
 
     -- The kinds: parameters (name, kind, min, max) and options, as the module's table.
+    -- BLOCK b: an option of every kind but LEASE (its value at P.block, µs).
+    local BLOCK = {'BLOCK', 'dur', block = true}
     local UNITS = {'MINUTE', 'HOUR', 'DAY', 'WEEK', 'MONTH', 'YEAR'}
     local KINDS = {
-      THROTTLE = {name = 'THROTTLE', params = {{'max_burst', 'int', 0, 1000000000000}, {'count', 'int', 1, 4294967295}, {'period', 'dur'}}, options = {}},
-      SLIDE = {name = 'SLIDE', params = {{'limit', 'int', 1, 1000000}, {'window', 'dur'}}, options = {{'PRECISION', 'dur0'}}},
-      SLICE = {name = 'SLICE', params = {{'limit', 'int', 1, 4294967295}, {'window', 'dur'}, {'slices', 'int', 1, 86400}}, options = {}},
+      THROTTLE = {name = 'THROTTLE', params = {{'max_burst', 'int', 0, 1000000000000}, {'count', 'int', 1, 4294967295}, {'period', 'dur'}}, options = {BLOCK}},
+      SLIDE = {name = 'SLIDE', params = {{'limit', 'int', 1, 1000000}, {'window', 'dur'}}, options = {{'PRECISION', 'dur0'}, BLOCK}},
+      SLICE = {name = 'SLICE', params = {{'limit', 'int', 1, 4294967295}, {'window', 'dur'}, {'slices', 'int', 1, 86400}}, options = {BLOCK}},
       LEASE = {name = 'LEASE', params = {{'limit', 'int', 1, 1000000}, {'ttl', 'dur'}}, options = {}, takes_id = true, no_refund = true},
-      QUOTA = {name = 'QUOTA', params = {{'limit', 'int', 1, 1000000000000000}, {'unit', 'word'}}, options = {{'TZ', 'text'}}},
+      QUOTA = {name = 'QUOTA', params = {{'limit', 'int', 1, 1000000000000000}, {'unit', 'word'}}, options = {{'TZ', 'text'}, BLOCK}},
     }
     local KIND_WORDS = 'THROTTLE, SLIDE, SLICE, LEASE or QUOTA'
 
@@ -1210,7 +1212,9 @@ do
     local function expects(kind)
       local names = {}
       for _, p in ipairs(kind.params) do names[#names + 1] = p[1] end
-      for _, o in ipairs(kind.options) do names[#names + 1] = '[' .. o[1] .. ' value]' end
+      for _, o in ipairs(kind.options) do
+        if not o.block then names[#names + 1] = '[' .. o[1] .. ' value]' end
+      end
       return table.concat(names, ' ')
     end
 
@@ -1400,8 +1404,8 @@ do
       for i, o in ipairs(kind.options) do
         local w = options[i]
         if w ~= nil then
-          if o[2] == 'dur0' then
-            opt[i] = parse_int(w, 0, max_time(unit))
+          if o[2] == 'dur0' or o[2] == 'dur' then
+            opt[i] = parse_int(w, o[2] == 'dur' and 1 or 0, max_time(unit))
             if opt[i] == nil then throw(value_error(o, unit)) end
           else
             if #w < 1 or #w > 64 then throw(value_error(o, unit)) end
@@ -1411,6 +1415,9 @@ do
       end
       local us_per = unit / 1000 -- microseconds per unit
       local P = {kind = kind.name, unit = unit}
+      for i, o in ipairs(kind.options) do
+        if o.block and opt[i] then P.block = opt[i] * us_per end
+      end
       if kind.name == 'THROTTLE' then
         P.cap = v[1] + 1
         P.count = v[2]
@@ -1462,7 +1469,9 @@ do
     end
 
     -- Finds the spec starting at words[at]: kind, parameter words, options, next.
-    local function find_spec(words, at, index)
+    -- `no_block`: RL.REFUND and RL.CHARGE, whose specs take no BLOCK (the word
+    -- is then not an option).
+    local function find_spec(words, at, index, no_block)
       local word = words[at]
       local kind = word and KINDS[upper(word)]
       if kind == nil then
@@ -1479,12 +1488,15 @@ do
       local options = {}
       local nxt = at + 1 + n
       while true do
-        local o = option_index(kind, words[nxt])
-        if o == nil then break end
         local function spec_err(text)
           if index == 0 then throw(text) end
           throw('ERR spec ' .. index .. ' (' .. kind.name .. '): ' .. string.sub(text, 5))
         end
+        local o = option_index(kind, words[nxt])
+        if kind.name == 'LEASE' and not no_block and words[nxt] and upper(words[nxt]) == 'BLOCK' then
+          spec_err('ERR LEASE takes no BLOCK')
+        end
+        if o == nil or (no_block and kind.options[o].block) then break end
         local value = words[nxt + 1]
         if value == nil then spec_err(value_error(kind.options[o], S_NS)) end
         if options[o] ~= nil then spec_err('ERR ' .. kind.options[o][1] .. ' is given more than once') end
@@ -1522,25 +1534,63 @@ do
       if type(t) == 'table' then t = t.ok end
       return t
     end
+    -- BLOCK: a blocked key's block end (Unix µs) is kept in the kind's own
+    -- value, so that a key never blocked keeps the representation it has
+    -- without BLOCK: a string (THROTTLE, QUOTA) takes the prefix `B<end>|`,
+    -- SLIDE's header (list element 0) and SLICE's field `S` one more field,
+    -- `|<end>`. Every fast path's pattern refuses the marked value, so a
+    -- marked key takes the full code, and each write (the kind's store, which
+    -- writes the value or header anew) drops a block that has ended.
+    local function unmark(kind, v)
+      local e, rest
+      if kind == 'THROTTLE' or kind == 'QUOTA' then e, rest = string.match(v, '^B(%d+)|(.*)$')
+      elseif kind == 'SLIDE' then rest, e = string.match(v, '^(S|%d+|%d+|%d+|[01]|%d+|%d+|%d+)|(%d+)$')
+      elseif kind == 'SLICE' then rest, e = string.match(v, '^(%d+|%d+|%d+|%d+|%d+)|(%d+)$') end
+      if e == nil then return v, 0 end
+      return rest, tonumber(e)
+    end
     local function load(kind, key)
       local t = key_type(key)
-      if t == 'none' then return nil end
+      if t == 'none' then return nil, 0 end
       if kind == 'THROTTLE' or kind == 'QUOTA' then
         if t ~= 'string' then throw(WRONGTYPE.err) end
-        local s = redis.call('GET', key)
+        local s, e = unmark(kind, redis.call('GET', key))
         local tag = string.sub(s, 1, 2)
         if tag ~= TAGS[kind] and not (kind == 'THROTTLE' and tag == 'g|') then throw(WRONGTYPE.err) end
-        return s
+        return s, e
       elseif kind == 'SLIDE' then
         if t ~= 'list' then throw(WRONGTYPE.err) end
         local all = redis.call('LRANGE', key, 0, -1)
         if string.sub(all[1] or '', 1, 2) ~= 'S|' then throw(WRONGTYPE.err) end
-        return all
+        local e
+        all[1], e = unmark(kind, all[1])
+        return all, e
       else
         if t ~= 'hash' then throw(WRONGTYPE.err) end
         local mark = kind == 'SLICE' and 'S' or 'L'
         if redis.call('HEXISTS', key, mark) == 0 then throw(WRONGTYPE.err) end
-        return redis.call('HGETALL', key)
+        local flat = redis.call('HGETALL', key)
+        local e = 0
+        if kind == 'SLICE' then
+          for i = 1, #flat, 2 do
+            if flat[i] == 'S' then flat[i + 1], e = unmark(kind, flat[i + 1]) end
+          end
+        end
+        return flat, e
+      end
+    end
+    -- Marks the key (which holds the kind's value) blocked until `e` (µs).
+    local function mark_block(kind, key, e)
+      local es = string.format('%d', e)
+      if kind == 'THROTTLE' or kind == 'QUOTA' then
+        local v = unmark(kind, redis.call('GET', key))
+        redis.call('SET', key, 'B' .. es .. '|' .. v, 'KEEPTTL')
+      elseif kind == 'SLIDE' then
+        local v = unmark(kind, redis.call('LINDEX', key, 0))
+        redis.call('LSET', key, 0, v .. '|' .. es)
+      else
+        local v = unmark(kind, redis.call('HGET', key, 'S'))
+        redis.call('HSET', key, 'S', v .. '|' .. es)
       end
     end
 
@@ -1662,6 +1712,20 @@ do
       if bcmp(tat_s, now_s) <= 0 then return st end
       local back = bmul(big(math.min(q, P.cap)), P.period)
       return from_scaled(bmax(bsub(tat_s, back), now_s), P)
+    end
+    -- RL.CHARGE: the TAT moves to max(now, TAT) + q x T, past the tolerance
+    -- if need be (a debt time pays back); refused, nothing recorded, when that
+    -- puts it more than the maximum time (10 years) ahead of now, or past the
+    -- last instant a TAT holds (2^64 - 1 ns).
+    local U64_MAX = bparse('18446744073709551615')
+    function throttle.charge(st, P, q)
+      local now_s = bmul(NOW_NS, big(P.count))
+      local ahead = badd(bsub(tat_scaled(st, P), now_s), bmul(big(q), P.period))
+      if bcmp(ahead, bmul(bmul(big(MAX_SECONDS), big(S_NS)), big(P.count))) > 0
+        or bcmp(badd(now_s, ahead), bmul(U64_MAX, big(P.count))) > 0 then
+        throw('ERR quantity would put the TAT more than 315360000 seconds (10 years) ahead of now')
+      end
+      return from_scaled(badd(now_s, ahead), P)
     end
     function throttle.encode(st)
       if st.frac == 0 then return 'G|' .. bstr(st.whole) end
@@ -1821,6 +1885,43 @@ do
       if #st.entries > 0 and st.clock > at then at = st.clock end
       local q = math.min(u.q, P.limit)
       if P.precision == 0 then record(st, at, q) else record_within(st, at, q, P.precision) end
+      st.clock = at
+      return st
+    end
+    -- The newest entry takes `q` more units and moves to `t`; its first unit
+    -- stays (RL.CHARGE past the log's bound of entries).
+    local function join(st, t, q)
+      local newest = st.entries[#st.entries]
+      local first = first_of_newest(st)
+      newest[1] = t
+      newest[2] = newest[2] + q
+      st.first = first
+      st.joined = true
+    end
+    -- RL.CHARGE: drops the units that have left, then records `q` units at the
+    -- clock as an allowed request would (record, record_within), unless that
+    -- takes the log past its bound of entries (limit; with PRECISION d, also
+    -- window / d + 1): then they join the newest entry. Refused, nothing
+    -- recorded, past 2^32 - 1 units held.
+    function slide.charge(st, P, q)
+      st = st or empty_slide()
+      local at = NOW
+      if #st.entries > 0 and st.clock > at then at = st.clock end
+      local expired = expired_at(st, at, P.window)
+      local held = units_before(st, #st.entries) - units_before(st, expired)
+      if held + q > 4294967295 then throw('ERR quantity would take the units a SLIDE key holds past 4294967295') end
+      drop_front(st, expired)
+      local d = P.precision
+      local bound = P.limit
+      if d > 0 then bound = math.min(bound, (P.window - P.window % d) / d + 1) end
+      local E = st.entries
+      if #E + (d > 0 and 1 or 2) <= bound then
+        if d == 0 then record(st, at, q) else record_within(st, at, q, d) end
+      elseif #E == 0 then
+        if q > 1 then push_counted(st, at, q) else push_entry(st, at, q) end
+      else
+        join(st, at, q)
+      end
       st.clock = at
       return st
     end
@@ -2009,6 +2110,18 @@ do
       advance(st, u.head)
       st.counts[st.head] = (st.counts[st.head] or 0) + u.q
       return st
+    end
+    -- RL.CHARGE: the current slice takes `q` units as an allowed request
+    -- would, whatever the limit (the decision under the largest limit, which
+    -- allows it exactly when the counters can hold it); refused, nothing
+    -- recorded, past 2^32 - 1 units held.
+    function slice.charge(st, P, q)
+      local open = {}
+      for k, v in pairs(P) do open[k] = v end
+      open.limit = 4294967295
+      local d, u = slice.decide(st, open, q)
+      if d.limited or u == nil then throw('ERR quantity would take the units a SLICE key holds past 4294967295') end
+      return slice.apply(st, u, open)
     end
     function slice.refund(st, P, q)
       if not same_geometry(st, P) then
@@ -2210,11 +2323,13 @@ do
     function quota.parse(s)
       local u, a, b, c, l, n, z = string.match(s, '^Q|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d)|(.+)$')
       if u == nil then throw(WRONGTYPE.err) end
-      return {used = tonumber(u), start = tonumber(a), fin = tonumber(b), till = tonumber(c),
+      -- A debt past 2^53 (RL.CHARGE) is kept exact as a big integer too.
+      return {used = tonumber(u), used_big = #u > 15 and bparse(u) or nil, start = tonumber(a), fin = tonumber(b), till = tonumber(c),
         last = tonumber(l), unit = tonumber(n), zone = z}
     end
     function quota.encode(st)
-      return 'Q|' .. numstr(st.used) .. '|' .. numstr(st.start) .. '|' .. numstr(st.fin) .. '|' ..
+      local used = st.used_big and bstr(st.used_big) or numstr(st.used)
+      return 'Q|' .. used .. '|' .. numstr(st.start) .. '|' .. numstr(st.fin) .. '|' ..
         numstr(st.till) .. '|' .. numstr(st.last) .. '|' .. st.unit .. '|' .. st.zone
     end
     -- (start, end) in Unix seconds of the period holding t (µs); with
@@ -2270,9 +2385,34 @@ do
       return {limited = not allowed, limit = P.limit, remaining = math.max(P.limit - after, 0), retry = retry, reset = reset}, update
     end
     function quota.apply(st, u) return u end
+    local function set_used(st, b) -- st.used from a big integer
+      st.used = bnum(b)
+      st.used_big = bcmp(b, big(1000000000000000)) > 0 and b or nil
+    end
     function quota.refund(st, P, q)
-      if counted_until(st, P) then st.used = st.used - math.min(q, st.used) end
+      if counted_until(st, P) then
+        if st.used_big then set_used(st, bsub(st.used_big, big(q)))
+        else st.used = st.used - math.min(q, st.used) end
+      end
       return st
+    end
+    -- RL.CHARGE: `q` units recorded at now as an allowed request would,
+    -- whatever the limit; refused, nothing recorded, when the period's used
+    -- units would pass 10^18.
+    function quota.charge(st, P, q)
+      period(NOW, P, false)
+      local deadline = counted_until(st, P)
+      local used = deadline and (st.used_big or big(st.used)) or BZERO
+      local total = badd(used, big(q))
+      if bcmp(total, bparse('1000000000000000000')) > 0 then
+        throw("ERR quantity would take the period's used units past 1000000000000000000")
+      end
+      local open = {}
+      for k, v in pairs(P) do open[k] = v end
+      open.limit = math.huge
+      local _, u = quota.decide(st, open, q)
+      set_used(u, total)
+      return u
     end
     local UNIT_NAMES = {'minute', 'hour', 'day', 'week', 'month', 'year'}
     function quota.inspect(st)
@@ -2303,6 +2443,33 @@ do
       if algo == lease then lease.store(key, new, old) else algo.store(key, new, before) end
     end
 
+    local function tobig(x) if type(x) == 'number' then return big(x) end return x end
+    -- BLOCK: the decision on a key blocked until `e` (µs, after now), as the
+    -- module's (src/core/block.rs): limited, remaining 0, nothing recorded;
+    -- retry the later of the block's end and the limiter's own (a peek: the
+    -- block's end; a request that can never fit: never); reset never before
+    -- the block's end.
+    local function held_by_block(d, e, q)
+      local off = off_us(e)
+      local retry
+      if q == 0 or d.retry == nil then retry = off
+      elseif d.retry == 'never' then retry = 'never'
+      else retry = bmax(tobig(d.retry), off) end
+      return {limited = true, limit = d.limit, remaining = 0, retry = retry, reset = bmax(tobig(d.reset), off)}
+    end
+    -- A decision with the key's block (`bl`, µs; 0 none) and the limit's
+    -- BLOCK: on a blocked key, held; a refusal of q >= 1 that can fit, by a
+    -- limit with BLOCK, starts a block until now + b (returned) and answers
+    -- as held. Else the kind's own decision and update.
+    local function with_block(d, u, bl, P, q)
+      if bl > NOW then return held_by_block(d, bl, q), nil, nil end
+      if d.limited and q > 0 and d.retry ~= 'never' and P.block then
+        local e = NOW + P.block
+        return held_by_block(d, e, q), nil, e
+      end
+      return d, u, nil
+    end
+
     -- RL.<NAME> key <params> [lease_id] [quantity] [MS] [options]
     local function limiter(name)
       return run(function()
@@ -2327,6 +2494,7 @@ do
           if ms_or_at(words, i, tail) then
           else
             local o = option_index(kind, word)
+            if name == 'LEASE' and upper(word) == 'BLOCK' then throw('ERR LEASE takes no BLOCK') end
             if o then
               i = i + 1
               if words[i] == nil then throw(value_error(kind.options[o], tail.unit)) end
@@ -2343,16 +2511,19 @@ do
         local P = read_params(kind, params, options, tail.unit)
         read_clock()
         local key = KEYS[1]
-        local raw = load(name, key)
+        local raw, bl = load(name, key)
         local st = parse_state(algo, raw)
         local old = name == 'LEASE' and copy_leases(st) or nil
         local before = expire_ms(key)
         local d, u = algo.decide(st, P, q, id)
+        local starts
+        d, u, starts = with_block(d, u, bl, P, q)
         if u then
           local new = algo.apply(st, u, P)
           store_state(algo, key, new, old, before)
           expire_later(key, before, d.reset, true)
         elseif d.limited and q > 0 and raw ~= nil then
+          if starts then mark_block(name, key, starts) end
           expire_later(key, before, d.reset, false)
         end
         return reply_of(d, tail.unit)
@@ -2395,22 +2566,24 @@ do
     end
 
     -- What a key of this backend holds: its kind and parsed state; nil when missing.
+    -- What a key of this backend holds: its kind, parsed state and block end
+    -- (µs, 0 none); nil when missing.
     local function held(key)
       local t = key_type(key)
       if t == 'none' then return nil end
+      local name
       if t == 'string' then
-        local s = redis.call('GET', key)
-        local tag = string.sub(s, 1, 2)
-        if tag == 'G|' or tag == 'g|' then return 'THROTTLE', throttle.parse(s) end
-        if tag == 'Q|' then return 'QUOTA', quota.parse(s) end
+        local tag = string.sub(unmark('THROTTLE', redis.call('GET', key)), 1, 2)
+        if tag == 'G|' or tag == 'g|' then name = 'THROTTLE' elseif tag == 'Q|' then name = 'QUOTA' end
       elseif t == 'list' then
-        local all = redis.call('LRANGE', key, 0, -1)
-        if string.sub(all[1] or '', 1, 2) == 'S|' then return 'SLIDE', slide.parse(all) end
+        if string.sub(redis.call('LINDEX', key, 0) or '', 1, 2) == 'S|' then name = 'SLIDE' end
       elseif t == 'hash' then
-        if redis.call('HEXISTS', key, 'S') == 1 then return 'SLICE', slice.parse(redis.call('HGETALL', key)) end
-        if redis.call('HEXISTS', key, 'L') == 1 then return 'LEASE', lease.parse(redis.call('HGETALL', key)) end
+        if redis.call('HEXISTS', key, 'S') == 1 then name = 'SLICE'
+        elseif redis.call('HEXISTS', key, 'L') == 1 then name = 'LEASE' end
       end
-      throw(WRONGTYPE.err)
+      if name == nil then throw(WRONGTYPE.err) end
+      local raw, bl = load(name, key)
+      return name, ALGO[name].parse(raw), bl
     end
 
     -- RL.INSPECT key
@@ -2419,7 +2592,7 @@ do
         if NARGS ~= 1 then throw(err_arity('RL.INSPECT').err) end
         read_clock()
         local key = KEYS[1]
-        local name, st = held(key)
+        local name, st, bl = held(key)
         if name == nil then return false end
         local at = expire_ms(key)
         local ttl = -1
@@ -2432,21 +2605,31 @@ do
           out[#out + 1] = {ok = fields[i]}
           out[#out + 1] = fields[i + 1]
         end
+        if bl > NOW then
+          out[#out + 1] = {ok = 'blocked_until'}
+          out[#out + 1] = ceil_div(bl, 1000)
+        end
         return out
       end)
     end
 
-    -- RL.REFUND key spec quantity [MS]
-    local function refund()
+    -- RL.REFUND and RL.CHARGE key spec quantity [MS]: one flow, the
+    -- operation a parameter (`charge`), as the module's. A refund gives units
+    -- back and never creates a key; a charge records them unconditionally
+    -- (creating the key), refused only past a counter's maximum, with nothing
+    -- recorded. Both answer what a peek answers right after; a key left with
+    -- nothing counted is deleted.
+    local function adjust(charge)
+      local cmd = charge and 'RL.CHARGE' or 'RL.REFUND'
       return run(function()
-        if NARGS + 1 < 6 then throw(err_arity('RL.REFUND').err) end
+        if NARGS + 1 < 6 then throw(err_arity(cmd).err) end
         if NARGS + 1 > 15 then throw("ERR unknown argument '" .. printable(arg(15)) .. "'") end
         local words = {}
         for i = 2, NARGS do words[#words + 1] = arg(i) end
-        local kind, params, options, nxt = find_spec(words, 1, 0)
-        if kind.no_refund then throw('ERR RL.REFUND does not take a ' .. kind.name .. ' spec') end
+        local kind, params, options, nxt = find_spec(words, 1, 0, true)
+        if kind.no_refund then throw('ERR ' .. cmd .. ' does not take a ' .. kind.name .. ' spec') end
         if nxt > #words then throw('ERR ' .. kind.name .. ' expects ' .. expects(kind) .. ' quantity') end
-        local q = integer(words[nxt], 'quantity', 0, MAX_QUANTITY)
+        local q = integer(words[nxt], 'quantity', charge and 1 or 0, MAX_QUANTITY)
         local tail = {unit = S_NS}
         for i = nxt + 1, #words do
           if not ms_or_at(words, i, tail) then throw("ERR unknown argument '" .. printable(words[i]) .. "'") end
@@ -2455,17 +2638,26 @@ do
         read_clock()
         local key = KEYS[1]
         local algo = ALGO[kind.name]
-        local raw = load(kind.name, key)
-        if raw == nil then return reply_of(algo.decide(nil, P, 0), tail.unit) end
-        local st = algo.parse(raw)
-        if q == 0 then return reply_of(algo.decide(st, P, 0), tail.unit) end
+        local raw, bl = load(kind.name, key)
+        local st = parse_state(algo, raw)
+        -- What a peek answers, the key's block included (neither lifts it).
+        local function peek(s) return (with_block(algo.decide(s, P, 0), nil, bl, P, 0)) end
+        if not charge then
+          if raw == nil or q == 0 then return reply_of(peek(st), tail.unit) end
+        end
         local before = expire_ms(key)
-        st = algo.refund(st, P, q)
-        local d = algo.decide(st, P, 0)
+        local kept = st
+        if charge then st = algo.charge(st, P, q) else st = algo.refund(st, P, q) end
+        if st == nil and bl > NOW then
+          -- A SLICE refund that empties a blocked key: it keeps the block.
+          st = {window = P.window, slices = P.slices, head = kept.head, counts = {}, stored = kept.stored}
+        end
+        local d = peek(st)
         if d.reset == 0 or (type(d.reset) == 'table' and biszero(d.reset)) then
           redis.call('DEL', key)
         else
           algo.store(key, st, before)
+          if bl > NOW then mark_block(kind.name, key, bl) end
           expire_later(key, before, d.reset, true)
         end
         return reply_of(d, tail.unit)
@@ -2478,7 +2670,6 @@ do
       if type(r) == 'number' then return 1, big(r) end
       return 1, r
     end
-    local function tobig(x) if type(x) == 'number' then return big(x) end return x end
     local function binding(ds)
       local any = false
       for _, d in ipairs(ds) do if d.limited then any = true end end
@@ -2566,10 +2757,11 @@ do
         for index, P in ipairs(specs) do
           local key = KEYS[index]
           local algo = ALGO[P.kind]
-          local raw = load(P.kind, key)
+          local raw, bl = load(P.kind, key)
           local st = parse_state(algo, raw)
-          local d, u = algo.decide(st, P, q, id)
-          limits[index] = {key = key, algo = algo, raw = raw, st = st, u = u, P = P,
+          local d, u, starts = algo.decide(st, P, q, id)
+          d, u, starts = with_block(d, u, bl, P, q)
+          limits[index] = {key = key, algo = algo, raw = raw, st = st, u = u, P = P, starts = starts,
             old = P.kind == 'LEASE' and copy_leases(st) or nil}
           ds[index] = d
         end
@@ -2581,6 +2773,9 @@ do
             if allowed then
               if l.u then store_state(l.algo, l.key, l.algo.apply(l.st, l.u, l.P), l.old, before) end
               expire_later(l.key, before, ds[index].reset, true)
+            elseif l.starts then
+              mark_block(l.P.kind, l.key, l.starts)
+              expire_later(l.key, before, ds[index].reset, false)
             elseif l.raw ~= nil then
               local d0 = l.algo.decide(parse_state(l.algo, l.raw), l.P, 0, nil)
               expire_later(l.key, before, d0.reset, false)
@@ -2597,7 +2792,7 @@ do
         return out
       end)
     end
-    return {limiter = limiter, release = release, inspect = inspect, refund = refund, several = several}
+    return {limiter = limiter, release = release, inspect = inspect, refund = adjust, charge = adjust, several = several}
   end
   return lib()[entry](arg)
 end

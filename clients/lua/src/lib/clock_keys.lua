@@ -26,25 +26,63 @@ local function key_type(key)
   if type(t) == 'table' then t = t.ok end
   return t
 end
+-- BLOCK: a blocked key's block end (Unix µs) is kept in the kind's own
+-- value, so that a key never blocked keeps the representation it has
+-- without BLOCK: a string (THROTTLE, QUOTA) takes the prefix `B<end>|`,
+-- SLIDE's header (list element 0) and SLICE's field `S` one more field,
+-- `|<end>`. Every fast path's pattern refuses the marked value, so a
+-- marked key takes the full code, and each write (the kind's store, which
+-- writes the value or header anew) drops a block that has ended.
+local function unmark(kind, v)
+  local e, rest
+  if kind == 'THROTTLE' or kind == 'QUOTA' then e, rest = string.match(v, '^B(%d+)|(.*)$')
+  elseif kind == 'SLIDE' then rest, e = string.match(v, '^(S|%d+|%d+|%d+|[01]|%d+|%d+|%d+)|(%d+)$')
+  elseif kind == 'SLICE' then rest, e = string.match(v, '^(%d+|%d+|%d+|%d+|%d+)|(%d+)$') end
+  if e == nil then return v, 0 end
+  return rest, tonumber(e)
+end
 local function load(kind, key)
   local t = key_type(key)
-  if t == 'none' then return nil end
+  if t == 'none' then return nil, 0 end
   if kind == 'THROTTLE' or kind == 'QUOTA' then
     if t ~= 'string' then throw(WRONGTYPE.err) end
-    local s = redis.call('GET', key)
+    local s, e = unmark(kind, redis.call('GET', key))
     local tag = string.sub(s, 1, 2)
     if tag ~= TAGS[kind] and not (kind == 'THROTTLE' and tag == 'g|') then throw(WRONGTYPE.err) end
-    return s
+    return s, e
   elseif kind == 'SLIDE' then
     if t ~= 'list' then throw(WRONGTYPE.err) end
     local all = redis.call('LRANGE', key, 0, -1)
     if string.sub(all[1] or '', 1, 2) ~= 'S|' then throw(WRONGTYPE.err) end
-    return all
+    local e
+    all[1], e = unmark(kind, all[1])
+    return all, e
   else
     if t ~= 'hash' then throw(WRONGTYPE.err) end
     local mark = kind == 'SLICE' and 'S' or 'L'
     if redis.call('HEXISTS', key, mark) == 0 then throw(WRONGTYPE.err) end
-    return redis.call('HGETALL', key)
+    local flat = redis.call('HGETALL', key)
+    local e = 0
+    if kind == 'SLICE' then
+      for i = 1, #flat, 2 do
+        if flat[i] == 'S' then flat[i + 1], e = unmark(kind, flat[i + 1]) end
+      end
+    end
+    return flat, e
+  end
+end
+-- Marks the key (which holds the kind's value) blocked until `e` (µs).
+local function mark_block(kind, key, e)
+  local es = string.format('%d', e)
+  if kind == 'THROTTLE' or kind == 'QUOTA' then
+    local v = unmark(kind, redis.call('GET', key))
+    redis.call('SET', key, 'B' .. es .. '|' .. v, 'KEEPTTL')
+  elseif kind == 'SLIDE' then
+    local v = unmark(kind, redis.call('LINDEX', key, 0))
+    redis.call('LSET', key, 0, v .. '|' .. es)
+  else
+    local v = unmark(kind, redis.call('HGET', key, 'S'))
+    redis.call('HSET', key, 'S', v .. '|' .. es)
   end
 end
 

@@ -19,6 +19,33 @@ local function store_state(algo, key, new, old, before)
   if algo == lease then lease.store(key, new, old) else algo.store(key, new, before) end
 end
 
+local function tobig(x) if type(x) == 'number' then return big(x) end return x end
+-- BLOCK: the decision on a key blocked until `e` (µs, after now), as the
+-- module's (src/core/block.rs): limited, remaining 0, nothing recorded;
+-- retry the later of the block's end and the limiter's own (a peek: the
+-- block's end; a request that can never fit: never); reset never before
+-- the block's end.
+local function held_by_block(d, e, q)
+  local off = off_us(e)
+  local retry
+  if q == 0 or d.retry == nil then retry = off
+  elseif d.retry == 'never' then retry = 'never'
+  else retry = bmax(tobig(d.retry), off) end
+  return {limited = true, limit = d.limit, remaining = 0, retry = retry, reset = bmax(tobig(d.reset), off)}
+end
+-- A decision with the key's block (`bl`, µs; 0 none) and the limit's
+-- BLOCK: on a blocked key, held; a refusal of q >= 1 that can fit, by a
+-- limit with BLOCK, starts a block until now + b (returned) and answers
+-- as held. Else the kind's own decision and update.
+local function with_block(d, u, bl, P, q)
+  if bl > NOW then return held_by_block(d, bl, q), nil, nil end
+  if d.limited and q > 0 and d.retry ~= 'never' and P.block then
+    local e = NOW + P.block
+    return held_by_block(d, e, q), nil, e
+  end
+  return d, u, nil
+end
+
 -- RL.<NAME> key <params> [lease_id] [quantity] [MS] [options]
 local function limiter(name)
   return run(function()
@@ -43,6 +70,7 @@ local function limiter(name)
       if ms_or_at(words, i, tail) then
       else
         local o = option_index(kind, word)
+        if name == 'LEASE' and upper(word) == 'BLOCK' then throw('ERR LEASE takes no BLOCK') end
         if o then
           i = i + 1
           if words[i] == nil then throw(value_error(kind.options[o], tail.unit)) end
@@ -59,16 +87,19 @@ local function limiter(name)
     local P = read_params(kind, params, options, tail.unit)
     read_clock()
     local key = KEYS[1]
-    local raw = load(name, key)
+    local raw, bl = load(name, key)
     local st = parse_state(algo, raw)
     local old = name == 'LEASE' and copy_leases(st) or nil
     local before = expire_ms(key)
     local d, u = algo.decide(st, P, q, id)
+    local starts
+    d, u, starts = with_block(d, u, bl, P, q)
     if u then
       local new = algo.apply(st, u, P)
       store_state(algo, key, new, old, before)
       expire_later(key, before, d.reset, true)
     elseif d.limited and q > 0 and raw ~= nil then
+      if starts then mark_block(name, key, starts) end
       expire_later(key, before, d.reset, false)
     end
     return reply_of(d, tail.unit)
@@ -111,22 +142,24 @@ local function release()
 end
 
 -- What a key of this backend holds: its kind and parsed state; nil when missing.
+-- What a key of this backend holds: its kind, parsed state and block end
+-- (µs, 0 none); nil when missing.
 local function held(key)
   local t = key_type(key)
   if t == 'none' then return nil end
+  local name
   if t == 'string' then
-    local s = redis.call('GET', key)
-    local tag = string.sub(s, 1, 2)
-    if tag == 'G|' or tag == 'g|' then return 'THROTTLE', throttle.parse(s) end
-    if tag == 'Q|' then return 'QUOTA', quota.parse(s) end
+    local tag = string.sub(unmark('THROTTLE', redis.call('GET', key)), 1, 2)
+    if tag == 'G|' or tag == 'g|' then name = 'THROTTLE' elseif tag == 'Q|' then name = 'QUOTA' end
   elseif t == 'list' then
-    local all = redis.call('LRANGE', key, 0, -1)
-    if string.sub(all[1] or '', 1, 2) == 'S|' then return 'SLIDE', slide.parse(all) end
+    if string.sub(redis.call('LINDEX', key, 0) or '', 1, 2) == 'S|' then name = 'SLIDE' end
   elseif t == 'hash' then
-    if redis.call('HEXISTS', key, 'S') == 1 then return 'SLICE', slice.parse(redis.call('HGETALL', key)) end
-    if redis.call('HEXISTS', key, 'L') == 1 then return 'LEASE', lease.parse(redis.call('HGETALL', key)) end
+    if redis.call('HEXISTS', key, 'S') == 1 then name = 'SLICE'
+    elseif redis.call('HEXISTS', key, 'L') == 1 then name = 'LEASE' end
   end
-  throw(WRONGTYPE.err)
+  if name == nil then throw(WRONGTYPE.err) end
+  local raw, bl = load(name, key)
+  return name, ALGO[name].parse(raw), bl
 end
 
 -- RL.INSPECT key
@@ -135,7 +168,7 @@ local function inspect()
     if NARGS ~= 1 then throw(err_arity('RL.INSPECT').err) end
     read_clock()
     local key = KEYS[1]
-    local name, st = held(key)
+    local name, st, bl = held(key)
     if name == nil then return false end
     local at = expire_ms(key)
     local ttl = -1
@@ -148,21 +181,31 @@ local function inspect()
       out[#out + 1] = {ok = fields[i]}
       out[#out + 1] = fields[i + 1]
     end
+    if bl > NOW then
+      out[#out + 1] = {ok = 'blocked_until'}
+      out[#out + 1] = ceil_div(bl, 1000)
+    end
     return out
   end)
 end
 
--- RL.REFUND key spec quantity [MS]
-local function refund()
+-- RL.REFUND and RL.CHARGE key spec quantity [MS]: one flow, the
+-- operation a parameter (`charge`), as the module's. A refund gives units
+-- back and never creates a key; a charge records them unconditionally
+-- (creating the key), refused only past a counter's maximum, with nothing
+-- recorded. Both answer what a peek answers right after; a key left with
+-- nothing counted is deleted.
+local function adjust(charge)
+  local cmd = charge and 'RL.CHARGE' or 'RL.REFUND'
   return run(function()
-    if NARGS + 1 < 6 then throw(err_arity('RL.REFUND').err) end
+    if NARGS + 1 < 6 then throw(err_arity(cmd).err) end
     if NARGS + 1 > 15 then throw("ERR unknown argument '" .. printable(arg(15)) .. "'") end
     local words = {}
     for i = 2, NARGS do words[#words + 1] = arg(i) end
-    local kind, params, options, nxt = find_spec(words, 1, 0)
-    if kind.no_refund then throw('ERR RL.REFUND does not take a ' .. kind.name .. ' spec') end
+    local kind, params, options, nxt = find_spec(words, 1, 0, true)
+    if kind.no_refund then throw('ERR ' .. cmd .. ' does not take a ' .. kind.name .. ' spec') end
     if nxt > #words then throw('ERR ' .. kind.name .. ' expects ' .. expects(kind) .. ' quantity') end
-    local q = integer(words[nxt], 'quantity', 0, MAX_QUANTITY)
+    local q = integer(words[nxt], 'quantity', charge and 1 or 0, MAX_QUANTITY)
     local tail = {unit = S_NS}
     for i = nxt + 1, #words do
       if not ms_or_at(words, i, tail) then throw("ERR unknown argument '" .. printable(words[i]) .. "'") end
@@ -171,17 +214,26 @@ local function refund()
     read_clock()
     local key = KEYS[1]
     local algo = ALGO[kind.name]
-    local raw = load(kind.name, key)
-    if raw == nil then return reply_of(algo.decide(nil, P, 0), tail.unit) end
-    local st = algo.parse(raw)
-    if q == 0 then return reply_of(algo.decide(st, P, 0), tail.unit) end
+    local raw, bl = load(kind.name, key)
+    local st = parse_state(algo, raw)
+    -- What a peek answers, the key's block included (neither lifts it).
+    local function peek(s) return (with_block(algo.decide(s, P, 0), nil, bl, P, 0)) end
+    if not charge then
+      if raw == nil or q == 0 then return reply_of(peek(st), tail.unit) end
+    end
     local before = expire_ms(key)
-    st = algo.refund(st, P, q)
-    local d = algo.decide(st, P, 0)
+    local kept = st
+    if charge then st = algo.charge(st, P, q) else st = algo.refund(st, P, q) end
+    if st == nil and bl > NOW then
+      -- A SLICE refund that empties a blocked key: it keeps the block.
+      st = {window = P.window, slices = P.slices, head = kept.head, counts = {}, stored = kept.stored}
+    end
+    local d = peek(st)
     if d.reset == 0 or (type(d.reset) == 'table' and biszero(d.reset)) then
       redis.call('DEL', key)
     else
       algo.store(key, st, before)
+      if bl > NOW then mark_block(kind.name, key, bl) end
       expire_later(key, before, d.reset, true)
     end
     return reply_of(d, tail.unit)
@@ -194,7 +246,6 @@ local function retry_rank(r)
   if type(r) == 'number' then return 1, big(r) end
   return 1, r
 end
-local function tobig(x) if type(x) == 'number' then return big(x) end return x end
 local function binding(ds)
   local any = false
   for _, d in ipairs(ds) do if d.limited then any = true end end
@@ -282,10 +333,11 @@ local function several(write)
     for index, P in ipairs(specs) do
       local key = KEYS[index]
       local algo = ALGO[P.kind]
-      local raw = load(P.kind, key)
+      local raw, bl = load(P.kind, key)
       local st = parse_state(algo, raw)
-      local d, u = algo.decide(st, P, q, id)
-      limits[index] = {key = key, algo = algo, raw = raw, st = st, u = u, P = P,
+      local d, u, starts = algo.decide(st, P, q, id)
+      d, u, starts = with_block(d, u, bl, P, q)
+      limits[index] = {key = key, algo = algo, raw = raw, st = st, u = u, P = P, starts = starts,
         old = P.kind == 'LEASE' and copy_leases(st) or nil}
       ds[index] = d
     end
@@ -297,6 +349,9 @@ local function several(write)
         if allowed then
           if l.u then store_state(l.algo, l.key, l.algo.apply(l.st, l.u, l.P), l.old, before) end
           expire_later(l.key, before, ds[index].reset, true)
+        elseif l.starts then
+          mark_block(l.P.kind, l.key, l.starts)
+          expire_later(l.key, before, ds[index].reset, false)
         elseif l.raw ~= nil then
           local d0 = l.algo.decide(parse_state(l.algo, l.raw), l.P, 0, nil)
           expire_later(l.key, before, d0.reset, false)

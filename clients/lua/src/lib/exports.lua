@@ -1,1 +1,1 @@
-return {limiter = limiter, release = release, inspect = inspect, refund = refund, several = several}
+return {limiter = limiter, release = release, inspect = inspect, refund = adjust, charge = adjust, several = several}

@@ -71,13 +71,15 @@ local function upper(s) return string.upper(s) end
 local function max_time(unit) if unit == S_NS then return MAX_SECONDS end return MAX_SECONDS * 1000 end
 
 -- The kinds: parameters (name, kind, min, max) and options, as the module's table.
+-- BLOCK b: an option of every kind but LEASE (its value at P.block, µs).
+local BLOCK = {'BLOCK', 'dur', block = true}
 local UNITS = {'MINUTE', 'HOUR', 'DAY', 'WEEK', 'MONTH', 'YEAR'}
 local KINDS = {
-  THROTTLE = {name = 'THROTTLE', params = {{'max_burst', 'int', 0, 1000000000000}, {'count', 'int', 1, 4294967295}, {'period', 'dur'}}, options = {}},
-  SLIDE = {name = 'SLIDE', params = {{'limit', 'int', 1, 1000000}, {'window', 'dur'}}, options = {{'PRECISION', 'dur0'}}},
-  SLICE = {name = 'SLICE', params = {{'limit', 'int', 1, 4294967295}, {'window', 'dur'}, {'slices', 'int', 1, 86400}}, options = {}},
+  THROTTLE = {name = 'THROTTLE', params = {{'max_burst', 'int', 0, 1000000000000}, {'count', 'int', 1, 4294967295}, {'period', 'dur'}}, options = {BLOCK}},
+  SLIDE = {name = 'SLIDE', params = {{'limit', 'int', 1, 1000000}, {'window', 'dur'}}, options = {{'PRECISION', 'dur0'}, BLOCK}},
+  SLICE = {name = 'SLICE', params = {{'limit', 'int', 1, 4294967295}, {'window', 'dur'}, {'slices', 'int', 1, 86400}}, options = {BLOCK}},
   LEASE = {name = 'LEASE', params = {{'limit', 'int', 1, 1000000}, {'ttl', 'dur'}}, options = {}, takes_id = true, no_refund = true},
-  QUOTA = {name = 'QUOTA', params = {{'limit', 'int', 1, 1000000000000000}, {'unit', 'word'}}, options = {{'TZ', 'text'}}},
+  QUOTA = {name = 'QUOTA', params = {{'limit', 'int', 1, 1000000000000000}, {'unit', 'word'}}, options = {{'TZ', 'text'}, BLOCK}},
 }
 local KIND_WORDS = 'THROTTLE, SLIDE, SLICE, LEASE or QUOTA'
 
@@ -99,7 +101,9 @@ end
 local function expects(kind)
   local names = {}
   for _, p in ipairs(kind.params) do names[#names + 1] = p[1] end
-  for _, o in ipairs(kind.options) do names[#names + 1] = '[' .. o[1] .. ' value]' end
+  for _, o in ipairs(kind.options) do
+    if not o.block then names[#names + 1] = '[' .. o[1] .. ' value]' end
+  end
   return table.concat(names, ' ')
 end
 

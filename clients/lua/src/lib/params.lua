@@ -15,8 +15,8 @@ local function read_params(kind, words, options, unit)
   for i, o in ipairs(kind.options) do
     local w = options[i]
     if w ~= nil then
-      if o[2] == 'dur0' then
-        opt[i] = parse_int(w, 0, max_time(unit))
+      if o[2] == 'dur0' or o[2] == 'dur' then
+        opt[i] = parse_int(w, o[2] == 'dur' and 1 or 0, max_time(unit))
         if opt[i] == nil then throw(value_error(o, unit)) end
       else
         if #w < 1 or #w > 64 then throw(value_error(o, unit)) end
@@ -26,6 +26,9 @@ local function read_params(kind, words, options, unit)
   end
   local us_per = unit / 1000 -- microseconds per unit
   local P = {kind = kind.name, unit = unit}
+  for i, o in ipairs(kind.options) do
+    if o.block and opt[i] then P.block = opt[i] * us_per end
+  end
   if kind.name == 'THROTTLE' then
     P.cap = v[1] + 1
     P.count = v[2]
@@ -77,7 +80,9 @@ local function ms_or_at(words, i, tail)
 end
 
 -- Finds the spec starting at words[at]: kind, parameter words, options, next.
-local function find_spec(words, at, index)
+-- `no_block`: RL.REFUND and RL.CHARGE, whose specs take no BLOCK (the word
+-- is then not an option).
+local function find_spec(words, at, index, no_block)
   local word = words[at]
   local kind = word and KINDS[upper(word)]
   if kind == nil then
@@ -94,12 +99,15 @@ local function find_spec(words, at, index)
   local options = {}
   local nxt = at + 1 + n
   while true do
-    local o = option_index(kind, words[nxt])
-    if o == nil then break end
     local function spec_err(text)
       if index == 0 then throw(text) end
       throw('ERR spec ' .. index .. ' (' .. kind.name .. '): ' .. string.sub(text, 5))
     end
+    local o = option_index(kind, words[nxt])
+    if kind.name == 'LEASE' and not no_block and words[nxt] and upper(words[nxt]) == 'BLOCK' then
+      spec_err('ERR LEASE takes no BLOCK')
+    end
+    if o == nil or (no_block and kind.options[o].block) then break end
     local value = words[nxt + 1]
     if value == nil then spec_err(value_error(kind.options[o], S_NS)) end
     if options[o] ~= nil then spec_err('ERR ' .. kind.options[o][1] .. ' is given more than once') end

@@ -5,11 +5,13 @@ local quota = {}
 function quota.parse(s)
   local u, a, b, c, l, n, z = string.match(s, '^Q|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d)|(.+)$')
   if u == nil then throw(WRONGTYPE.err) end
-  return {used = tonumber(u), start = tonumber(a), fin = tonumber(b), till = tonumber(c),
+  -- A debt past 2^53 (RL.CHARGE) is kept exact as a big integer too.
+  return {used = tonumber(u), used_big = #u > 15 and bparse(u) or nil, start = tonumber(a), fin = tonumber(b), till = tonumber(c),
     last = tonumber(l), unit = tonumber(n), zone = z}
 end
 function quota.encode(st)
-  return 'Q|' .. numstr(st.used) .. '|' .. numstr(st.start) .. '|' .. numstr(st.fin) .. '|' ..
+  local used = st.used_big and bstr(st.used_big) or numstr(st.used)
+  return 'Q|' .. used .. '|' .. numstr(st.start) .. '|' .. numstr(st.fin) .. '|' ..
     numstr(st.till) .. '|' .. numstr(st.last) .. '|' .. st.unit .. '|' .. st.zone
 end
 -- (start, end) in Unix seconds of the period holding t (µs); with
@@ -65,9 +67,34 @@ function quota.decide(st, P, q)
   return {limited = not allowed, limit = P.limit, remaining = math.max(P.limit - after, 0), retry = retry, reset = reset}, update
 end
 function quota.apply(st, u) return u end
+local function set_used(st, b) -- st.used from a big integer
+  st.used = bnum(b)
+  st.used_big = bcmp(b, big(1000000000000000)) > 0 and b or nil
+end
 function quota.refund(st, P, q)
-  if counted_until(st, P) then st.used = st.used - math.min(q, st.used) end
+  if counted_until(st, P) then
+    if st.used_big then set_used(st, bsub(st.used_big, big(q)))
+    else st.used = st.used - math.min(q, st.used) end
+  end
   return st
+end
+-- RL.CHARGE: `q` units recorded at now as an allowed request would,
+-- whatever the limit; refused, nothing recorded, when the period's used
+-- units would pass 10^18.
+function quota.charge(st, P, q)
+  period(NOW, P, false)
+  local deadline = counted_until(st, P)
+  local used = deadline and (st.used_big or big(st.used)) or BZERO
+  local total = badd(used, big(q))
+  if bcmp(total, bparse('1000000000000000000')) > 0 then
+    throw("ERR quantity would take the period's used units past 1000000000000000000")
+  end
+  local open = {}
+  for k, v in pairs(P) do open[k] = v end
+  open.limit = math.huge
+  local _, u = quota.decide(st, open, q)
+  set_used(u, total)
+  return u
 end
 local UNIT_NAMES = {'minute', 'hour', 'day', 'week', 'month', 'year'}
 function quota.inspect(st)

@@ -115,6 +115,18 @@ function slice.apply(st, u, P)
   st.counts[st.head] = (st.counts[st.head] or 0) + u.q
   return st
 end
+-- RL.CHARGE: the current slice takes `q` units as an allowed request
+-- would, whatever the limit (the decision under the largest limit, which
+-- allows it exactly when the counters can hold it); refused, nothing
+-- recorded, past 2^32 - 1 units held.
+function slice.charge(st, P, q)
+  local open = {}
+  for k, v in pairs(P) do open[k] = v end
+  open.limit = 4294967295
+  local d, u = slice.decide(st, open, q)
+  if d.limited or u == nil then throw('ERR quantity would take the units a SLICE key holds past 4294967295') end
+  return slice.apply(st, u, open)
+end
 function slice.refund(st, P, q)
   if not same_geometry(st, P) then
     st = rebucketed(st, P)

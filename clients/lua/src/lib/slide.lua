@@ -136,6 +136,43 @@ function slide.apply(st, u, P)
   st.clock = at
   return st
 end
+-- The newest entry takes `q` more units and moves to `t`; its first unit
+-- stays (RL.CHARGE past the log's bound of entries).
+local function join(st, t, q)
+  local newest = st.entries[#st.entries]
+  local first = first_of_newest(st)
+  newest[1] = t
+  newest[2] = newest[2] + q
+  st.first = first
+  st.joined = true
+end
+-- RL.CHARGE: drops the units that have left, then records `q` units at the
+-- clock as an allowed request would (record, record_within), unless that
+-- takes the log past its bound of entries (limit; with PRECISION d, also
+-- window / d + 1): then they join the newest entry. Refused, nothing
+-- recorded, past 2^32 - 1 units held.
+function slide.charge(st, P, q)
+  st = st or empty_slide()
+  local at = NOW
+  if #st.entries > 0 and st.clock > at then at = st.clock end
+  local expired = expired_at(st, at, P.window)
+  local held = units_before(st, #st.entries) - units_before(st, expired)
+  if held + q > 4294967295 then throw('ERR quantity would take the units a SLIDE key holds past 4294967295') end
+  drop_front(st, expired)
+  local d = P.precision
+  local bound = P.limit
+  if d > 0 then bound = math.min(bound, (P.window - P.window % d) / d + 1) end
+  local E = st.entries
+  if #E + (d > 0 and 1 or 2) <= bound then
+    if d == 0 then record(st, at, q) else record_within(st, at, q, d) end
+  elseif #E == 0 then
+    if q > 1 then push_counted(st, at, q) else push_entry(st, at, q) end
+  else
+    join(st, at, q)
+  end
+  st.clock = at
+  return st
+end
 local function keep_units(st, keep)
   local total = units_before(st, #st.entries)
   if keep >= total then return end

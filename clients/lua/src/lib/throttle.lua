@@ -79,6 +79,20 @@ function throttle.refund(st, P, q)
   local back = bmul(big(math.min(q, P.cap)), P.period)
   return from_scaled(bmax(bsub(tat_s, back), now_s), P)
 end
+-- RL.CHARGE: the TAT moves to max(now, TAT) + q x T, past the tolerance
+-- if need be (a debt time pays back); refused, nothing recorded, when that
+-- puts it more than the maximum time (10 years) ahead of now, or past the
+-- last instant a TAT holds (2^64 - 1 ns).
+local U64_MAX = bparse('18446744073709551615')
+function throttle.charge(st, P, q)
+  local now_s = bmul(NOW_NS, big(P.count))
+  local ahead = badd(bsub(tat_scaled(st, P), now_s), bmul(big(q), P.period))
+  if bcmp(ahead, bmul(bmul(big(MAX_SECONDS), big(S_NS)), big(P.count))) > 0
+    or bcmp(badd(now_s, ahead), bmul(U64_MAX, big(P.count))) > 0 then
+    throw('ERR quantity would put the TAT more than 315360000 seconds (10 years) ahead of now')
+  end
+  return from_scaled(badd(now_s, ahead), P)
+end
 function throttle.encode(st)
   if st.frac == 0 then return 'G|' .. bstr(st.whole) end
   return 'G|' .. bstr(st.whole) .. '|' .. numstr(st.frac) .. '|' .. numstr(st.den)

@@ -3,5 +3,5 @@
 -- read_clock() would set.
 local function set_clock(us) NOW = us; NOW_NS = bmul(big(us), big(1000)) end
 return {big = big, bmul = bmul, bparse = bparse, numstr = numstr, reply_of = reply_of, throttle = throttle,
-  set_clock = set_clock, limiter = limiter, release = release, inspect = inspect, refund = refund,
+  set_clock = set_clock, limiter = limiter, release = release, inspect = inspect, refund = adjust, charge = adjust,
   several = several}
