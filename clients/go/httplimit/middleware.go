@@ -272,7 +272,7 @@ func (m *middleware) handler(next http.Handler) http.Handler {
 			}
 		}
 		ctx, cancel := context.WithDeadline(r.Context(), arrival.Add(m.o.Timeout))
-		d, err := m.decide(ctx, calls, shadow, allShadow, ratelimit.AllowOptions{Quantity: m.o.Quantity, LeaseID: leaseID})
+		d, err := m.decide(ctx, arrival, calls, shadow, allShadow, ratelimit.AllowOptions{Quantity: m.o.Quantity, LeaseID: leaseID})
 		cancel()
 		if err != nil {
 			m.metrics.record(r.Context(), names, d.outcomes, resultError, d.took)
@@ -339,7 +339,8 @@ func allErrors(n int) []string {
 
 // decision is a request's: allowed or not, the binding result (when some
 // rule is enforced), each rule's outcome for the metrics, the rules that
-// recorded the request (what a 5xx gives back) and the time it took.
+// recorded the request (what a 5xx gives back) and the time from the
+// request's arrival to the decision.
 type decision struct {
 	allowed  bool
 	res      ratelimit.AllowResult
@@ -353,9 +354,8 @@ type decision struct {
 // own RL.ALLOW without SHADOW, all in one pipeline, their refusals
 // ignored: each key records what a shadow limit records (what enforcing
 // it alone would have), and the request goes on.
-func (m *middleware) decide(ctx context.Context, calls []ratelimit.Rule, shadow []bool, allShadow bool, o ratelimit.AllowOptions) (decision, error) {
+func (m *middleware) decide(ctx context.Context, arrival time.Time, calls []ratelimit.Rule, shadow []bool, allShadow bool, o ratelimit.AllowOptions) (decision, error) {
 	d := decision{outcomes: make([]string, len(calls))}
-	start := time.Now()
 	var each []ratelimit.AllowResult
 	err := m.bounded(ctx, func(ctx context.Context) error {
 		var err error
@@ -370,7 +370,7 @@ func (m *middleware) decide(ctx context.Context, calls []ratelimit.Rule, shadow 
 		}
 		return err
 	})
-	d.took = time.Since(start)
+	d.took = time.Since(arrival) // the middleware's time: from the arrival
 	if err != nil {
 		d.outcomes = allErrors(len(calls))
 		return d, err
