@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -185,5 +186,25 @@ func TestLines(t *testing.T) {
 	}
 	if !IsShadow(Slide{Shadow: true}) || IsShadow(WithShadow(Slide{Shadow: true}, false)) || !IsShadow(WithShadow(Lease{}, true)) {
 		t.Error("IsShadow / WithShadow")
+	}
+}
+
+// A ctx deadline caps MAXWAIT, rounded down to the millisecond, never
+// below 0; without a deadline MAXWAIT is sent as given.
+func TestWaitFor(t *testing.T) {
+	now := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	if w := waitFor(context.Background(), 1500*time.Millisecond, now); w != 1500*time.Millisecond {
+		t.Errorf("no deadline: %v", w)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), now.Add(250*time.Millisecond+900*time.Microsecond))
+	defer cancel()
+	if w := waitFor(ctx, time.Minute, now); w != 250*time.Millisecond {
+		t.Errorf("a deadline 250.9 ms away: %v, want 250 ms", w)
+	}
+	if w := waitFor(ctx, 100*time.Millisecond, now); w != 100*time.Millisecond {
+		t.Errorf("a wait shorter than the deadline: %v", w)
+	}
+	if w := waitFor(ctx, time.Minute, now.Add(time.Second)); w != 0 {
+		t.Errorf("a deadline passed: %v, want 0", w)
 	}
 }
