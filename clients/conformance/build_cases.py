@@ -527,7 +527,158 @@ def build() -> list[Seq]:
     s.real("RL.INSPECT", "nothing")
     charge_cases(b)
     block_cases(b)
+    wait_cases(b)
     return b.seqs
+
+
+def wait_cases(b: Builder) -> None:
+    """MAXWAIT grants and refusals (single and several limits), SHADOW
+    (element 7, recording, the binding limit), UNITS, their errors, and
+    RL.TOP."""
+    s = b.seq("maxwait: turns within rate and burst, refusals past the wait")
+    for i in range(6):
+        s(0, "RL.THROTTLE", "w", 2, 1, 10, 1, "MAXWAIT", 25)
+    s(0, "RL.INSPECT", "w")
+    s(0, "RL.THROTTLE", "w", 2, 1, 10, 1, "MAXWAIT", 40)
+    s(0, "RL.THROTTLE", "w", 2, 1, 10, 0, "MAXWAIT", 40)
+    s(0, "RL.THROTTLE", "w", 2, 1, 10, 0, "MAXWAIT", 0)
+    s(0, "RL.THROTTLE", "w", 2, 1, 10, 4, "MAXWAIT", 1000)
+    s(0.5, "RL.THROTTLE", "w", 2, 1, 10, 1, "MS", "MAXWAIT", 39500)
+    s(0.5, "RL.THROTTLE", "w", 2, 1, 10, 1, "MS", "MAXWAIT", 39499)
+    s(0.5, "RL.THROTTLE", "w", 2, 1, 10, "MAXWAIT", 0)
+    s(1, "RL.THROTTLE", "fresh", 2, 1, 10, "MAXWAIT", 5)
+    s(1, "RL.THROTTLE", "fresh", 2, 1, 10, 3, "maxwait", 5)
+    s(1, "RL.THROTTLE", "fresh", 2, 1, 10, 1, "MAXWAIT", 10)
+    s(1, "RL.THROTTLE", "fresh", 2, 1, 10, 2, "MAXWAIT", 20)
+    s(1, "PTTL", "fresh", raw=True)
+    # A third of a second per unit: waits rounded up, fractions kept.
+    for i in range(5):
+        s(2 + i * 0.01, "RL.THROTTLE", "f", 1, 3, 1, 1, "MS", "MAXWAIT", 1000)
+    s(2.05, "RL.INSPECT", "f")
+    # Blocked keys refuse whatever MAXWAIT says; a refusal past the wait
+    # starts the block.
+    s(3, "RL.THROTTLE", "b", 0, 1, 10, "MAXWAIT", 5, "BLOCK", 100)
+    s(3, "RL.THROTTLE", "b", 0, 1, 10, "MAXWAIT", 5, "BLOCK", 100)
+    s(3, "RL.THROTTLE", "b", 0, 1, 10, "BLOCK", 100, "MAXWAIT", 100)
+    s(3, "RL.THROTTLE", "b", 0, 1, 10, "MAXWAIT", 1000)
+    s(3, "RL.THROTTLE", "b", 0, 1, 10, 0, "MAXWAIT", 1000)
+    s(3, "RL.INSPECT", "b")
+    # A debt: the wait counts it.
+    s(4, "RL.CHARGE", "d", "THROTTLE", 1, 1, 10, 5)
+    s(4, "RL.THROTTLE", "d", 1, 1, 10, "MAXWAIT", 39)
+    s(4, "RL.THROTTLE", "d", 1, 1, 10, "MAXWAIT", 40)
+    s(4, "RL.THROTTLE", "d", 1, 1, 10, "MAXWAIT", 50)
+
+    s = b.seq("maxwait: several limits wait for the latest turn")
+    k2 = ("{w}a", "{w}b")
+    sp = ("THROTTLE", 1, 1, 10, "THROTTLE", 4, 1, 2)
+    for i in range(7):
+        s(0, "RL.ALLOW", 2, *k2, *sp, "MAXWAIT", 30)
+    s(0, "RL.INSPECT", "{w}a")
+    s(0, "RL.INSPECT", "{w}b")
+    s(0, "RL.PEEK", 2, *k2, *sp, "MAXWAIT", 60)
+    s(0, "RL.PEEK", 2, *k2, *sp, "MAXWAIT", 60, "QUANTITY", 0)
+    s(0, "RL.ALLOW", 2, *k2, *sp, "MAXWAIT", 5)
+    s(0, "RL.ALLOW", 2, *k2, *sp, "QUANTITY", 2, "MAXWAIT", 100)
+    s(0, "RL.ALLOW", 2, *k2, *sp, "QUANTITY", 3, "MAXWAIT", 100)
+    s(0, "RL.ALLOW", 2, *k2, *sp, "MAXWAIT", 45000, "MS")
+    s(0, "RL.ALLOW", 2, *k2, *sp, "MS", "MAXWAIT", 70000)
+    s(1, "RL.ALLOW", 2, "{w}c", "{w}d", "THROTTLE", 0, 1, 10, "THROTTLE", 0, 1, 5, "MAXWAIT", 20)
+    s(1, "RL.ALLOW", 2, "{w}c", "{w}d", "THROTTLE", 0, 1, 10, "THROTTLE", 0, 1, 5, "MAXWAIT", 20)
+    s(1, "RL.INSPECT", "{w}d")
+    s(1, "RL.ALLOW", 2, "{w}c", "{w}d", "THROTTLE", 0, 1, 10, "THROTTLE", 0, 1, 5, "MAXWAIT", 0)
+    # Blocked: the call refuses; the other limit records nothing.
+    s(2, "RL.ALLOW", 2, "{w}e", "{w}f", "THROTTLE", 0, 1, 10, "BLOCK", 50, "THROTTLE", 5, 1, 1, "MAXWAIT", 3)
+    s(2, "RL.ALLOW", 2, "{w}e", "{w}f", "THROTTLE", 0, 1, 10, "BLOCK", 50, "THROTTLE", 5, 1, 1, "MAXWAIT", 3)
+    s(2, "RL.ALLOW", 2, "{w}e", "{w}f", "THROTTLE", 0, 1, 10, "BLOCK", 50, "THROTTLE", 5, 1, 1, "MAXWAIT", 100)
+    s(2, "RL.INSPECT", "{w}f")
+
+    s = b.seq("shadow: element 7, recording, the binding limit; units")
+    k3 = ("{s}a", "{s}b", "{s}c")
+    sh = ("THROTTLE", 4, 1, 10, "SLIDE", 2, 10, "SHADOW", "QUOTA", 3, "HOUR", "shadow")
+    for i in range(5):
+        s(i * 0.1, "RL.ALLOW", 3, *k3, *sh)
+    s(1, "RL.INSPECT", "{s}b")
+    s(1, "RL.INSPECT", "{s}c")
+    s(1, "RL.PEEK", 3, *k3, *sh)
+    s(1, "RL.ALLOW", 3, *k3, *sh, "QUANTITY", 0)
+    s(1, "RL.ALLOW", 3, *k3, *sh, "QUANTITY", 7)
+    s(1, "RL.ALLOW", 3, *k3, "THROTTLE", 4, 1, 10, "SHADOW", "SLIDE", 2, 10, "QUOTA", 3, "HOUR", "SHADOW")
+    s(1, "RL.ALLOW", 2, "{s}a", "{s}d", "THROTTLE", 4, 1, 10, "SHADOW", "THROTTLE", 1, 1, 10, "MAXWAIT", 15)
+    s(1, "RL.ALLOW", 2, "{s}a", "{s}d", "THROTTLE", 4, 1, 10, "SHADOW", "THROTTLE", 1, 1, 10, "MAXWAIT", 15)
+    s(1, "RL.ALLOW", 2, "{s}a", "{s}d", "THROTTLE", 4, 1, 10, "SHADOW", "THROTTLE", 1, 1, 10, "MAXWAIT", 15)
+    s(1, "RL.INSPECT", "{s}a")
+    s(2, "RL.ALLOW", 2, "{s}e", "{s}f", "LEASE", 2, 60, "SHADOW", "SLICE", 5, 10, 2, "ID", "x")
+    s(2, "RL.ALLOW", 2, "{s}e", "{s}f", "LEASE", 1, 60, "SHADOW", "SLICE", 5, 10, 2, "ID", "y")
+    s(2, "RL.INSPECT", "{s}e")
+    # UNITS: each limit's own quantity.
+    u = ("{u}l", "{u}r", "{u}t")
+    llm = ("LEASE", 4, 120, "THROTTLE", 60, 60, 60, "THROTTLE", 100000, 100000, 60, "UNITS", 1500)
+    for i in range(3):
+        s(3, "RL.ALLOW", 3, *u, *llm, "ID", f"req-{i}")
+    s(3, "RL.INSPECT", "{u}t")
+    lower = ("LEASE", 4, 120, "THROTTLE", 60, 60, 60, "THROTTLE", 4000, 4000, 60, "UNITS")
+    s(3, "RL.ALLOW", 3, *u, *lower, 9000, "ID", "r")
+    s(3, "RL.ALLOW", 3, *u, *lower, 600, "ID", "r")
+    rt = ("{u}r", "{u}t", "THROTTLE", 60, 60, 60, "UNITS", 0, "THROTTLE", 100000, 100000, 60)
+    s(3, "RL.ALLOW", 2, *rt, "UNITS", 0)
+    s(3, "RL.ALLOW", 2, *rt, "QUANTITY", 0)
+    s(3, "RL.ALLOW", 2, *rt, "UNITS", 7, "QUANTITY", 0)
+    s(3, "RL.ALLOW", 2, "{u}x", "{u}y", "SLIDE", 5, 10, "UNITS", 3, "SHADOW", "QUOTA", 9, "DAY", "UNITS", 9)
+    s(3, "RL.ALLOW", 2, "{u}x", "{u}y", "SLIDE", 5, 10, "UNITS", 3, "SHADOW", "QUOTA", 9, "DAY", "UNITS", 1)
+    s(3, "RL.ALLOW", 2, "{u}x", "{u}y", "SLIDE", 5, 10, "SHADOW", "UNITS", 1, "QUOTA", 9, "DAY", "UNITS", 10)
+    s(3, "RL.PEEK", 2, "{u}x", "{u}y", "SLIDE", 5, 10, "UNITS", 2, "QUOTA", 9, "DAY", "UNITS", 0, "MS")
+    s(3, "RL.INSPECT", "{u}x")
+    gh = ("{u}g", "{u}h", "THROTTLE", 0, 1, 10, "UNITS", 1, "THROTTLE", 9, 1, 1, "UNITS", 5)
+    s(3, "RL.ALLOW", 2, *gh, "MAXWAIT", 20, "QUANTITY", 2)
+    s(3, "RL.ALLOW", 2, *gh, "MAXWAIT", 20, "QUANTITY", 2)
+
+    s = b.seq("maxwait, shadow, units, top: errors", faked=False)
+    for cmd in (
+        ("RL.THROTTLE", "k", 1, 1, 1, "MAXWAIT"),
+        ("RL.THROTTLE", "k", 1, 1, 1, "MAXWAIT", -1),
+        ("RL.THROTTLE", "k", 1, 1, 1, "MAXWAIT", 315360001),
+        ("RL.THROTTLE", "k", 1, 1, 1, "MAXWAIT", 315360000001, "MS"),
+        ("RL.THROTTLE", "k", 1, 1, 1, "MAXWAIT", 1, "MAXWAIT", 1),
+        ("RL.THROTTLE", "k", 1, 1, 0, "MAXWAIT", "x"),
+        ("RL.THROTTLE", "k", 1, 1, 1, "MAXWAIT", "x", "y"),
+        ("RL.THROTTLE", "k", 1, 1, 1, "UNITS", 1),
+        ("RL.THROTTLE", "k", 1, 1, 1, "SHADOW"),
+        ("RL.SLIDE", "k", 1, 1, "MAXWAIT", 1),
+        ("RL.SLICE", "k", 1, 1, 1, 1, "MAXWAIT", 1),
+        ("RL.QUOTA", "k", 1, "DAY", "MAXWAIT", 1),
+        ("RL.LEASE", "k", 1, 1, "a", "MAXWAIT", 1),
+        ("RL.SLIDE", "k", 0, 1, "MAXWAIT", 1),
+        ("RL.ALLOW", 2, "k", "j", "THROTTLE", 1, 1, 1, "SLIDE", 1, 1, "MAXWAIT", 1),
+        ("RL.PEEK", 2, "k", "j", "THROTTLE", 1, 1, 1, "LEASE", 1, 1, "MAXWAIT", 1),
+        ("RL.ALLOW", 1, "k", "THROTTLE", 1, 1, 1, "MAXWAIT", 1, "MAXWAIT", 2),
+        ("RL.ALLOW", 1, "k", "THROTTLE", 1, 1, 1, "MAXWAIT"),
+        ("RL.ALLOW", 1, "k", "THROTTLE", 1, 1, 1, "MAXWAIT", "x", "QUANTITY", "y"),
+        ("RL.ALLOW", 1, "k", "THROTTLE", 0, 1, 1, "MAXWAIT", "x"),
+        ("RL.ALLOW", 1, "k", "SLIDE", 0, 1, "MAXWAIT", 1),
+        ("RL.ALLOW", 1, "k", "THROTTLE", 1, 1, 1, "SHADOW"),
+        ("RL.ALLOW", 2, "k", "j", "THROTTLE", 1, 1, 1, "SHADOW", "SLIDE", 1, 1, "shadow"),
+        ("RL.ALLOW", 1, "k", "THROTTLE", 1, 1, 1, "SHADOW", "SHADOW"),
+        ("RL.ALLOW", 1, "k", "THROTTLE", 1, 1, 1, "SHADOW", "BLOCK", 1),
+        ("RL.ALLOW", 1, "k", "THROTTLE", 1, 1, 1, "BLOCK", 1, "SHADOW"),
+        ("RL.ALLOW", 2, "k", "j", "SLIDE", 1, 1, "THROTTLE", 1, 1, 1, "BLOCK", 1, "SHADOW"),
+        ("RL.ALLOW", 1, "k", "THROTTLE", 1, 1, 1, "UNITS"),
+        ("RL.ALLOW", 1, "k", "THROTTLE", 1, 1, 1, "UNITS", -1),
+        ("RL.ALLOW", 1, "k", "THROTTLE", 1, 1, 1, "UNITS", 1000000000001),
+        ("RL.ALLOW", 1, "k", "THROTTLE", 1, 1, 1, "UNITS", 1, "UNITS", 1),
+        ("RL.ALLOW", 2, "k", "j", "SLIDE", 1, 1, "SLIDE", 1, 1, "PRECISION", 1, "UNITS", "x"),
+        ("RL.ALLOW", 1, "k", "THROTTLE", 0, 1, 1, "UNITS", "x"),
+        ("RL.ALLOW", 1, "k", "THROTTLE", 1, 1, 1, "UNITS", 2, "QUANTITY", "x"),
+        ("RL.ALLOW", 1, "k", "LEASE", 1, 1, "UNITS", 1, "SHADOW"),
+        ("RL.ALLOW", 2, "k", "j", "LEASE", 1, 1, "SHADOW", "THROTTLE", 1, 1, 1, "ID", "a", "MAXWAIT", 1),
+        ("RL.REFUND", "k", "THROTTLE", 1, 1, 1, "UNITS", 1, 1),
+        ("RL.REFUND", "k", "THROTTLE", 1, 1, 1, "SHADOW", 1),
+        ("RL.REFUND", "k", "THROTTLE", 1, 1, 1, 1, "SHADOW"),
+        ("RL.CHARGE", "k", "SLIDE", 1, 1, "shadow", 1),
+        ("RL.CHARGE", "k", "SLIDE", 1, 1, "UNITS", 1, 1),
+        ("RL.CHARGE", "k", "LEASE", 1, 1, "UNITS", 1, 1),
+    ):
+        s.real(*cmd)
 
 
 def block_cases(b: Builder) -> None:
@@ -609,9 +760,10 @@ def block_cases(b: Builder) -> None:
     s(8002, "RL.ALLOW", 3, *a, *specs, "QUANTITY", 0)
     s(8061, "RL.ALLOW", 3, *a, "THROTTLE", 0, 1, 60, "SLIDE", 5, 60, "SLICE", 3, 60, 1)
     s(8101, "RL.ALLOW", 3, *a, "THROTTLE", 0, 1, 60, "SLIDE", 5, 60, "SLICE", 3, 60, 1)
-    s(8101, "RL.ALLOW", 2, "{u}a", "{u}d", "THROTTLE", 0, 1, 60, "BLOCK", 10, "QUOTA", 5, "DAY", "BLOCK", 10)
-    s(8101, "RL.ALLOW", 2, "{u}a", "{u}d", "THROTTLE", 0, 1, 60, "BLOCK", 10, "QUOTA", 5, "DAY", "BLOCK", 10, "QUANTITY", 6)
-    s(8101, "RL.ALLOW", 2, "{u}a", "{u}d", "THROTTLE", 0, 1, 60, "BLOCK", 10, "QUOTA", 5, "DAY", "BLOCK", 10000, "MS")
+    ad = ("{u}a", "{u}d", "THROTTLE", 0, 1, 60, "BLOCK", 10, "QUOTA", 5, "DAY", "BLOCK")
+    s(8101, "RL.ALLOW", 2, *ad, 10)
+    s(8101, "RL.ALLOW", 2, *ad, 10, "QUANTITY", 6)
+    s(8101, "RL.ALLOW", 2, *ad, 10000, "MS")
     s(8101, "RL.INSPECT", "{u}a")
     s(8101, "RL.PEEK", 2, "{u}a", "{u}d", "THROTTLE", 0, 1, 60, "QUOTA", 5, "DAY")
     s(8112, "RL.ALLOW", 2, "{u}a", "{u}d", "THROTTLE", 0, 1, 60, "QUOTA", 5, "DAY")
@@ -805,9 +957,9 @@ def charge_cases(b: Builder) -> None:
         ("RL.CHARGE", "k", "THROTTLE", 1, 1, 1, 1, "a", "b", "c", "d", "e", "f", "g", "h", "i", "j"),
         ("RL.CHARGE", "k", "THROTTLE", 1, 1, 1, 1, "MS", "x"),
         ("RL.CHARGE", "k", "THROTTLE", 0, 1, 315360000, 2),
-        ("EXISTS", "k"),
     ):
-        s.real(*cmd, raw=cmd[0] == "EXISTS")
+        s.real(*cmd)
+    s.real("EXISTS", "k", raw=True)
     s.real("SET", "str", "hello", raw=True)
     s.real("RL.CHARGE", "str", "THROTTLE", 1, 1, 60, 1)
     s.real("RL.CHARGE", "str", "QUOTA", 1, "DAY", 1)

@@ -5,13 +5,14 @@ text, RL.INSPECT as a map under RESP3, and the head argument."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 import redis
 import redis.asyncio
-from harness import FAKED_SERVER, LUA_DIR, NO_TIME, server
+from harness import FAKED_SERVER, LUA_DIR, NO_TIME, ROOT, server
 from redis_ratelimit_client.lua_backend import execute, execute_async, head, script_source
 
 
@@ -267,3 +268,21 @@ def test_a_slice_key_of_the_older_layout_keeps_working_and_gains_its_total() -> 
         assert isinstance(header, bytes) and header.split(b"|")[3] == b"7"
         inspect = execute(r, "RL.INSPECT", "s", lua_dir=LUA_DIR)
         assert inspect[inspect.index(b"units") + 1] == 7
+
+
+def test_rl_top_answers_that_it_needs_the_module() -> None:
+    # RL.TOP's manifest entry ("keys": "none": no keys, ARGV the head and
+    # every argument) runs the script, which keeps no summary of refusals
+    # and says so, whatever the arguments; read-only, it runs in EVAL_RO.
+    dist = ROOT / "clients" / "lua" / "dist"
+    entry = json.loads((dist / "manifest.json").read_text())["commands"]["RL.TOP"]
+    assert entry["keys"] == "none" and entry["readonly"] is True
+    source = entry["prefix"].encode() + (dist / "ratelimit.lua").read_bytes()
+    with server("redis-server", faked=False, module=False) as srv:
+        run: Callable[..., Any] = srv.client.execute_command
+        for args in ([], ["COUNT", "5"], ["COUNT", "0"], ["x"]):
+            for command in ("EVAL", "EVAL_RO"):
+                with pytest.raises(redis.ResponseError) as e:
+                    run(command, source, 0, "", *args)
+                assert str(e.value) == "RL.TOP needs the module: the Lua backend keeps no summary of refusals"
+        assert run("DBSIZE") == 0

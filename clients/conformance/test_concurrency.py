@@ -1,7 +1,9 @@
 """The Lua backend under concurrency, and its replication.
 
 50 clients on one key never admit more than the limit, for every kind and
-for RL.ALLOW (each script runs atomically). A replica fed by the scripts
+for RL.ALLOW (each script runs atomically); with MAXWAIT the turns handed
+out stay within the rate and the burst, and with BLOCK the first refusal
+blocks the key, for as long as BLOCK says. A replica fed by the scripts
 (effects replication) holds the master's data, expiries included."""
 
 from __future__ import annotations
@@ -76,6 +78,113 @@ def test_fifty_clients_never_admit_more_than_the_limit(case: str) -> None:
             t.join()
         assert not errors, errors[:3]
         assert len(allowed) == 10, f"{case}: {len(allowed)} of {CLIENTS * CALLS} calls allowed, limit 10"
+
+
+def fifty_clients(port: int, line: Callable[[int, int], list[Any]]) -> list[Any]:
+    """Every reply of CLIENTS clients sending CALLS lines each at once."""
+    replies: list[Any] = []
+    errors: list[Exception] = []
+    start = threading.Barrier(CLIENTS)
+
+    def client(i: int) -> None:
+        r = redis.Redis(port=port, protocol=2)
+        try:
+            start.wait()
+            for j in range(CALLS):
+                replies.append(execute(r, *line(i, j), lua_dir=LUA_DIR))
+        except Exception as e:  # noqa: BLE001 (reported by the test)
+            errors.append(e)
+        finally:
+            r.close()
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(CLIENTS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    assert len(replies) == CLIENTS * CALLS
+    return replies
+
+
+@pytest.mark.parametrize("several", [False, True])
+def test_fifty_clients_waiting_get_turns_within_rate_and_burst(several: bool) -> None:
+    # One unit an hour, a burst of 10, MAXWAIT two hours: 10 turns at once,
+    # then one at each of the next two hours (the waits, rounded up to the
+    # second, of calls made within the same second), and every other call
+    # refused with its own wait, past two hours.
+    if several:
+        line: Callable[[int, int], list[Any]] = lambda i, j: [
+            "RL.ALLOW",
+            2,
+            "{k}1",
+            "{k}2",
+            "THROTTLE",
+            9,
+            1,
+            3600,
+            "THROTTLE",
+            99,
+            1,
+            1,
+            "MAXWAIT",
+            7200,
+        ]
+    else:
+        line = lambda i, j: ["RL.THROTTLE", "k", 9, 1, 3600, 1, "MAXWAIT", 7200]
+    with server("redis-server", faked=False) as srv:
+        replies = fifty_clients(srv.port, line)
+        granted = sorted(r[3] for r in replies if r[0] == 0)
+        refused = [r[3] for r in replies if r[0] == 1]
+        assert granted == [0] * 10 + [3600, 7200], granted
+        assert len(refused) == CLIENTS * CALLS - 12
+        assert all(7200 < w <= 10800 for w in refused), sorted(set(refused))
+        key = "{k}1" if several else "k"
+        tat_ahead = dict(zip(*[iter(execute(srv.client, "RL.INSPECT", key, lua_dir=LUA_DIR))] * 2))[b"tat_ahead_ms"]
+        assert 12 * 3600_000 - 1000 < tat_ahead <= 12 * 3600_000
+
+
+@pytest.mark.parametrize("several", [False, True])
+def test_fifty_clients_on_a_blocking_limit_admit_the_limit_then_are_blocked(several: bool) -> None:
+    # SLIDE 10 per hour, BLOCK 2 hours (in ms): 10 allowed; the first refusal
+    # blocks the key until two hours on, and every refusal answers that
+    # (the limiter's own retry, an hour, is shorter): refusals during the
+    # block do not extend it.
+    if several:
+        line: Callable[[int, int], list[Any]] = lambda i, j: [
+            "RL.ALLOW",
+            2,
+            "{k}1",
+            "{k}2",
+            "SLIDE",
+            10,
+            3600_000,
+            "BLOCK",
+            7200_000,
+            "THROTTLE",
+            999,
+            1,
+            1000,
+            "MS",
+        ]
+    else:
+        line = lambda i, j: ["RL.SLIDE", "k", 10, 3600_000, 1, "MS", "BLOCK", 7200_000]
+    with server("redis-server", faked=False) as srv:
+        replies = fifty_clients(srv.port, line)
+        allowed = [r for r in replies if r[0] == 0]
+        refused = [r[3] for r in replies if r[0] == 1]
+        assert len(allowed) == 10
+        assert all(7200_000 - 2000 < w <= 7200_000 for w in refused), (min(refused), max(refused))
+        key = "{k}1" if several else "k"
+        fields = dict(zip(*[iter(execute(srv.client, "RL.INSPECT", key, lua_dir=LUA_DIR))] * 2))
+        assert fields[b"units"] == 10
+        ends = fields[b"blocked_until"] - int(time.time() * 1000)
+        assert 7200_000 - 5000 < ends <= 7200_000
+        if several:
+            # The other limit allowed every call it saw and recorded only
+            # the allowed ones.
+            other = dict(zip(*[iter(execute(srv.client, "RL.INSPECT", "{k}2", lua_dir=LUA_DIR))] * 2))
+            assert b"blocked_until" not in other and other[b"tat_ahead_ms"] <= 10_000
 
 
 def snapshot(r: redis.Redis) -> dict[bytes, Any]:

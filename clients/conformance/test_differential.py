@@ -1,5 +1,6 @@
 """The randomized differential run: one random sequence of calls of every
-kind, at random instants of a faked clock (forward jumps from 0 to days,
+kind and option (RL.CHARGE, MAXWAIT, BLOCK, SHADOW and UNITS among them),
+at random instants of a faked clock (forward jumps from 0 to days,
 and now and then a step back), sent to the module (keys `m:...`), to the
 Python package's Lua backend (keys `l:...`) and to the Node package's
 (keys `n:...`, node_driver.js) on the same server; every reply and every
@@ -52,6 +53,13 @@ def spec(rng: random.Random, kind: str) -> list[Any]:
     return out
 
 
+def times(rng: random.Random, word: str, choices: list[int], ms: bool, p: float) -> list[Any]:
+    """`word t` (a time in the command's unit: ms with MS) with probability p."""
+    if rng.random() >= p:
+        return []
+    return [word, rng.choice(choices) * (1000 if ms else 1)]
+
+
 def call(rng: random.Random) -> tuple[list[Any], list[str]]:
     """A command line with keys as `{k}` placeholders, and its keys."""
     kind = rng.choice(["THROTTLE", "SLIDE", "SLICE", "LEASE", "QUOTA"])
@@ -68,24 +76,50 @@ def call(rng: random.Random) -> tuple[list[Any], list[str]]:
         if ms and "PRECISION" in opts:
             opts = ["PRECISION", int(opts[1]) * 1000]
             base = base[:2] + [int(base[2]) * 1000] + base[3:] if kind == "SLIDE" else base
-        return ["RL." + kind, "{k}0", *base[1:], q, *ms, *opts], [key]
-    if r < 0.62:
+        # BLOCK on every kind but LEASE; MAXWAIT on THROTTLE.
+        opts += times(rng, "BLOCK", [1, 5, 60, 600], bool(ms), 0.15)
+        if kind == "THROTTLE":
+            opts += times(rng, "MAXWAIT", [0, 1, 10, 100, 10**5], bool(ms), 0.3)
+        pairs = [opts[i : i + 2] for i in range(0, len(opts), 2)]
+        rng.shuffle(pairs)
+        return ["RL." + kind, "{k}0", *base[1:], q, *ms, *[w for pair in pairs for w in pair]], [key]
+    if r < 0.65:
         n = rng.randrange(1, 4)
-        kinds = [rng.choice(["THROTTLE", "SLIDE", "SLICE", "LEASE", "QUOTA"]) for _ in range(n)]
+        # A third of the calls THROTTLE only, which MAXWAIT may wait for.
+        kinds_of = ["THROTTLE"] if rng.random() < 0.33 else ["THROTTLE", "SLIDE", "SLICE", "LEASE", "QUOTA"]
+        kinds = [rng.choice(kinds_of) for _ in range(n)]
         keys = [f"{k.lower()}{i % 2}" for i, k in enumerate(kinds)]
         if len(set(keys)) < n:
             keys = [f"{k.lower()}{i}" for i, k in enumerate(kinds)]
         cmd: list[Any] = [rng.choice(["RL.ALLOW", "RL.PEEK"]), n, *[f"{{k}}{i}" for i in range(n)]]
+        ms_all = rng.random() < 0.2
+        shadows = 0
         for k in kinds:
-            cmd += spec(rng, k)
+            # Each spec's own options, any order: BLOCK (not LEASE), UNITS,
+            # SHADOW (not with BLOCK; now and then every spec, an error).
+            own = [] if k == "LEASE" else times(rng, "BLOCK", [1, 5, 60, 600], ms_all, 0.15)
+            words = [own] if own else []
+            if rng.random() < 0.2:
+                words.append(["UNITS", rng.choice([0, 1, 2, 5, 11])])
+            if not own and rng.random() < (0.25 if shadows < n - 1 else 0.02):
+                shadows += 1
+                words.append(["SHADOW"])
+            rng.shuffle(words)
+            cmd += spec(rng, k) + [w for ws in words for w in ws]
         if rng.random() < 0.7:
             cmd += ["QUANTITY", q]
+        if ms_all:
+            cmd += ["MS"]
+        if rng.random() < (0.6 if set(kinds) == {"THROTTLE"} else 0.03):
+            cmd += times(rng, "MAXWAIT", [0, 1, 10, 100, 10**5], ms_all, 1.0)
         if "LEASE" in kinds:
             cmd += ["ID", rng.choice("abc")]
         return cmd, keys
-    if r < 0.75:
+    if r < 0.78:
         if kind == "LEASE":
             return ["RL.RELEASE", "{k}0", rng.choice("abc")], [key]
+        if rng.random() < 0.5:
+            return ["RL.CHARGE", "{k}0", *spec(rng, kind), max(q, 1) * rng.choice([1, 1, 3, 40]), *ms], [key]
         return ["RL.REFUND", "{k}0", *spec(rng, kind), q, *ms], [key]
     return ["RL.INSPECT", "{k}0"], [key]
 

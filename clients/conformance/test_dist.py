@@ -24,10 +24,11 @@ def test_the_manifest_names_every_command_the_scripts_answer() -> None:
     manifest = json.loads((ROOT / "clients" / "lua" / "dist" / "manifest.json").read_text())["commands"]
     assert sorted(manifest) == sorted(
         ["RL.THROTTLE", "RL.SLIDE", "RL.SLICE", "RL.LEASE", "RL.RELEASE", "RL.QUOTA", "RL.ALLOW", "RL.PEEK"]
-        + ["RL.REFUND", "RL.INSPECT"]
+        + ["RL.REFUND", "RL.INSPECT", "RL.CHARGE", "RL.TOP"]
     )
     for name, entry in manifest.items():
-        ro = name in ("RL.PEEK", "RL.INSPECT")
+        ro = name in ("RL.PEEK", "RL.INSPECT", "RL.TOP")
         assert entry["readonly"] is ro
         assert entry["prefix"].startswith("#!lua flags=no-writes\n") is ro
-        assert entry["keys"] == ("numkeys" if name in ("RL.ALLOW", "RL.PEEK") else "first")
+        keys = {"RL.ALLOW": "numkeys", "RL.PEEK": "numkeys", "RL.TOP": "none"}.get(name, "first")
+        assert entry["keys"] == keys

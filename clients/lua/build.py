@@ -71,6 +71,9 @@ COMMANDS = {
     "RL.REFUND": ("local entry, arg = 'refund', nil\n", "first", False),
     "RL.INSPECT": (RO + "local entry, arg = 'inspect', nil\n", "first", True),
     "RL.CHARGE": ("local entry, arg = 'charge', true\n", "first", False),
+    # The scripts keep no summary of refusals: RL.TOP answers an error
+    # (head.lua), with no keys ("none": KEYS = [], ARGV = head + arguments).
+    "RL.TOP": (RO + "local entry, arg = 'top', nil\n", "none", True),
 }
 
 

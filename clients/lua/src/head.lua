@@ -24,6 +24,11 @@
 -- measured in bench/results/2026-12-01-lua.md) and each kind's usual call
 -- (fast/ and lib/; fast() exists so that a usual call never makes lib()'s
 -- hundreds of functions).
+-- RL.TOP needs the module: a script keeps nothing between calls and may
+-- touch only its declared keys, so it has no summary of refusals to show.
+if entry == 'top' then
+  return {err = 'ERR RL.TOP needs the module: the Lua backend keeps no summary of refusals'}
+end
 do
   -- Exact arithmetic in doubles, used wherever every value is an integer
   -- below 2^52 (a double holds it, and a % b is exact); the big integers of

@@ -118,6 +118,7 @@ local function reply_of(d, unit)
   end
   local retry = -1
   if type(d.retry) ~= 'nil' and d.retry ~= 'never' then retry = after(d.retry) end
+  if d.turn then retry = after(d.turn) end
   local remaining = d.remaining
   if remaining > d.limit then remaining = d.limit end
   if remaining < 0 then remaining = 0 end

@@ -54,7 +54,7 @@ local function limiter(name)
     local n = #kind.params
     local quantity_at = n + (kind.takes_id and 1 or 0)
     if NARGS < 1 + quantity_at then throw(err_arity('RL.' .. name).err) end
-    if NARGS + 1 > 12 then throw("ERR unknown argument '" .. printable(arg(12)) .. "'") end
+    if NARGS + 1 > 14 then throw("ERR unknown argument '" .. printable(arg(14)) .. "'") end
     local words = {}
     for i = 2, NARGS do words[#words + 1] = arg(i) end
     local params = {}
@@ -64,10 +64,16 @@ local function limiter(name)
     local tail = {unit = S_NS}
     local q = 1
     local options = {}
+    local wait_word
     local i = quantity_at + 1
     while words[i] ~= nil do
       local word = words[i]
       if ms_or_at(words, i, tail) then
+      elseif upper(word) == 'MAXWAIT' then
+        if name ~= 'THROTTLE' then throw('ERR MAXWAIT takes THROTTLE limits only') end
+        if wait_word then throw('ERR MAXWAIT is given more than once') end
+        i = i + 1
+        wait_word = words[i] or ''
       else
         local o = option_index(kind, word)
         if name == 'LEASE' and upper(word) == 'BLOCK' then throw('ERR LEASE takes no BLOCK') end
@@ -85,6 +91,7 @@ local function limiter(name)
       i = i + 1
     end
     local P = read_params(kind, params, options, tail.unit)
+    local wait = wait_word and max_wait(wait_word, tail.unit)
     read_clock()
     local key = KEYS[1]
     local raw, bl = load(name, key)
@@ -92,6 +99,11 @@ local function limiter(name)
     local old = name == 'LEASE' and copy_leases(st) or nil
     local before = expire_ms(key)
     local d, u = algo.decide(st, P, q, id)
+    if wait and bl <= NOW then
+      -- MAXWAIT: granted for its turn when that comes within the wait.
+      local own = throttle.turn(st, P, q)
+      if own and bcmp(own, wait) <= 0 then d, u = throttle.book(st, P, own, q) end
+    end
     local starts
     d, u, starts = with_block(d, u, bl, P, q)
     if u then
@@ -204,6 +216,10 @@ local function adjust(charge)
     for i = 2, NARGS do words[#words + 1] = arg(i) end
     local kind, params, options, nxt = find_spec(words, 1, 0, true)
     if kind.no_refund then throw('ERR ' .. cmd .. ' does not take a ' .. kind.name .. ' spec') end
+    -- A several-limit spec's own options, and BLOCK, are none of this
+    -- command's.
+    local w = words[nxt] and upper(words[nxt])
+    if w == 'UNITS' or w == 'SHADOW' or w == 'BLOCK' then throw("ERR unknown argument '" .. printable(words[nxt]) .. "'") end
     if nxt > #words then throw('ERR ' .. kind.name .. ' expects ' .. expects(kind) .. ' quantity') end
     local q = integer(words[nxt], 'quantity', charge and 1 or 0, MAX_QUANTITY)
     local tail = {unit = S_NS}
@@ -246,12 +262,16 @@ local function retry_rank(r)
   if type(r) == 'number' then return 1, big(r) end
   return 1, r
 end
-local function binding(ds)
+-- The binding limit among the enforced ones (`enforced[i]`; SHADOW limits
+-- never bind): when one refuses, the refusing one with the largest retry
+-- (never largest); else the longest wait for its turn (MAXWAIT), then the
+-- least remaining, then the larger reset; then the lower index.
+local function binding(ds, enforced)
   local any = false
-  for _, d in ipairs(ds) do if d.limited then any = true end end
+  for i, d in ipairs(ds) do if d.limited and enforced[i] then any = true end end
   local best = nil
   for i, d in ipairs(ds) do
-    if not (any and not d.limited) then
+    if enforced[i] and not (any and not d.limited) then
       local better
       if best == nil then better = true
       elseif any then
@@ -260,7 +280,9 @@ local function binding(ds)
         better = a > b or (a == b and bcmp(x, y) > 0)
       else
         local b = ds[best]
-        better = d.remaining < b.remaining or (d.remaining == b.remaining and bcmp(tobig(d.reset), tobig(b.reset)) > 0)
+        local c = bcmp(d.turn or BZERO, b.turn or BZERO)
+        better = c > 0 or (c == 0 and (d.remaining < b.remaining
+          or (d.remaining == b.remaining and bcmp(tobig(d.reset), tobig(b.reset)) > 0)))
       end
       if better then best = i end
     end
@@ -268,12 +290,13 @@ local function binding(ds)
   return best
 end
 
--- RL.ALLOW / RL.PEEK numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS] [ID id]
+-- RL.ALLOW / RL.PEEK numkeys key [key ...] spec [spec ...] [QUANTITY q] [MS]
+-- [MAXWAIT w] [ID id], each spec with its own [UNITS n] [SHADOW]
 local function several(write)
   local cmd = write and 'RL.ALLOW' or 'RL.PEEK'
   return run(function()
     if NARGS + 1 < 6 then throw(err_arity(cmd).err) end
-    if NARGS + 1 > 105 then throw("ERR unknown argument '" .. printable(arg(105)) .. "'") end
+    if NARGS + 1 > 187 then throw("ERR unknown argument '" .. printable(arg(187)) .. "'") end
     local words = {}
     for i = 1, NARGS do words[i] = arg(i) end
     local count = integer(words[1], 'numkeys', 1, 16)
@@ -287,16 +310,20 @@ local function several(write)
     local at = count + 2
     for index = 1, count do
       if at > #words then throw('ERR spec ' .. index .. ' is missing: ' .. count .. ' keys need ' .. count .. ' specs') end
-      local kind, params, options, nxt = find_spec(words, at, index)
-      found[index] = {kind, params, options}
+      local kind, params, options, nxt, limit = find_spec(words, at, index)
+      found[index] = {kind, params, options, limit}
       at = nxt
     end
     local tail = {unit = S_NS}
-    local q, q_given, id = 1, false, nil
+    local q, q_given, id, wait_word = 1, false, nil, nil
     local i = at
     while words[i] ~= nil do
       local w = upper(words[i])
       if ms_or_at(words, i, tail) then
+      elseif w == 'MAXWAIT' then
+        if wait_word then throw('ERR MAXWAIT is given more than once') end
+        i = i + 1
+        wait_word = words[i] or ''
       elseif w == 'QUANTITY' then
         if q_given then throw('ERR QUANTITY is given more than once') end
         q_given = true
@@ -311,6 +338,7 @@ local function several(write)
       end
       i = i + 1
     end
+    local wait = wait_word and max_wait(wait_word, tail.unit)
     local specs = {}
     for index, f in ipairs(found) do
       local ok, res = pcall(read_params, f[1], f[2], f[3], tail.unit)
@@ -322,45 +350,89 @@ local function several(write)
       end
       specs[index] = res
     end
+    if wait then
+      for index, f in ipairs(found) do
+        if f[1].name ~= 'THROTTLE' then throw('ERR MAXWAIT takes THROTTLE limits only: spec ' .. index .. ' is ' .. f[1].name) end
+      end
+    end
+    local enforced, all_shadow = {}, true
+    for index, f in ipairs(found) do
+      enforced[index] = not f[4].shadow
+      if enforced[index] then all_shadow = false end
+    end
+    if all_shadow then throw('ERR at least one spec must be enforced: every spec is SHADOW') end
     local needs = nil
     for _, f in ipairs(found) do if f[1].takes_id then needs = f[1].name; break end end
     if needs and id == nil and write then throw('ERR a ' .. needs .. ' spec needs the ID option: ID lease_id') end
     if needs == nil and id ~= nil then throw('ERR ID is given but no spec takes it') end
 
     read_clock()
-    local takes = write and q > 0
+    -- Each limit's units: its own (UNITS), else the call's quantity.
+    local qs, takes = {}, false
+    for index, f in ipairs(found) do
+      qs[index] = f[4].units or q
+      if write and qs[index] > 0 then takes = true end
+    end
     local limits, ds = {}, {}
     for index, P in ipairs(specs) do
       local key = KEYS[index]
       local algo = ALGO[P.kind]
       local raw, bl = load(P.kind, key)
-      local st = parse_state(algo, raw)
-      local d, u, starts = algo.decide(st, P, q, id)
-      d, u, starts = with_block(d, u, bl, P, q)
-      limits[index] = {key = key, algo = algo, raw = raw, st = st, u = u, P = P, starts = starts,
-        old = P.kind == 'LEASE' and copy_leases(st) or nil}
+      limits[index] = {key = key, algo = algo, raw = raw, bl = bl, st = parse_state(algo, raw), P = P}
+    end
+    -- MAXWAIT: the call goes at the latest turn of its enforced limits,
+    -- when each comes within the wait; every limit that fits by then is
+    -- booked at that turn. A refused call shows each limit that fits
+    -- within the wait booked at its own turn (src/core/wait.rs).
+    local bookings = {}
+    if wait then
+      local turns, call = {}, BZERO
+      for index, l in ipairs(limits) do
+        local t = throttle.turn(l.st, l.P, qs[index])
+        if t and bcmp(t, wait) > 0 then t = nil end
+        turns[index] = t or false -- (false: never within the wait; ipairs goes on)
+        if enforced[index] and call then
+          if not t then call = nil elseif bcmp(t, call) > 0 then call = t end
+        end
+      end
+      for index, own in ipairs(turns) do
+        if own then
+          if call == nil then bookings[index] = own
+          elseif bcmp(own, call) <= 0 then bookings[index] = call end
+        end
+      end
+    end
+    for index, l in ipairs(limits) do
+      local d, u = l.algo.decide(l.st, l.P, qs[index], id)
+      if bookings[index] and l.bl <= NOW then d, u = throttle.book(l.st, l.P, bookings[index], qs[index]) end
+      d, l.u, l.starts = with_block(d, u, l.bl, l.P, qs[index])
+      l.old = l.P.kind == 'LEASE' and copy_leases(l.st) or nil
       ds[index] = d
     end
     local allowed = true
-    for _, d in ipairs(ds) do if d.limited then allowed = false end end
+    for index, d in ipairs(ds) do if d.limited and enforced[index] then allowed = false end end
     if takes then
       for index, l in ipairs(limits) do
         local before = expire_ms(l.key)
-        if allowed then
-          if l.u then store_state(l.algo, l.key, l.algo.apply(l.st, l.u, l.P), l.old, before) end
-          expire_later(l.key, before, ds[index].reset, true)
-        elseif l.starts then
-          mark_block(l.P.kind, l.key, l.starts)
-          expire_later(l.key, before, ds[index].reset, false)
-        elseif l.raw ~= nil then
-          local d0 = l.algo.decide(parse_state(l.algo, l.raw), l.P, 0, nil)
-          expire_later(l.key, before, d0.reset, false)
+        if allowed and not ds[index].limited then
+          if l.u then
+            store_state(l.algo, l.key, l.algo.apply(l.st, l.u, l.P), l.old, before)
+            expire_later(l.key, before, ds[index].reset, true)
+          end
+        elseif qs[index] > 0 then
+          if l.starts then
+            mark_block(l.P.kind, l.key, l.starts)
+            expire_later(l.key, before, ds[index].reset, false)
+          elseif l.raw ~= nil then
+            local d0 = l.algo.decide(parse_state(l.algo, l.raw), l.P, 0, nil)
+            expire_later(l.key, before, d0.reset, false)
+          end
         end
       end
     end
     local fives = {}
     for index, d in ipairs(ds) do fives[index] = reply_of(d, tail.unit) end
-    local b = binding(ds)
+    local b = binding(ds, enforced)
     local out = {}
     for k = 1, 5 do out[k] = fives[b][k] end
     out[6] = b

@@ -69,6 +69,12 @@ local function lease_id(s)
 end
 local function upper(s) return string.upper(s) end
 local function max_time(unit) if unit == S_NS then return MAX_SECONDS end return MAX_SECONDS * 1000 end
+-- MAXWAIT w, in ns (a big integer): 0 to the maximum time in `unit`.
+local function max_wait(s, unit)
+  local w = parse_int(s, 0, max_time(unit))
+  if w == nil then throw(range_error('MAXWAIT', 0, max_time(unit), unit)) end
+  return bmul(big(w), big(unit))
+end
 
 -- The kinds: parameters (name, kind, min, max) and options, as the module's table.
 -- BLOCK b: an option of every kind but LEASE (its value at P.block, µs).

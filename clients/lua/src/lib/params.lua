@@ -79,9 +79,11 @@ local function ms_or_at(words, i, tail)
   return false
 end
 
--- Finds the spec starting at words[at]: kind, parameter words, options, next.
--- `no_block`: RL.REFUND and RL.CHARGE, whose specs take no BLOCK (the word
--- is then not an option).
+-- Finds the spec starting at words[at]: kind, parameter words, options,
+-- next, and (in a several-limit call, index > 0) its own options, any
+-- order with the kind's: {units = n, shadow = true}. `no_block`: RL.REFUND
+-- and RL.CHARGE, whose specs take no BLOCK (the word is then not an
+-- option).
 local function find_spec(words, at, index, no_block)
   local word = words[at]
   local kind = word and KINDS[upper(word)]
@@ -97,23 +99,39 @@ local function find_spec(words, at, index, no_block)
   local params = {}
   for i = 1, n do params[i] = words[at + i] end
   local options = {}
+  local limit = {}
   local nxt = at + 1 + n
-  while true do
-    local function spec_err(text)
-      if index == 0 then throw(text) end
-      throw('ERR spec ' .. index .. ' (' .. kind.name .. '): ' .. string.sub(text, 5))
-    end
-    local o = option_index(kind, words[nxt])
-    if kind.name == 'LEASE' and not no_block and words[nxt] and upper(words[nxt]) == 'BLOCK' then
-      spec_err('ERR LEASE takes no BLOCK')
-    end
-    if o == nil or (no_block and kind.options[o].block) then break end
-    local value = words[nxt + 1]
-    if value == nil then spec_err(value_error(kind.options[o], S_NS)) end
-    if options[o] ~= nil then spec_err('ERR ' .. kind.options[o][1] .. ' is given more than once') end
-    options[o] = value
-    nxt = nxt + 2
+  local function spec_err(text)
+    if index == 0 then throw(text) end
+    throw('ERR spec ' .. index .. ' (' .. kind.name .. '): ' .. string.sub(text, 5))
   end
-  return kind, params, options, nxt
+  while true do
+    local w = words[nxt] and upper(words[nxt])
+    local o = option_index(kind, w)
+    if kind.name == 'LEASE' and not no_block and w == 'BLOCK' then spec_err('ERR LEASE takes no BLOCK') end
+    if o and not (no_block and kind.options[o].block) then
+      local value = words[nxt + 1]
+      if value == nil then spec_err(value_error(kind.options[o], S_NS)) end
+      if options[o] ~= nil then spec_err('ERR ' .. kind.options[o][1] .. ' is given more than once') end
+      options[o] = value
+      nxt = nxt + 2
+    elseif index > 0 and w == 'UNITS' then
+      if limit.units then spec_err('ERR UNITS is given more than once') end
+      limit.units = parse_int(words[nxt + 1], 0, MAX_QUANTITY)
+      if limit.units == nil then spec_err(range_error('UNITS', 0, MAX_QUANTITY, nil)) end
+      nxt = nxt + 2
+    elseif index > 0 and w == 'SHADOW' then
+      if limit.shadow then spec_err('ERR SHADOW is given more than once') end
+      limit.shadow = true
+      nxt = nxt + 1
+    else
+      break
+    end
+  end
+  if limit.shadow then
+    for i, o in ipairs(kind.options) do
+      if o.block and options[i] ~= nil then spec_err('ERR SHADOW takes no BLOCK') end
+    end
+  end
+  return kind, params, options, nxt, limit
 end
-

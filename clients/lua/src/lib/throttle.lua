@@ -68,6 +68,39 @@ function throttle.decide(st, P, q)
   if not limited and q > 0 then update = ttl_after end
   return d, update
 end
+-- MAXWAIT: the request's turn, a ns offset from now (BZERO: at once),
+-- from which its new TAT is at most the tolerance ahead; nil when it can
+-- never fit (src/core/throttle.rs, `turn`).
+function throttle.turn(st, P, q)
+  if q > P.cap then return nil end
+  local now_s = bmul(NOW_NS, big(P.count))
+  local ahead = bsub(badd(bmax(tat_scaled(st, P), now_s), bmul(big(q), P.period)), now_s)
+  local late = bsub(ahead, P.tolerance)
+  if biszero(late) then return BZERO end
+  return bdiv_ceil(late, P.count)
+end
+-- The request booked for a turn at `at` (a ns offset from now, at or
+-- after its own turn): recorded now as a request allowed at the instant it
+-- goes, TAT + q x T from its own turn, max(at, TAT) + q x T from a later
+-- one (another limit's). Allowed, its `turn` its own; remaining and reset
+-- after the booking (`book`).
+function throttle.book(st, P, at, q)
+  local own = throttle.turn(st, P, q)
+  if own == nil then return throttle.decide(st, P, q) end
+  if q == 0 then
+    local d = throttle.decide(st, P, 0)
+    d.limited, d.retry, d.turn = false, nil, own
+    return d
+  end
+  local now_s = bmul(NOW_NS, big(P.count))
+  local tat_s = tat_scaled(st, P)
+  local start
+  if bcmp(at, own) <= 0 then start = bmax(tat_s, now_s)
+  else start = bmax(tat_s, badd(now_s, bmul(at, big(P.count)))) end
+  local ahead = bsub(badd(start, bmul(big(q), P.period)), now_s)
+  local remaining = bnum(bmin(intervals(bsub(P.tolerance, ahead), P), big(P.cap)))
+  return {limited = false, limit = P.cap, remaining = remaining, turn = own, reset = bdiv_ceil(ahead, P.count)}, ahead
+end
 function throttle.apply(st, update, P)
   if update.whole then return {whole = bparse(update.whole), frac = update.frac, den = P.count} end
   return from_scaled(badd(bmul(NOW_NS, big(P.count)), update), P)
