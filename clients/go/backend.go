@@ -88,6 +88,15 @@ type Limiter struct {
 type resolved struct {
 	module bool
 	prefix string
+	names  map[string]string // prefix + "." + each of commandNames
+}
+
+func moduleResolved(prefix string) *resolved {
+	r := &resolved{module: true, prefix: prefix, names: make(map[string]string, len(commandNames))}
+	for _, n := range commandNames {
+		r.names[n] = prefix + "." + n
+	}
+	return r
 }
 
 // New makes a Limiter over rdb. Nothing is sent until the first call.
@@ -147,7 +156,7 @@ func (l *Limiter) detect(ctx context.Context) (*resolved, error) {
 		return &resolved{}, nil
 	}
 	if l.choice == BackendModule && l.prefix != "" {
-		return &resolved{module: true, prefix: l.prefix}, nil
+		return moduleResolved(l.prefix), nil
 	}
 	found, err := detectPrefix(ctx, l.rdb)
 	if err != nil {
@@ -158,7 +167,7 @@ func (l *Limiter) detect(ctx context.Context) (*resolved, error) {
 		if l.prefix != "" {
 			found = l.prefix
 		}
-		return &resolved{module: true, prefix: found}, nil
+		return moduleResolved(found), nil
 	case l.choice == BackendModule:
 		return nil, &BackendError{Message: "the redis-ratelimit module is not loaded on this server " +
 			"(COMMAND LIST FILTERBY MODULE ratelimit is empty): load it (loadmodule /path/to/libredis_ratelimit.so), " +
@@ -203,23 +212,55 @@ func isReply(err error) bool {
 // module's exact arguments, through the backend in use, and answers the
 // module's reply: error replies as CommandError or WrongTypeError.
 func (l *Limiter) Do(ctx context.Context, name string, args ...any) (any, error) {
+	line := make([]any, 1, len(args)+1)
+	return l.exec(ctx, name, append(line, args...))
+}
+
+// exec is Do of line, whose first element is reserved for the command's
+// name (so that the module's line is sent without a copy).
+func (l *Limiter) exec(ctx context.Context, name string, line []any) (any, error) {
 	r, err := l.backend(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var reply any
 	if r.module {
-		line := make([]any, 0, len(args)+1)
-		line = append(line, r.prefix+"."+name)
-		line = append(line, args...)
+		line[0] = r.command(name)
 		reply, err = l.rdb.Do(ctx, line...).Result()
 	} else {
-		reply, err = l.runScript(ctx, "RL."+name, args)
+		reply, err = l.runScript(ctx, scriptName(name), line[1:])
 	}
 	if err != nil {
-		return nil, replyError("RL."+name, err)
+		return nil, replyError(scriptName(name), err)
 	}
 	return reply, nil
+}
+
+// The module's commands, by name without prefix.
+var commandNames = []string{"THROTTLE", "SLIDE", "SLICE", "LEASE", "RELEASE", "QUOTA", "ALLOW", "PEEK", "REFUND", "CHARGE", "INSPECT", "TOP"}
+
+// rlNames are "RL." + each name (the scripts' manifest names them so).
+var rlNames = func() map[string]string {
+	m := make(map[string]string, len(commandNames))
+	for _, n := range commandNames {
+		m[n] = "RL." + n
+	}
+	return m
+}()
+
+func scriptName(name string) string {
+	if n, ok := rlNames[name]; ok {
+		return n
+	}
+	return "RL." + name
+}
+
+// command is the module's name of a command under this prefix.
+func (r *resolved) command(name string) string {
+	if n, ok := r.names[name]; ok {
+		return n
+	}
+	return r.prefix + "." + name
 }
 
 func argString(a any) string {
@@ -262,7 +303,7 @@ func (l *Limiter) DoAll(ctx context.Context, calls []Call) ([]any, []error) {
 		cmds := make([]*redis.Cmd, len(calls))
 		for i, c := range calls {
 			line := make([]any, 0, len(c.Args)+1)
-			line = append(line, r.prefix+"."+c.Name)
+			line = append(line, r.command(c.Name))
 			line = append(line, c.Args...)
 			cmds[i] = pipe.Do(ctx, line...)
 		}
@@ -275,7 +316,7 @@ func (l *Limiter) DoAll(ctx context.Context, calls []Call) ([]any, []error) {
 	}
 	for i, err := range errs {
 		if err != nil {
-			errs[i] = replyError("RL."+calls[i].Name, err)
+			errs[i] = replyError(scriptName(calls[i].Name), err)
 		}
 	}
 	return replies, errs

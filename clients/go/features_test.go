@@ -32,22 +32,25 @@ func TestChargeAndSettle(t *testing.T) {
 			{Name: "tpm", Key: key(t, "tpm"), Limit: ratelimit.Throttle{MaxBurst: 999, Count: 1000, Period: time.Minute, Units: ratelimit.Units(40)}},
 		}
 		a := must(l.Allow(ctx, rules, ratelimit.AllowOptions{}))(t)
-		if !a.Allowed || a.Results[0].Remaining != 59 || a.Results[1].Remaining != 960 {
+		// (1,000 tokens a minute come back at one per 60 ms: a loaded
+		// machine may see one or two between calls.)
+		near := func(got, want int64) bool { return got >= want && got <= want+3 }
+		if !a.Allowed || a.Results[0].Remaining != 59 || !near(a.Results[1].Remaining, 960) {
 			t.Fatalf("Allow with UNITS 40: %+v", a)
 		}
 		got := must(l.SettleEach(ctx, rules, []int64{1, 40}, []int64{1, 25}))(t)
-		if len(got) != 2 || got[0] != nil || got[1] == nil || got[1].Remaining != 975 {
+		if len(got) != 2 || got[0] != nil || got[1] == nil || !near(got[1].Remaining, 975) {
 			t.Fatalf("SettleEach (1, 40) -> (1, 25): %v, want nothing for rpm, 975 left of tpm", got)
 		}
 		got = must(l.Settle(ctx, rules[1:], 25, 75))(t)
-		if len(got) != 1 || got[0] == nil || got[0].Remaining != 925 {
+		if len(got) != 1 || got[0] == nil || !near(got[0].Remaining, 925) {
 			t.Fatalf("Settle 25 -> 75: %v, want a charge of 50: 925 left", got)
 		}
 		// One bad entry is its error; the others are still sent.
 		bad := []ratelimit.Rule{{Key: key(t, "lease"), Limit: ratelimit.Lease{Limit: 1, TTL: time.Second}}, rules[1]}
 		got, err := l.Settle(ctx, bad, 10, 0)
 		var ce *ratelimit.CommandError
-		if !errors.As(err, &ce) || ce.Command != "RL.REFUND" || got[0] != nil || got[1] == nil || got[1].Remaining != 935 {
+		if !errors.As(err, &ce) || ce.Command != "RL.REFUND" || got[0] != nil || got[1] == nil || !near(got[1].Remaining, 935) {
 			t.Fatalf("Settle with a LEASE: %v %v, want the LEASE's CommandError and the other refunded", got, err)
 		}
 		if _, err := l.SettleEach(ctx, rules, []int64{1}, []int64{1, 2}); err == nil {

@@ -14,23 +14,26 @@ import (
 // module, or the scripts, name a refused argument in a CommandError) and
 // answers the reply as typed values.
 
-func (l *Limiter) five(ctx context.Context, name string, args []any) (Result, error) {
-	reply, err := l.Do(ctx, name, args...)
+// five sends line (line[0] reserved for the command's name) and reads
+// the five fields.
+func (l *Limiter) five(ctx context.Context, name string, line []any) (Result, error) {
+	reply, err := l.exec(ctx, name, line)
 	if err != nil {
 		return Result{}, err
 	}
-	return parseResult("RL."+name, reply)
+	return parseResult(name, reply)
 }
 
 func line(key string, numbers []any, quantity int64, options ...any) []any {
-	a := make([]any, 0, 3+len(numbers)+len(options))
+	a := make([]any, 1, 4+len(numbers)+len(options))
 	a = append(a, key)
 	a = append(a, numbers...)
 	a = append(a, itoa(quantity), "MS")
 	return append(a, options...)
 }
 
-// single is a single command's line: key, the kind's numbers, quantity,
+// single is a single command's line (its first element reserved for the
+// command's name, as every line builder's here): key, the kind's numbers, quantity,
 // MS, its own options (PRECISION, TZ), then extra (MAXWAIT) and the
 // limit's BLOCK, UNITS and SHADOW (the module refuses the last two on a
 // single command: they are passed through, for it to say so).
@@ -47,7 +50,7 @@ func single(key string, limit Limit, quantity int64, extra ...any) ([]any, error
 	if err != nil {
 		return nil, err
 	}
-	a := make([]any, 0, 3+len(n)+len(o)+len(extra)+len(t))
+	a := make([]any, 1, 4+len(n)+len(o)+len(extra)+len(t))
 	a = append(a, key)
 	a = append(a, n...)
 	a = append(a, itoa(quantity), "MS")
@@ -103,7 +106,7 @@ func (l *Limiter) Lease(ctx context.Context, key string, limit Lease, leaseID st
 
 // Release is RL.RELEASE key lease_id: true when the lease was held.
 func (l *Limiter) Release(ctx context.Context, key, leaseID string) (bool, error) {
-	reply, err := l.Do(ctx, "RELEASE", key, leaseID)
+	reply, err := l.exec(ctx, "RELEASE", []any{nil, key, leaseID})
 	if err != nil {
 		return false, err
 	}
@@ -142,8 +145,8 @@ func severalLine(rules []Rule, o AllowOptions) ([]any, error) {
 	if len(rules) == 0 {
 		return nil, &ArgumentError{Argument: "rules", Message: "rules must hold 1 to 16 limits, not none"}
 	}
-	a := make([]any, 0, 1+5*len(rules)+5)
-	a = append(a, itoa(int64(len(rules))))
+	a := make([]any, 2, 2+6*len(rules)+7)
+	a[1] = itoa(int64(len(rules)))
 	for _, r := range rules {
 		a = append(a, r.Key)
 	}
@@ -151,11 +154,10 @@ func severalLine(rules []Rule, o AllowOptions) ([]any, error) {
 		if r.Limit == nil {
 			return nil, &ArgumentError{Argument: "rules", Message: fmt.Sprintf("rule %d has no limit", i+1)}
 		}
-		s, err := r.Limit.Spec()
-		if err != nil {
+		var err error
+		if a, err = r.Limit.appendSpec(a, true); err != nil {
 			return nil, err
 		}
-		a = append(a, s...)
 	}
 	q := o.Quantity
 	if q == 0 {
@@ -192,11 +194,11 @@ func (l *Limiter) several(ctx context.Context, name string, rules []Rule, o Allo
 	if err != nil {
 		return AllowResult{}, err
 	}
-	reply, err := l.Do(ctx, name, a...)
+	reply, err := l.exec(ctx, name, a)
 	if err != nil {
 		return AllowResult{}, err
 	}
-	return parseAllowResult("RL."+name, reply)
+	return parseAllowResult(name, reply)
 }
 
 // Refund is RL.REFUND key spec quantity MS: gives back up to quantity
@@ -227,13 +229,12 @@ func giveLine(key string, limit Limit, quantity int64) ([]any, error) {
 	if limit == nil {
 		return nil, &ArgumentError{Argument: "limit", Message: "no limit"}
 	}
-	s, err := limit.base()
+	a := make([]any, 2, 12)
+	a[1] = key
+	a, err := limit.appendSpec(a, false)
 	if err != nil {
 		return nil, err
 	}
-	a := make([]any, 0, len(s)+3)
-	a = append(a, key)
-	a = append(a, s...)
 	return append(a, itoa(quantity), "MS"), nil
 }
 
@@ -252,7 +253,7 @@ type Inspection struct {
 
 // Inspect is RL.INSPECT key; nil (and no error) when the key is missing.
 func (l *Limiter) Inspect(ctx context.Context, key string) (*Inspection, error) {
-	reply, err := l.Do(ctx, "INSPECT", key)
+	reply, err := l.exec(ctx, "INSPECT", []any{nil, key})
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}

@@ -24,6 +24,8 @@ type Limit interface {
 	// RL.CHARGE's); tail those options (BLOCK b, UNITS n, SHADOW).
 	base() ([]any, error)
 	tail() ([]any, error)
+	// appendSpec appends the spec to a: with tail, BLOCK, UNITS, SHADOW too.
+	appendSpec(a []any, tail bool) ([]any, error)
 	// args are the kind's numbers, own its options (PRECISION, TZ).
 	args() ([]any, error)
 	own() ([]any, error)
@@ -42,26 +44,6 @@ func IsShadow(l Limit) bool { return l.shadowed() }
 
 // WithShadow is the limit with its Shadow field set to shadow.
 func WithShadow(l Limit, shadow bool) Limit { return l.withShadow(shadow) }
-
-// options are the spec options every kind but LEASE takes after its own:
-// BLOCK b (milliseconds; 0 is none), UNITS n, SHADOW.
-func options(block time.Duration, units *int64, shadow bool) ([]any, error) {
-	var o []any
-	if block != 0 {
-		b, err := millis("block", block)
-		if err != nil {
-			return nil, err
-		}
-		o = append(o, "BLOCK", b)
-	}
-	if units != nil {
-		o = append(o, "UNITS", itoa(*units))
-	}
-	if shadow {
-		o = append(o, "SHADOW")
-	}
-	return o, nil
-}
 
 // Throttle is GCRA (RL.THROTTLE): Count units per Period, in bursts of up
 // to MaxBurst+1. The emission interval is Period/Count: a request costs
@@ -259,45 +241,26 @@ func (q Quota) options() []any {
 }
 
 // Spec is THROTTLE max_burst count period [BLOCK b] [UNITS n] [SHADOW].
-func (t Throttle) Spec() ([]any, error) { return fullSpec(t) }
+func (t Throttle) Spec() ([]any, error) { return t.appendSpec(nil, true) }
 
 // Spec is SLIDE limit window [PRECISION d] [BLOCK b] [UNITS n] [SHADOW].
-func (s Slide) Spec() ([]any, error) { return fullSpec(s) }
+func (s Slide) Spec() ([]any, error) { return s.appendSpec(nil, true) }
 
 // Spec is SLICE limit window slices [BLOCK b] [UNITS n] [SHADOW].
-func (s Slice) Spec() ([]any, error) { return fullSpec(s) }
+func (s Slice) Spec() ([]any, error) { return s.appendSpec(nil, true) }
 
 // Spec is LEASE limit ttl [UNITS n] [SHADOW].
-func (l Lease) Spec() ([]any, error) { return fullSpec(l) }
+func (l Lease) Spec() ([]any, error) { return l.appendSpec(nil, true) }
 
 // Spec is QUOTA limit unit [TZ zone] [BLOCK b] [UNITS n] [SHADOW].
-func (q Quota) Spec() ([]any, error) { return fullSpec(q) }
+func (q Quota) Spec() ([]any, error) { return q.appendSpec(nil, true) }
 
-func fullSpec(l Limit) ([]any, error) {
-	b, err := l.base()
-	if err != nil {
-		return nil, err
-	}
-	o, err := l.tail()
-	if err != nil {
-		return nil, err
-	}
-	return append(b, o...), nil
-}
-
-func (t Throttle) base() ([]any, error) { return spec(t.Kind(), t.args, nil) }
-func (s Slide) base() ([]any, error)    { return spec(s.Kind(), s.args, s.options) }
-func (s Slice) base() ([]any, error)    { return spec(s.Kind(), s.args, nil) }
-func (l Lease) base() ([]any, error)    { return spec(l.Kind(), l.args, nil) }
-func (q Quota) base() ([]any, error) {
-	return spec(q.Kind(), q.args, func() ([]any, error) { return q.options(), nil })
-}
-
-func (t Throttle) tail() ([]any, error) { return options(t.Block, t.Units, t.Shadow) }
-func (s Slide) tail() ([]any, error)    { return options(s.Block, s.Units, s.Shadow) }
-func (s Slice) tail() ([]any, error)    { return options(s.Block, s.Units, s.Shadow) }
-func (l Lease) tail() ([]any, error)    { return options(0, l.Units, l.Shadow) }
-func (q Quota) tail() ([]any, error)    { return options(q.Block, q.Units, q.Shadow) }
+// tail is BLOCK b (milliseconds; 0 is none), UNITS n, SHADOW, as given.
+func (t Throttle) tail() ([]any, error) { return appendOptions(nil, t.Block, t.Units, t.Shadow) }
+func (s Slide) tail() ([]any, error)    { return appendOptions(nil, s.Block, s.Units, s.Shadow) }
+func (s Slice) tail() ([]any, error)    { return appendOptions(nil, s.Block, s.Units, s.Shadow) }
+func (l Lease) tail() ([]any, error)    { return appendOptions(nil, 0, l.Units, l.Shadow) }
+func (q Quota) tail() ([]any, error)    { return appendOptions(nil, q.Block, q.Units, q.Shadow) }
 
 func (Throttle) own() ([]any, error) { return nil, nil }
 func (s Slide) own() ([]any, error)  { return s.options() }
@@ -316,22 +279,6 @@ func (s Slide) withShadow(v bool) Limit    { s.Shadow = v; return s }
 func (s Slice) withShadow(v bool) Limit    { s.Shadow = v; return s }
 func (l Lease) withShadow(v bool) Limit    { l.Shadow = v; return l }
 func (q Quota) withShadow(v bool) Limit    { q.Shadow = v; return q }
-
-func spec(kind string, args, options func() ([]any, error)) ([]any, error) {
-	a, err := args()
-	if err != nil {
-		return nil, err
-	}
-	out := append([]any{kind}, a...)
-	if options != nil {
-		o, err := options()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o...)
-	}
-	return out, nil
-}
 
 // ceilSeconds is d in whole seconds, rounded up.
 func ceilSeconds(d time.Duration) int64 {
@@ -375,3 +322,94 @@ func (Lease) PolicyWindow() int64 { return 0 }
 
 // PolicyWindow is 0: a quota has none.
 func (Quota) PolicyWindow() int64 { return 0 }
+
+func (t Throttle) base() ([]any, error) { return t.appendSpec(nil, false) }
+func (s Slide) base() ([]any, error)    { return s.appendSpec(nil, false) }
+func (s Slice) base() ([]any, error)    { return s.appendSpec(nil, false) }
+func (l Lease) base() ([]any, error)    { return l.appendSpec(nil, false) }
+func (q Quota) base() ([]any, error)    { return q.appendSpec(nil, false) }
+
+// appendOptions appends the options every kind but LEASE takes after
+// its own: BLOCK b (milliseconds; 0 is none), UNITS n, SHADOW.
+func appendOptions(a []any, block time.Duration, units *int64, shadow bool) ([]any, error) {
+	if block != 0 {
+		b, err := millis("block", block)
+		if err != nil {
+			return nil, err
+		}
+		a = append(a, "BLOCK", b)
+	}
+	if units != nil {
+		a = append(a, "UNITS", itoa(*units))
+	}
+	if shadow {
+		a = append(a, "SHADOW")
+	}
+	return a, nil
+}
+
+func (t Throttle) appendSpec(a []any, tail bool) ([]any, error) {
+	p, err := millis("period", t.Period)
+	if err != nil {
+		return nil, err
+	}
+	a = append(a, "THROTTLE", itoa(t.MaxBurst), itoa(t.Count), p)
+	if !tail {
+		return a, nil
+	}
+	return appendOptions(a, t.Block, t.Units, t.Shadow)
+}
+
+func (s Slide) appendSpec(a []any, tail bool) ([]any, error) {
+	w, err := millis("window", s.Window)
+	if err != nil {
+		return nil, err
+	}
+	a = append(a, "SLIDE", itoa(s.Limit), w)
+	if s.Precision != 0 {
+		d, err := millis("precision", s.Precision)
+		if err != nil {
+			return nil, err
+		}
+		a = append(a, "PRECISION", d)
+	}
+	if !tail {
+		return a, nil
+	}
+	return appendOptions(a, s.Block, s.Units, s.Shadow)
+}
+
+func (s Slice) appendSpec(a []any, tail bool) ([]any, error) {
+	w, err := millis("window", s.Window)
+	if err != nil {
+		return nil, err
+	}
+	a = append(a, "SLICE", itoa(s.Limit), w, itoa(s.Slices))
+	if !tail {
+		return a, nil
+	}
+	return appendOptions(a, s.Block, s.Units, s.Shadow)
+}
+
+func (l Lease) appendSpec(a []any, tail bool) ([]any, error) {
+	ttl, err := millis("ttl", l.TTL)
+	if err != nil {
+		return nil, err
+	}
+	a = append(a, "LEASE", itoa(l.Limit), ttl)
+	if !tail {
+		return a, nil
+	}
+	return appendOptions(a, 0, l.Units, l.Shadow)
+}
+
+func (q Quota) appendSpec(a []any, tail bool) ([]any, error) {
+	a = append(a, "QUOTA", itoa(q.Limit), string(q.Unit))
+	if q.Zone != "" {
+		a = append(a, "TZ", q.Zone)
+	}
+	if !tail {
+		return a, nil
+	}
+	return appendOptions(a, q.Block, q.Units, q.Shadow)
+}

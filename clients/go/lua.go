@@ -266,7 +266,7 @@ func (l *Limiter) runScripts(ctx context.Context, calls []Call, replies []any, e
 	ps := make([]prepared, len(calls))
 	todo := make([]int, 0, len(calls))
 	for i, c := range calls {
-		sc, ok := all["RL."+c.Name]
+		sc, ok := all[scriptName(c.Name)]
 		if !ok {
 			errs[i] = &BackendError{Message: "RL." + c.Name + " is not answered by the Lua backend's scripts (it needs the module)"}
 			continue

@@ -40,7 +40,7 @@ func (l *Limiter) SettleEach(ctx context.Context, rules []Rule, taken, actual []
 		if err != nil {
 			return nil, err
 		}
-		calls = append(calls, Call{Name: name, Args: a})
+		calls = append(calls, Call{Name: name, Args: a[1:]})
 		at = append(at, i)
 	}
 	out := make([]*Result, len(rules))
@@ -51,7 +51,7 @@ func (l *Limiter) SettleEach(ctx context.Context, rules []Rule, taken, actual []
 			first = firstErr(first, errs[j])
 			continue
 		}
-		r, err := parseResult("RL."+calls[j].Name, replies[j])
+		r, err := parseResult(calls[j].Name, replies[j])
 		if err != nil {
 			first = firstErr(first, err)
 			continue
@@ -79,7 +79,7 @@ func (l *Limiter) AllowEach(ctx context.Context, rules []Rule, o AllowOptions) (
 		if err != nil {
 			return nil, err
 		}
-		calls[i] = Call{Name: "ALLOW", Args: a}
+		calls[i] = Call{Name: "ALLOW", Args: a[1:]}
 	}
 	replies, errs := l.DoAll(ctx, calls)
 	out := make([]AllowResult, len(rules))
@@ -89,7 +89,7 @@ func (l *Limiter) AllowEach(ctx context.Context, rules []Rule, o AllowOptions) (
 			first = firstErr(first, errs[i])
 			continue
 		}
-		r, err := parseAllowResult("RL.ALLOW", replies[i])
+		r, err := parseAllowResult("ALLOW", replies[i])
 		if err != nil {
 			first = firstErr(first, err)
 			continue

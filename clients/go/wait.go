@@ -96,7 +96,7 @@ func (l *Limiter) giveBack(rules []Rule, quantity int64) {
 	for _, r := range rules {
 		a, err := giveLine(r.Key, r.Limit, quantity)
 		if err == nil {
-			calls = append(calls, Call{Name: "REFUND", Args: a})
+			calls = append(calls, Call{Name: "REFUND", Args: a[1:]})
 		}
 	}
 	_, _ = l.DoAll(ctx, calls)

@@ -4,7 +4,7 @@
 // time; then httplimit's requests per second with and without the
 // limiter, and the RL.ALLOW calls it made per request (INFO commandstats).
 //
-//	go run . -port PORT [-rounds 20] [-calls 10000] [-http-rounds 6] [-seconds 3] [-clients 8]
+//	go run . -port PORT [-rounds 100] [-calls 1000] [-http-rounds 6] [-seconds 3] [-clients 8]
 package main
 
 import (
@@ -23,6 +23,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -41,37 +42,45 @@ func median(x []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// timed is the mean time of one call of f over n calls, in microseconds.
-func timed(n int, f func() error) float64 {
-	start := time.Now()
+// cpu is this process's CPU time so far (user and system).
+func cpu() time.Duration {
+	var u syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &u)
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// timed is the mean wall time of one call of f over n calls, and the mean
+// CPU time this process spent on it, in microseconds.
+func timed(n int, f func() error) (float64, float64) {
+	start, c := time.Now(), cpu()
 	for range n {
 		if err := f(); err != nil {
 			log.Fatal(err)
 		}
 	}
-	return float64(time.Since(start).Microseconds()) / float64(n)
+	return float64(time.Since(start).Nanoseconds()) / 1e3 / float64(n), float64((cpu() - c).Nanoseconds()) / 1e3 / float64(n)
 }
 
 // pair runs raw and typed in alternating rounds (which goes first
 // alternates too) and prints the medians and the per-round ratios.
 func pair(title string, rounds, calls int, raw, typed func() error) {
-	timed(calls/10, raw) // warm both
-	timed(calls/10, typed)
-	var r, t, ratio []float64
+	timed(calls, raw) // warm both
+	timed(calls, typed)
+	var r, t, ratio, rc, tc []float64
 	for i := range rounds {
-		var a, b float64
+		var a, b, ac, bc float64
 		if i%2 == 0 {
-			a = timed(calls, raw)
-			b = timed(calls, typed)
+			a, ac = timed(calls, raw)
+			b, bc = timed(calls, typed)
 		} else {
-			b = timed(calls, typed)
-			a = timed(calls, raw)
+			b, bc = timed(calls, typed)
+			a, ac = timed(calls, raw)
 		}
-		r, t, ratio = append(r, a), append(t, b), append(ratio, b/a)
+		r, t, ratio, rc, tc = append(r, a), append(t, b), append(ratio, b/a), append(rc, ac), append(tc, bc)
 	}
 	fmt.Printf("%s, one call at a time, %d rounds of %d calls each way\n", title, rounds, calls)
-	fmt.Printf("  raw go-redis:  median %.1f us per call\n", median(r))
-	fmt.Printf("  typed call:    median %.1f us per call\n", median(t))
+	fmt.Printf("  raw go-redis:  median %.1f us per call (this process's CPU: %.1f us)\n", median(r), median(rc))
+	fmt.Printf("  typed call:    median %.1f us per call (this process's CPU: %.1f us)\n", median(t), median(tc))
 	fmt.Printf("  ratio (typed / raw), per round: median %.3fx, min %.3fx, max %.3fx\n", median(ratio), slices.Min(ratio), slices.Max(ratio))
 }
 
@@ -121,8 +130,8 @@ func allowCalls(ctx context.Context, rdb *redis.Client) int64 {
 
 func main() {
 	port := flag.Int("port", 6379, "the server's port (with the module loaded)")
-	rounds := flag.Int("rounds", 20, "rounds of the typed-vs-raw rows")
-	calls := flag.Int("calls", 10000, "calls per round and way")
+	rounds := flag.Int("rounds", 100, "rounds of the typed-vs-raw rows")
+	calls := flag.Int("calls", 1000, "calls per round and way")
 	httpRounds := flag.Int("http-rounds", 6, "rounds of the middleware row")
 	seconds := flag.Float64("seconds", 3, "seconds per middleware round and way")
 	clients := flag.Int("clients", 8, "concurrent HTTP clients")

@@ -18,5 +18,5 @@ pid=$!
 trap 'kill $pid 2>/dev/null; rm -rf "$dir"' EXIT
 for _ in $(seq 100); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; sleep 0.05; done
 echo "== $("$server" --version | head -c 60), $(go version | cut -d' ' -f3), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-tmp/go/bin/client-bench -port "$port" -rounds "${ROUNDS:-20}" -calls "${CALLS:-10000}" \
+tmp/go/bin/client-bench -port "$port" -rounds "${ROUNDS:-100}" -calls "${CALLS:-1000}" \
     -http-rounds "${HTTP_ROUNDS:-6}" -seconds "${HTTP_SECONDS:-3}" -clients "${CLIENTS:-8}"
