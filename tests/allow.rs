@@ -262,9 +262,13 @@ fn key_positions_and_command_docs() {
             .iter()
             .map(|a| text(field(a, "name").expect("name")))
             .collect();
-        assert_eq!(names, ["numkeys", "key", "spec", "quantity", "ms", "id"]);
+        assert_eq!(
+            names,
+            ["numkeys", "key", "spec", "quantity", "ms", "maxwait", "id"]
+        );
+        assert_eq!(text(field(&arguments[5], "token").unwrap()), "MAXWAIT");
         // `ID lease_id`, for the LEASE specs: optional, after its token.
-        let id = &arguments[5];
+        let id = &arguments[6];
         assert_eq!(text(field(id, "type").unwrap()), "string");
         assert_eq!(text(field(id, "token").unwrap()), "ID");
         assert!(strings(field(id, "flags").unwrap()).contains(&"optional".to_string()));
@@ -289,7 +293,10 @@ fn key_positions_and_command_docs() {
             .iter()
             .map(|a| text(field(a, "name").unwrap()))
             .collect();
-        assert_eq!(slice_names, ["algorithm", "limit", "window", "slices"]);
+        assert_eq!(
+            slice_names,
+            ["algorithm", "limit", "window", "slices", "units", "shadow"]
+        );
         let Some(Value::Array(lease_args)) = field(&blocks[3], "arguments") else {
             panic!("{:?}", blocks[3])
         };
@@ -297,7 +304,10 @@ fn key_positions_and_command_docs() {
             .iter()
             .map(|a| text(field(a, "name").unwrap()))
             .collect();
-        assert_eq!(lease_names, ["algorithm", "limit", "ttl"]);
+        assert_eq!(
+            lease_names,
+            ["algorithm", "limit", "ttl", "units", "shadow"]
+        );
         assert_eq!(text(field(&arguments[3], "token").unwrap()), "QUANTITY");
     }
 }

@@ -357,6 +357,7 @@ fn command_metadata() {
             ("period", "integer", false, None),
             ("quantity", "integer", true, None),
             ("ms", "pure-token", true, Some("MS")),
+            ("maxwait", "integer", true, Some("MAXWAIT")),
         ],
     );
 }

@@ -55,7 +55,8 @@ def limit_floor(name: str) -> str:
 
 def commands_of(rows) -> list:
     """What is counted: the floors, INCR, every single command, RL.LEASE
-    renewing one of 10 leases held, RL.ALLOW and RL.PEEK of three limits;
+    renewing one of 10 leases held, RL.ALLOW and RL.PEEK of three limits,
+    RL.THROTTLE with MAXWAIT and RL.ALLOW with a SHADOW limit;
     each on its hot key with the hot-key regimes' limit (1,000,000 per
     second), as [(name, args, required command or None, set-up commands)].
     After each single command and RL.ALLOW, its interface's floor
@@ -83,6 +84,14 @@ def commands_of(rows) -> list:
     allow = by["RL.ALLOW"]
     out += with_floor("RL.ALLOW", hot(allow), None, [])
     out.append(("RL.PEEK", allow.peek_args(HOT, THROUGHPUT_LIMIT, THROUGHPUT_WINDOW_S), None, []))
+    # The options of bench/results/2026-12-02-wait.md: RL.THROTTLE with
+    # MAXWAIT (at this rate every call goes at once: the cost of asking
+    # for a turn), RL.ALLOW with its SLIDE limit SHADOW. A module without
+    # them answers errors there: read those rows only for one that has.
+    out.append(("RL.THROTTLE MAXWAIT", hot(by["RL.THROTTLE"]) + ["MAXWAIT", "1"], None, []))
+    shadow = hot(allow)
+    shadow.insert(shadow.index("SLICE"), "SHADOW")
+    out.append(("RL.ALLOW SHADOW", shadow, None, []))
     return out
 
 

@@ -311,7 +311,9 @@ def print_instructions(counts: dict, machine: dict, reproduce: str) -> None:
     crons = counts.get("cron_per_call", {})
     floor = per_call.get("FLOOR.THROTTLE")
     for name, count in per_call.items():
-        keep = per_call.get(INSTR_FLOOR.get(name.split()[-1], "FLOOR.KEEP"))
+        # "FLOOR.LIMIT RL.ALLOW" by its last word, "RL.ALLOW SHADOW" by its first.
+        words = name.split()
+        keep = per_call.get(INSTR_FLOOR.get(words[-1], INSTR_FLOOR.get(words[0], "FLOOR.KEEP")))
         limit = per_call.get(limit_floor(name))
         x_keep = "%.3f" % (count / keep) if keep and name.startswith(("RL.", "FLOOR.LIMIT")) else "-"
         x_limit = "%.3f" % (count / limit) if limit else "-"

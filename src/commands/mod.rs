@@ -115,8 +115,18 @@ mod tests {
         let names: Vec<&str> = throttle.args.iter().map(|a| a.name).collect();
         assert_eq!(
             names,
-            ["key", "max_burst", "count", "period", "quantity", "ms"]
+            [
+                "key",
+                "max_burst",
+                "count",
+                "period",
+                "quantity",
+                "ms",
+                "maxwait"
+            ]
         );
+        let slide = single::single_command::<SlideState>();
+        assert!(slide.args.iter().all(|a| a.name != "maxwait"));
         assert_eq!(single::single_command::<SliceState>().arity, -5);
         assert_eq!(single::single_command::<SlideState>().arity, -4);
     }

@@ -54,6 +54,7 @@ fn several_command(
         spec_doc().multiple(),
         DocArg::integer("quantity").token("QUANTITY").optional(),
         DocArg::flag("ms", "MS").optional(),
+        DocArg::integer("maxwait").token("MAXWAIT").optional(),
     ];
     if KINDS.iter().any(|k| k.takes_id) {
         args.push(DocArg::new("id", ArgType::String).token("ID").optional());
@@ -73,17 +74,18 @@ fn several_command(
 }
 
 /// A `spec` argument as COMMAND DOCS shows it: one of the kinds, each a
-/// block of its word, parameters and options.
+/// block of its word, parameters and options, then a several-limit spec's
+/// own options (`UNITS n`, `SHADOW`).
 pub(super) fn spec_doc() -> DocArg {
-    spec_doc_of(|_| true)
+    spec_doc_of(|_| true, true)
 }
 
 /// The `spec` of RL.REFUND and RL.CHARGE: the kinds that give back units.
 pub(super) fn refund_spec_doc() -> DocArg {
-    spec_doc_of(|k| k.refunds)
+    spec_doc_of(|k| k.refunds, false)
 }
 
-fn spec_doc_of(takes: fn(&Row) -> bool) -> DocArg {
+fn spec_doc_of(takes: fn(&Row) -> bool, several: bool) -> DocArg {
     DocArg::new(
         "spec",
         ArgType::OneOf(
@@ -94,6 +96,10 @@ fn spec_doc_of(takes: fn(&Row) -> bool) -> DocArg {
                     let mut block = vec![DocArg::flag("algorithm", k.name)];
                     block.extend(k.params.iter().map(doc_param));
                     block.extend(doc_options(k.options));
+                    if several {
+                        block.push(DocArg::integer("units").token("UNITS").optional());
+                        block.push(DocArg::flag("shadow", "SHADOW").optional());
+                    }
                     DocArg::new(k.name, ArgType::Block(block))
                 })
                 .collect(),

@@ -221,7 +221,8 @@ fn limit<'a, L: Listed>(
     if decision.limited {
         key.notify(c"rl.limited");
     }
-    if request.at.is_none() && matches!(decision.retry, Retry::Turn(t) if t > now) {
+    let waits = matches!(decision.retry, Retry::Turn(t) if t > now);
+    if waits && takes && request.at.is_none() {
         info::count(Tally::WaitGranted);
     }
     ctx.reply_integers(&decision.reply(now, request.unit));

@@ -207,6 +207,42 @@ mod tests {
         }
     }
 
+    fn turn(at: u64, remaining: u64) -> Decision {
+        Decision {
+            retry: Retry::Turn(Nanos::new(at)),
+            ..allowed(remaining, 10)
+        }
+    }
+
+    #[test]
+    fn the_binding_limit_with_waits_and_shadows() {
+        // decisions, shadow limits => binding index
+        #[rustfmt::skip]
+        let cases: &[(&[Decision], &[usize], Option<usize>)] = &[
+            // MAXWAIT: the longest wait binds, before the least remaining ...
+            (&[turn(5, 0), turn(9, 3), turn(2, 1)], &[], Some(1)),
+            // ... ties as without it.
+            (&[turn(9, 2), turn(9, 1)], &[], Some(1)),
+            // A refusing SHADOW limit binds nothing: the enforced ones do.
+            (&[allowed(3, 10), limited(Retry::Never), allowed(2, 10)], &[1], Some(2)),
+            (&[limited(Retry::At(Nanos::new(3))), limited(Retry::Never)], &[1], Some(0)),
+            (&[turn(1, 1), turn(9, 0)], &[1], Some(0)),
+            (&[allowed(3, 10)], &[0], None),
+        ];
+        for (i, (decisions, shadow, expected)) in cases.iter().enumerate() {
+            assert_eq!(
+                binding(decisions, |j| !shadow.contains(&j)),
+                *expected,
+                "case {i}"
+            );
+        }
+        assert_eq!(turn(7, 1).reply(Nanos::new(9), TimeUnit::Millis)[3], 0);
+        assert_eq!(
+            turn(2_000_001, 1).reply(Nanos::new(1), TimeUnit::Millis)[3],
+            2
+        );
+    }
+
     #[test]
     fn instants_in_the_past_reply_zero() {
         let d = Decision {

@@ -318,12 +318,14 @@ impl Kind for ThrottleState {
         })
     }
 
-    /// Books the request for its turn: the new TAT is `TAT + I` exactly
-    /// when `at` is the request's own turn (or now), as for a request
-    /// allowed at that instant; for a later `at` (another limit's turn),
-    /// `max(at, TAT) + I`, a request arriving at `at`. Either way the TAT
-    /// moves as for an allowed request at the instant the request goes, so
-    /// the turns handed out never exceed the rate and the burst.
+    /// Books the request for its turn: the new TAT is `max(at, TAT) + I`,
+    /// as for a request allowed at the instant `at` it goes. At its own
+    /// turn that is `TAT + I` (the turn is at most the TAT; only when
+    /// `quantity` is the whole capacity can the turn, rounded up to the ns,
+    /// pass the TAT, by less than 1 ns); at a later one (another limit's
+    /// turn), a request arriving then. So every turn handed out is at most
+    /// `τ` behind its TAT and the TATs grow by `I` a turn: the turns never
+    /// exceed the rate and the burst.
     fn book(
         &self,
         now: Nanos,
@@ -345,10 +347,7 @@ impl Kind for ThrottleState {
         }
         let now_s = params.scale(now);
         let tat_s = self.scaled(params);
-        let start_s = match at <= own {
-            true => tat_s.max(now_s),
-            false => tat_s.max(params.scale(at)),
-        };
+        let start_s = tat_s.max(params.scale(at.max(own)));
         // quantity <= capacity (`turn` answered): the increment is at most τ.
         let ahead = start_s + u128::from(quantity) * u128::from(params.period) - now_s;
         let remaining = params.intervals(params.tolerance.saturating_sub(ahead));

@@ -27,6 +27,7 @@ mod refund;
 mod slice;
 mod slide;
 mod throttle;
+mod wait;
 
 use proptest::prelude::*;
 
