@@ -175,17 +175,22 @@ func must(t *testing.T) func(ratelimit.Result, error) ratelimit.Result {
 	}
 }
 
-// Block: a refusal keeps refusing for the block, with its Retry-After.
+// Block: a refusal keeps refusing for the block, with its Retry-After;
+// on the module and on the scripts.
 func TestBlockRule(t *testing.T) {
 	s := module(t)
-	l := ratelimit.New(s.Client(t))
-	srv, _ := serve(t, l, httplimit.Options{Rules: []httplimit.Rule{{Name: "login", Key: "{" + t.Name() + "}:$ip",
-		Limit: ratelimit.Slide{Limit: 1, Window: time.Second, Block: 10 * time.Minute}}}}, ok)
-	get(t, srv.URL)
-	for range 2 {
-		res, body := get(t, srv.URL)
-		if res.StatusCode != 429 || res.Header.Get("Retry-After") != "600" || body != "rate limited: retry in 600 s\n" {
-			t.Fatalf("blocked: %d %q %v", res.StatusCode, body, res.Header)
-		}
+	for _, b := range []ratelimit.Backend{ratelimit.BackendModule, ratelimit.BackendLua} {
+		t.Run(b.String(), func(t *testing.T) {
+			l := ratelimit.New(s.Client(t), ratelimit.WithBackend(b))
+			srv, _ := serve(t, l, httplimit.Options{Rules: []httplimit.Rule{{Name: "login", Key: "{" + t.Name() + "}:$ip",
+				Limit: ratelimit.Slide{Limit: 1, Window: time.Second, Block: 10 * time.Minute}}}}, ok)
+			get(t, srv.URL)
+			for range 2 {
+				res, body := get(t, srv.URL)
+				if res.StatusCode != 429 || res.Header.Get("Retry-After") != "600" || body != "rate limited: retry in 600 s\n" {
+					t.Fatalf("blocked: %d %q %v", res.StatusCode, body, res.Header)
+				}
+			}
+		})
 	}
 }

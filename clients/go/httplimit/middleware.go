@@ -356,20 +356,22 @@ type decision struct {
 // it alone would have), and the request goes on.
 func (m *middleware) decide(ctx context.Context, arrival time.Time, calls []ratelimit.Rule, shadow []bool, allShadow bool, o ratelimit.AllowOptions) (decision, error) {
 	d := decision{outcomes: make([]string, len(calls))}
-	var each []ratelimit.AllowResult
-	err := m.bounded(ctx, func(ctx context.Context) error {
+	a, err := m.bounded(ctx, func(ctx context.Context) (answer, error) {
+		var a answer
 		var err error
 		if allShadow {
 			enforced := make([]ratelimit.Rule, len(calls))
 			for i, c := range calls {
 				enforced[i] = ratelimit.Rule{Name: c.Name, Key: c.Key, Limit: ratelimit.WithShadow(c.Limit, false)}
 			}
-			each, err = m.l.AllowEach(ctx, enforced, o)
+			a.each, err = m.l.AllowEach(ctx, enforced, o)
 		} else {
-			d.res, err = m.l.Allow(ctx, calls, o)
+			a.res, err = m.l.Allow(ctx, calls, o)
 		}
-		return err
+		return a, err
 	})
+	d.res = a.res
+	each := a.each
 	d.took = time.Since(arrival) // the middleware's time: from the arrival
 	if err != nil {
 		d.outcomes = allErrors(len(calls))
@@ -419,19 +421,33 @@ func enforcedHeaders(res ratelimit.AllowResult, calls []ratelimit.Rule, shadow [
 	return ratelimit.AllowHeaders(sub, rules)
 }
 
+// answer is what the decision's calls answered.
+type answer struct {
+	res  ratelimit.AllowResult
+	each []ratelimit.AllowResult
+}
+
 // bounded runs f, ended at ctx's deadline even where the client would
-// wait for its own read timeout (ContextTimeoutEnabled unset).
-func (m *middleware) bounded(ctx context.Context, f func(context.Context) error) error {
+// wait for its own read timeout (ContextTimeoutEnabled unset): a late f
+// answers into its channel, which nobody reads.
+func (m *middleware) bounded(ctx context.Context, f func(context.Context) (answer, error)) (answer, error) {
 	if m.direct {
 		return f(ctx)
 	}
-	done := make(chan error, 1)
-	go func() { done <- f(ctx) }()
+	type result struct {
+		a   answer
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		a, err := f(ctx)
+		done <- result{a, err}
+	}()
 	select {
-	case err := <-done:
-		return err
+	case r := <-done:
+		return r.a, r.err
 	case <-ctx.Done():
-		return ctx.Err()
+		return answer{}, ctx.Err()
 	}
 }
 
