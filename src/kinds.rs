@@ -158,6 +158,9 @@ macro_rules! kinds {
                     static TYPE: ModuleType<$ty> = ModuleType::new();
                     &TYPE
                 }
+                fn now() -> crate::core::Nanos {
+                    crate::clock::now()
+                }
             }
 
             impl Listed for $ty {

@@ -129,6 +129,30 @@ impl<const N: usize> Tallies<N> {
     }
 }
 
+/// One counter, outside the rows (INFO's `blocks_started`, ...).
+pub struct Tally(AtomicU64);
+
+impl Tally {
+    pub const fn new() -> Tally {
+        Tally(AtomicU64::new(0))
+    }
+
+    /// Counts one (on the main thread only, as `Stats::record`).
+    #[inline]
+    pub fn bump(&self) {
+        bump(&self.0);
+    }
+
+    pub fn read(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Back to zero (`CONFIG RESETSTAT`).
+    pub fn reset(&self) {
+        self.0.store(0, Ordering::Relaxed);
+    }
+}
+
 fn bump(counter: &AtomicU64) {
     counter.store(
         counter.load(Ordering::Relaxed).wrapping_add(1),
@@ -174,5 +198,15 @@ mod tests {
         );
         tallies.reset();
         assert_eq!(tallies.read(1), 0);
+    }
+
+    #[test]
+    fn a_tally_counts_and_resets() {
+        let tally = Tally::new();
+        tally.bump();
+        tally.bump();
+        assert_eq!(tally.read(), 2);
+        tally.reset();
+        assert_eq!(tally.read(), 0);
     }
 }

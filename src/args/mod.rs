@@ -100,6 +100,8 @@ pub enum ArgError {
     /// A charge that would take a counter past its maximum: the rule it
     /// breaks, which follows `quantity` in the message.
     Charge(&'static str),
+    /// BLOCK given to a kind that takes none (LEASE).
+    NoBlock(&'static str),
     /// RL.ALLOW with a spec that takes an id, and no `ID`.
     IdMissing(&'static str),
     /// `ID` in a call with no spec that takes one.
@@ -177,6 +179,7 @@ impl ArgError {
                 format!("ERR RL.CHARGE does not take a {kind} spec")
             }
             ArgError::Charge(rule) => format!("ERR quantity {rule}"),
+            ArgError::NoBlock(kind) => format!("ERR {kind} takes no BLOCK"),
             ArgError::IdMissing(kind) => {
                 format!("ERR a {kind} spec needs the ID option: ID lease_id")
             }

@@ -12,7 +12,7 @@
 use arrayvec::ArrayVec;
 
 use super::{integer, max_time, printable, range, ArgError, Bounds, MAX_KEYS, MAX_QUANTITY};
-use crate::core::{Kind, Nanos, Param, ParamError, ParamKind, TimeUnit, Value};
+use crate::core::{block, Kind, Nanos, Param, ParamError, ParamKind, TimeUnit, Value};
 use crate::kinds::{self, Listed, Row, Spec, VisitKind};
 
 /// The most parameters, and options, any kind takes.
@@ -168,6 +168,11 @@ fn option_index(options: &[Param], word: &[u8]) -> Option<usize> {
         .position(|o| o.name.len() == word.len() && word.eq_ignore_ascii_case(o.name.as_bytes()))
 }
 
+/// Whether `word` is the BLOCK keyword (any case).
+fn is_block(word: &[u8]) -> bool {
+    word.eq_ignore_ascii_case(block::BLOCK.name.as_bytes())
+}
+
 impl<'a> RawSpec<'_, 'a> {
     /// Records the option at `options[index]` with its value.
     fn option(&mut self, options: &[Param], index: usize, value: &'a [u8]) -> Result<(), ArgError> {
@@ -180,6 +185,14 @@ impl<'a> RawSpec<'_, 'a> {
         }
         *slot = Some(value);
         Ok(())
+    }
+
+    /// Whether the spec was given its kind's BLOCK option.
+    fn has_block(&self, options: &[Param]) -> bool {
+        options
+            .iter()
+            .zip(&self.options)
+            .any(|(o, v)| o.name == block::BLOCK.name && v.is_some())
     }
 }
 
@@ -233,6 +246,9 @@ pub fn single<'a, L: Kind>(
                 .is_some_and(|b| b.is_ascii_digit() || *b == b'-')
         {
             tail.quantity = integer(word, "quantity", 0, MAX_QUANTITY, None)?;
+        } else if is_block(word) {
+            // A kind that takes no BLOCK (LEASE) says so.
+            return Err(ArgError::NoBlock(L::NAME));
         } else {
             return Err(ArgError::Extra(printable(word)));
         }
@@ -402,20 +418,30 @@ impl VisitKind for ReadSpec<'_, '_, '_> {
     }
 }
 
-/// What a kind's spec takes, for an error: `limit window [PRECISION value]`.
+/// What a kind's spec takes, for an error: `limit window [PRECISION value]`
+/// (the kind's own options; BLOCK, which every kind but LEASE takes, is
+/// left out).
 fn expects(row: &Row) -> String {
     let mut names: Vec<String> = row.params.iter().map(|p| p.name.to_string()).collect();
-    names.extend(row.options.iter().map(|o| format!("[{} value]", o.name)));
+    names.extend(
+        row.options
+            .iter()
+            .filter(|o| o.name != block::BLOCK.name)
+            .map(|o| format!("[{} value]", o.name)),
+    );
     names.join(" ")
 }
 
 /// Finds the spec that starts at `args[at]`: its kind and its words, and
 /// the position after it. `index` is the spec's 1-based position in a
-/// several-limit call, 0 for RL.REFUND's one spec.
+/// several-limit call, 0 for RL.REFUND's one spec; `blocks` whether the
+/// command takes BLOCK in a spec (RL.REFUND and RL.CHARGE do not: there
+/// the word is left for the caller).
 fn find_spec<'w, 'a>(
     args: &'w [&'a [u8]],
     at: usize,
     index: usize,
+    blocks: bool,
 ) -> Result<(&'static Row, RawSpec<'w, 'a>, usize), ArgError> {
     let word = arg(args, at);
     let row = kinds::by_word(word).ok_or_else(|| ArgError::UnknownKind {
@@ -438,7 +464,9 @@ fn find_spec<'w, 'a>(
     let mut next = at + 1 + n;
     loop {
         let word = arg(args, next);
-        if let Some(o) = option_index(row.options, word) {
+        if let Some(o) = option_index(row.options, word)
+            .filter(|&o| blocks || row.options[o].name != block::BLOCK.name)
+        {
             let value = args.get(next + 1).ok_or_else(|| {
                 in_spec(
                     index,
@@ -459,10 +487,12 @@ fn find_spec<'w, 'a>(
             break;
         }
     }
-    // BLOCK (branch `block`) is read with the kind's options above; a
-    // SHADOW spec refuses it here:
-    // `if raw.limit.shadow && <BLOCK given> { return Err(in_spec(index,
-    // row, ArgError::Joint("SHADOW takes no BLOCK"))) }`.
+    if blocks && is_block(arg(args, next)) && !block::takes_block(row.options) {
+        return Err(in_spec(index, row, ArgError::NoBlock(row.name)));
+    }
+    if raw.limit.shadow && raw.has_block(row.options) {
+        return Err(in_spec(index, row, ArgError::Joint("SHADOW takes no BLOCK")));
+    }
     Ok((row, raw, next))
 }
 
@@ -583,7 +613,7 @@ pub fn several<'a>(
         if at >= args.len() {
             return Err(ArgError::MissingSpec { index, keys: count });
         }
-        let (row, raw, next) = find_spec(args, at, index)?;
+        let (row, raw, next) = find_spec(args, at, index, true)?;
         // `count` is at most MAX_KEYS.
         found.push((row, raw));
         at = next;
@@ -652,13 +682,14 @@ fn one_spec<'a>(
     min: u64,
     refused: fn(&'static str) -> ArgError,
 ) -> Result<(Spec, Tail<'a>), ArgError> {
-    let (row, raw, next) = find_spec(args, 0, 0)?;
+    let (row, raw, next) = find_spec(args, 0, 0, false)?;
     if !row.refunds {
         return Err(refused(row.name));
     }
-    // A several-limit spec's own options are none of this command's.
+    // A several-limit spec's own options, and BLOCK, are none of this
+    // command's.
     let word = arg(args, next);
-    if LIMIT_WORDS.iter().any(|w| word.eq_ignore_ascii_case(w)) {
+    if LIMIT_WORDS.iter().any(|w| word.eq_ignore_ascii_case(w)) || is_block(word) {
         return Err(ArgError::Extra(printable(word)));
     }
     if next >= args.len() {

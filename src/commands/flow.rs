@@ -203,16 +203,16 @@ pub(super) fn propagate_change<'a, L: Listed>(
     } else if at.is_some() || !replication::needs_clock() {
         ctx.replicate_verbatim();
     } else {
-        replicate_state::<L>(ctx, key);
+        replicate_state::<L>(ctx, key, now);
     }
 }
 
 /// `RL.STATE key payload PXAT ms` for the state `key` holds, or `DEL key`
 /// when it holds none.
-pub(super) fn replicate_state<'a, L: Listed>(ctx: Ctx<'a>, key: &mut Key<'a>) {
+pub(super) fn replicate_state<'a, L: Listed>(ctx: Ctx<'a>, key: &mut Key<'a>, now: Nanos) {
     let expire = key.expire_ms();
     let payload = match key.value(L::module_type()) {
-        Held::Ours(state) => state.tagged(),
+        Held::Ours(state) => state.tagged(now),
         _ => return ctx.replicate_delete(key),
     };
     ctx.replicate_state(key, &payload, expire);

@@ -1,15 +1,17 @@
 //! The `ratelimit` section of INFO: per command, calls, allowed, limited
 //! (not for RL.INSPECT and RL.RELEASE, which decide nothing) and errors;
 //! per kind, the keys that hold one (all databases); the version of the
-//! time-zone rules RL.QUOTA carries (`tzdb_version`); and what calls
-//! decided besides allowed or limited (`waits_granted`, `shadow_limited`). The counters count
+//! time-zone rules RL.QUOTA carries (`tzdb_version`); what calls
+//! decided besides allowed or limited (`waits_granted`, `shadow_limited`);
+//! the blocks client requests started (`blocks_started`) and the refusals a
+//! running block answered (`blocked_refusals`, one per limit). The counters count
 //! client calls (not commands replayed from the master or the AOF) and
 //! are reset by `CONFIG RESETSTAT`.
 
 use crate::core::quota;
 use crate::kinds::{Listed, VisitKind, KINDS};
 use crate::server::{Fields, Section};
-use crate::stats::{Call, Stats, Tallies};
+use crate::stats::{Call, Stats, Tallies, Tally as Counter};
 
 /// A row of the section: one per kind (its index in `kinds::KINDS`), then
 /// the commands that are not a kind's.
@@ -35,6 +37,19 @@ const OTHER_ROWS: [&str; 6] = ["allow", "peek", "inspect", "refund", "release", 
 const ROWS: usize = KINDS.len() + OTHER_ROWS.len();
 
 static STATS: Stats<ROWS> = Stats::new();
+static BLOCKS_STARTED: Counter = Counter::new();
+static BLOCKED_REFUSALS: Counter = Counter::new();
+
+/// Counts a block a client's request started (BLOCK).
+pub fn block_started() {
+    BLOCKS_STARTED.bump();
+}
+
+/// Counts a refusal of at least one unit that a key's running block
+/// answered.
+pub fn blocked_refusal() {
+    BLOCKED_REFUSALS.bump();
+}
 
 /// What INFO counts besides calls, one field each.
 #[derive(Clone, Copy)]
@@ -96,12 +111,16 @@ impl Section for Info {
         for (i, name) in TALLIES.iter().enumerate() {
             fields.number(name, EVENTS.read(i));
         }
+        fields.number("blocks_started", BLOCKS_STARTED.read());
+        fields.number("blocked_refusals", BLOCKED_REFUSALS.read());
         fields.text(c"tzdb_version", quota::tzdb_version());
     }
 
     fn reset() {
         STATS.reset();
         EVENTS.reset();
+        BLOCKS_STARTED.reset();
+        BLOCKED_REFUSALS.reset();
     }
 }
 

@@ -13,7 +13,7 @@ use super::info::Stat;
 use super::several::refund_spec_doc;
 use crate::args::ArgError;
 use crate::core::lease::LeaseState;
-use crate::core::{Decision, Detail, Nanos};
+use crate::core::{block, Decision, Detail, Nanos};
 use crate::kinds::{Listed, Visit, VisitKind, KINDS};
 use crate::server::{
     handler, Access, ArgType, Argv, Command, CommandDef, Ctx, DocArg, Held, Key, Keys, Stored,
@@ -213,7 +213,7 @@ impl VisitKind for InspectKey<'_, '_> {
 
     fn visit<L: Listed>(self) -> Option<Details> {
         match self.key.value(L::module_type()) {
-            Held::Ours(state) => Some(state.inspect(self.now)),
+            Held::Ours(state) => Some(block::inspect(state, self.now)),
             _ => None,
         }
     }
@@ -305,9 +305,10 @@ impl Visit for AdjustKey<'_, '_> {
 
     fn visit<L: Listed>(self, params: &L::Params) -> Self::Out {
         let (key, now, quantity) = (self.key, self.now, self.quantity);
+        // Both keep the key's block (BLOCK), and answer a peek's reply,
+        // the block included: a blocked key is never deleted.
         let charged = |state: &mut L| {
-            state
-                .charge(now, params, quantity)
+            block::charge(state, now, params, quantity)
                 .map_err(|e| Error::Arg(ArgError::Charge(e.0)))
         };
         let (decision, name) = match (key.value(L::module_type()), self.op) {
@@ -315,14 +316,14 @@ impl Visit for AdjustKey<'_, '_> {
             (Held::Nothing, Adjust::Refund) => return Ok(L::default().decide(now, params, 0).0),
             (Held::Ours(state), Adjust::Refund) => {
                 if quantity == 0 {
-                    return Ok(state.decide(now, params, 0).0);
+                    return Ok(block::peek(state, now, params));
                 }
-                state.refund(now, params, quantity);
-                (state.decide(now, params, 0).0, "REFUND")
+                block::refund(state, now, params, quantity);
+                (block::peek(state, now, params), "REFUND")
             }
             (Held::Ours(state), Adjust::Charge) => {
                 charged(state)?;
-                (state.decide(now, params, 0).0, "CHARGE")
+                (block::peek(state, now, params), "CHARGE")
             }
             (Held::Nothing, Adjust::Charge) => {
                 let mut state = L::default();

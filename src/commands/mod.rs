@@ -122,7 +122,8 @@ mod tests {
                 "period",
                 "quantity",
                 "ms",
-                "maxwait"
+                "maxwait",
+                "BLOCK"
             ]
         );
         let slide = single::single_command::<SlideState>();

@@ -6,7 +6,8 @@ use arrayvec::ArrayVec;
 use super::flow::{arg_bytes, entry, propagate, recorded, Error, Outcome};
 use super::info::{self, Stat, Tally};
 use super::single::{
-    doc_options, doc_param, Commit, DecideKey, ExtendKey, PrefetchKey, ReplicateState, TurnKey,
+    doc_options, doc_param, Commit, DecideKey, Decided, ExtendKey, PrefetchKey, ReplicateState,
+    StartBlock, TurnKey,
 };
 use crate::args::{self, LimitSpec, MAX_KEYS};
 use crate::core::{wait, Decision, Nanos, Retry};
@@ -211,15 +212,18 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
         }
     }
     let mut decisions: ArrayVec<Decision, MAX_KEYS> = ArrayVec::new();
+    let mut blocks: ArrayVec<Decided, MAX_KEYS> = ArrayVec::new();
     for ((limit, spec), &book) in limits.iter_mut().zip(&specs).zip(&bookings) {
-        decisions.push(spec.spec.visit(DecideKey {
+        let decided = spec.spec.visit(DecideKey {
             key: &mut limit.key,
             now,
             quantity: quantity(spec),
             id,
             book,
             stage: takes.then_some(&mut limit.staged),
-        })?);
+        })?;
+        decisions.push(decided.decision);
+        blocks.push(decided);
     }
     let allowed = decisions
         .iter()
@@ -227,18 +231,30 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
         .all(|(d, l)| l.shadow || !d.limited);
 
     if takes {
-        for ((limit, spec), decision) in limits.iter_mut().zip(&specs).zip(&decisions) {
+        for ((limit, spec), decided) in limits.iter_mut().zip(&specs).zip(&blocks) {
             let key = &mut limit.key;
+            let decision = &decided.decision;
             if allowed && !decision.limited {
                 if limit.staged.take(Commit { key }, Ok(false))? {
                     recorded(key, decision.reset_at);
                     limit.changed = true;
                 }
             } else if quantity(spec) > 0 {
-                limit.changed = spec.spec.visit(ExtendKey { key, now });
+                // Every refusing limit with BLOCK blocks its own key; the
+                // others only keep the expiry rule of a limited request.
+                if let Some(end) = decided.starts {
+                    spec.spec.visit(StartBlock { key, end })?;
+                    recorded(key, decision.reset_at);
+                    limit.changed = true;
+                } else {
+                    limit.changed = spec.spec.visit(ExtendKey { key, now });
+                }
                 if decision.limited && !spec.shadow {
                     key.notify(c"rl.limited");
                 }
+            }
+            if options.at.is_none() {
+                decided.count();
             }
         }
         if options.at.is_none() {
@@ -250,7 +266,7 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
                 for (limit, spec) in limits.iter_mut().zip(&specs) {
                     if limit.changed {
                         let key = &mut limit.key;
-                        spec.spec.visit(ReplicateState { ctx, key });
+                        spec.spec.visit(ReplicateState { ctx, key, now });
                     }
                 }
             }

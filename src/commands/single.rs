@@ -13,7 +13,7 @@ use super::flow::{
 use super::info::{self, Stat, Tally};
 use crate::args::{self, Bounds, Request};
 use crate::core::throttle::ThrottleState;
-use crate::core::{Decision, Nanos, Param, ParamKind, Retry, TimeUnit};
+use crate::core::{block, Decision, Nanos, Param, ParamKind, Retry, TimeUnit};
 use crate::kinds::{Listed, Staged, Visit, VisitUpdate};
 use crate::server::{
     handler, Access, ArgType, Argv, Command, CommandDef, Ctx, DocArg, Held, Key, Keys,
@@ -84,7 +84,8 @@ pub(super) fn doc_options(options: &'static [Param]) -> impl Iterator<Item = Doc
 }
 
 /// The most arguments after the key that any valid call has, and then some.
-const MAX_ARGS: usize = 10;
+/// (RL.SLIDE's: limit window quantity MS PRECISION d BLOCK b AT ns.)
+const MAX_ARGS: usize = 12;
 
 /// `RL.<NAME> key <parameters> [id] [quantity] [MS] [options]`: the
 /// command of every kind.
@@ -170,7 +171,9 @@ fn decide_in<L: Listed>(
     request: &Asked<'_>,
 ) -> (Decision, Option<L::Update>) {
     let (quantity, id) = (request.quantity, request.id);
-    if let Some(max_wait) = request.max_wait {
+    // A blocked key refuses whatever MAXWAIT says (`block::decide_from`
+    // holds the kind's own decision).
+    if let Some(max_wait) = request.max_wait.filter(|_| block::blocked_at(state, now).is_none()) {
         let own = state.turn(now, params, quantity);
         if let Some(turn) = crate::core::wait::booking(None, own, now, max_wait) {
             return state.book(now, turn, params, quantity);
@@ -189,32 +192,55 @@ fn limit<'a, L: Listed>(
 ) -> Result<Outcome, Error> {
     let takes = request.quantity > 0;
     let now = request.at.unwrap_or_else(clock::now);
-    let (decision, changed) = match key.value(L::module_type()) {
+    // An allowed request records its units; a refusal that starts a block
+    // (BLOCK) records the block, the one write a refusal makes.
+    let (decided, changed) = match key.value(L::module_type()) {
         Held::Ours(state) => {
-            let (decision, update) = decide_in(state, now, params, &request);
-            let changed = match update {
-                Some(update) => {
+            let own = decide_in(state, now, params, &request);
+            let mut decided = block::decide_from(state, now, params, request.quantity, own);
+            let update = decided.update.take();
+            let decided = Decided::from(decided);
+            let reset_at = decided.decision.reset_at;
+            let changed = match (update, decided.starts) {
+                (Some(update), _) => {
                     state.apply(update);
-                    recorded(&key, decision.reset_at);
+                    recorded(&key, reset_at);
                     true
                 }
-                None => decision.limited && takes && extend_expiry(&key, decision.reset_at),
+                (None, Some(end)) => {
+                    state.set_blocked_until(end);
+                    recorded(&key, reset_at);
+                    true
+                }
+                (None, None) => decided.decision.limited && takes && extend_expiry(&key, reset_at),
             };
-            (decision, changed)
+            (decided, changed)
         }
         held => {
             let other = matches!(held, Held::Other);
             let mut state = new_state::<L>(&key, other)?;
-            let (decision, update) = decide_in(&state, now, params, &request);
-            let changed = update.is_some();
+            let own = decide_in(&state, now, params, &request);
+            let mut decided = block::decide_from(&state, now, params, request.quantity, own);
+            let update = decided.update.take();
+            let decided = Decided::from(decided);
+            let changed = update.is_some() || decided.starts.is_some();
             if let Some(update) = update {
                 state.apply(update);
-                store(&mut key, state)?;
-                recorded(&key, decision.reset_at);
             }
-            (decision, changed)
+            if let Some(end) = decided.starts {
+                state.set_blocked_until(end);
+            }
+            if changed {
+                store(&mut key, state)?;
+                recorded(&key, decided.decision.reset_at);
+            }
+            (decided, changed)
         }
     };
+    let decision = decided.decision;
+    if request.at.is_none() && takes {
+        decided.count();
+    }
     if changed {
         propagate_change::<L>(ctx, &mut key, L::NAME, argv, request.at, now);
     }
@@ -227,6 +253,38 @@ fn limit<'a, L: Listed>(
     }
     ctx.reply_integers(&decision.reply(now, request.unit));
     Ok(Outcome::of(request.at, decision.limited))
+}
+
+/// A limit decided with its block (`block::Blocking` without the update).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Decided {
+    pub decision: Decision,
+    /// The end of the block the refusal starts.
+    pub starts: Option<Nanos>,
+    /// Whether the key was blocked already.
+    pub blocked: bool,
+}
+
+impl<U> From<block::Blocking<U>> for Decided {
+    fn from(b: block::Blocking<U>) -> Decided {
+        Decided {
+            decision: b.decision,
+            starts: b.starts,
+            blocked: b.blocked,
+        }
+    }
+}
+
+impl Decided {
+    /// Counts, in INFO, the block this client's request started or the
+    /// refusal its key's block answered.
+    pub(super) fn count(&self) {
+        if self.starts.is_some() {
+            info::block_started();
+        } else if self.blocked {
+            info::blocked_refusal();
+        }
+    }
 }
 
 /// Decides one limit of a several-limit call on its open key, changing
@@ -243,26 +301,55 @@ pub(super) struct DecideKey<'k, 'a, 'i> {
 }
 
 impl Visit for DecideKey<'_, '_, '_> {
-    type Out = Result<Decision, Error>;
+    type Out = Result<Decided, Error>;
 
     fn visit<L: Listed>(self, params: &L::Params) -> Self::Out {
         let (now, quantity, id) = (self.now, self.quantity, self.id);
         let decide = |state: &L| match self.book {
-            Some(at) => state.book(now, at, params, quantity),
-            None => state.decide_as(now, params, quantity, id),
+            Some(at) if block::blocked_at(state, now).is_none() => state.book(now, at, params, quantity),
+            _ => state.decide_as(now, params, quantity, id),
         };
-        let (decision, update) = match self.key.value(L::module_type()) {
-            Held::Ours(state) => decide(state),
+        let mut decided = match self.key.value(L::module_type()) {
+            Held::Ours(state) => block::decide_from(state, now, params, quantity, decide(state)),
             held => {
                 let other = matches!(held, Held::Other);
-                decide(&new_state::<L>(self.key, other)?)
+                let state = new_state::<L>(self.key, other)?;
+                block::decide_from(&state, now, params, quantity, decide(&state))
             }
         };
-        if let (Some(update), Some(stage)) = (update, self.stage) {
+        if let (Some(update), Some(stage)) = (decided.update.take(), self.stage) {
             // Written in place: the enum is as large as the largest update.
             *stage = L::staged(update);
         }
-        Ok(decision)
+        Ok(Decided::from(decided))
+    }
+}
+
+/// In a refused several-limit call, starts the block a refusing limit
+/// with BLOCK starts on its key, open for writing (on its state, or on a
+/// new one).
+pub(super) struct StartBlock<'k, 'a> {
+    pub key: &'k mut Key<'a>,
+    pub end: Nanos,
+}
+
+impl Visit for StartBlock<'_, '_> {
+    type Out = Result<(), Error>;
+
+    fn visit<L: Listed>(self, _params: &L::Params) -> Self::Out {
+        let key = self.key;
+        match key.value(L::module_type()) {
+            Held::Ours(state) => {
+                state.set_blocked_until(self.end);
+                Ok(())
+            }
+            held => {
+                let other = matches!(held, Held::Other);
+                let mut state = new_state::<L>(key, other)?;
+                state.set_blocked_until(self.end);
+                store(key, state)
+            }
+        }
     }
 }
 
@@ -334,6 +421,7 @@ impl Visit for PrefetchKey<'_, '_> {
 pub(super) struct ReplicateState<'k, 'a> {
     pub ctx: Ctx<'a>,
     pub key: &'k mut Key<'a>,
+    pub now: Nanos,
 }
 
 impl Visit for ReplicateState<'_, '_> {
@@ -341,7 +429,7 @@ impl Visit for ReplicateState<'_, '_> {
 
     fn visit<L: Listed>(self, _params: &L::Params) {
         if L::REPLICATES_STATE {
-            replicate_state::<L>(self.ctx, self.key);
+            replicate_state::<L>(self.ctx, self.key, self.now);
         }
     }
 }
@@ -358,7 +446,7 @@ impl Visit for ExtendKey<'_, '_> {
 
     fn visit<L: Listed>(self, params: &L::Params) -> bool {
         let reset_at = match self.key.value(L::module_type()) {
-            Held::Ours(state) => state.decide(self.now, params, 0).0.reset_at,
+            Held::Ours(state) => block::peek(state, self.now, params).reset_at,
             _ => return false,
         };
         extend_expiry(self.key, reset_at)

@@ -11,6 +11,7 @@
 //! `tests/`.
 #![forbid(unsafe_code)]
 
+pub mod block;
 pub mod codec;
 pub mod decision;
 pub mod lease;
@@ -146,6 +147,24 @@ pub trait Kind: Clone + Default + Sized + 'static {
     /// Records an update that `decide` produced on this same state.
     fn apply(&mut self, update: Self::Update);
 
+    /// How long a refusal under these parameters blocks the key (the
+    /// `BLOCK` option, [`block`]); `None` without it, and always for a
+    /// kind that takes no BLOCK.
+    fn block_of(_params: &Self::Params) -> Option<Nanos> {
+        None
+    }
+
+    /// The end of the block this state holds (it blocks while `now` is
+    /// before it); `Nanos::ZERO` when none was ever started. Kinds that
+    /// take no BLOCK hold none.
+    fn blocked_until(&self) -> Nanos {
+        Nanos::ZERO
+    }
+
+    /// Sets the end of the state's block (`Nanos::ZERO`: none). Called
+    /// only for kinds whose parameters can carry a block.
+    fn set_blocked_until(&mut self, _end: Nanos) {}
+
     /// Gives back up to `quantity` recorded units at `now` (a request that
     /// failed downstream): the newest units go first, and nothing is ever
     /// given back that was not recorded, so the state never counts fewer
@@ -177,9 +196,26 @@ pub trait Kind: Clone + Default + Sized + 'static {
     /// DIGEST. It is a promise: saved files must keep loading.
     fn encode(&self) -> Vec<u8>;
 
-    /// The payload of `RL.STATE`: `TAG`, then the encoding.
-    fn tagged(&self) -> Vec<u8> {
-        let body = self.encode();
+    /// What RDB saves at `now`: the encoding, followed by the block
+    /// trailer when the state is blocked at `now` (a state holding no
+    /// unexpired block saves exactly `encode`'s bytes:
+    /// docs/DESIGN.md#persistence).
+    fn persist(&self, now: Nanos) -> Vec<u8> {
+        let mut bytes = self.encode();
+        block::append_trailer(self, now, &mut bytes);
+        bytes
+    }
+
+    /// Reads what `persist` wrote: a state, with its block if it has the
+    /// trailer.
+    fn restore(bytes: &[u8]) -> Result<Self, DecodeError> {
+        block::restore(bytes)
+    }
+
+    /// The payload of `RL.STATE` at `now`: `TAG`, then what `persist`
+    /// writes.
+    fn tagged(&self, now: Nanos) -> Vec<u8> {
+        let body = self.persist(now);
         let mut out = Vec::with_capacity(body.len() + 1);
         out.push(Self::TAG);
         out.extend_from_slice(&body);
@@ -197,10 +233,10 @@ pub trait Kind: Clone + Default + Sized + 'static {
     }
 
     /// Reads a payload of the format named by `tag`: `TAG` (today's
-    /// format) or one of `LEGACY`'s.
+    /// format, with or without the block trailer) or one of `LEGACY`'s.
     fn decode_tagged(tag: u8, bytes: &[u8]) -> Result<Self, DecodeError> {
         if tag == Self::TAG {
-            Self::decode(bytes)
+            Self::restore(bytes)
         } else if Self::LEGACY.iter().any(|&(_, t)| t == tag) {
             Self::decode_legacy(tag, bytes)
         } else {

@@ -73,8 +73,8 @@ use super::codec::{Reader, Writer};
 use super::decision::{Decision, Retry};
 use super::time::Nanos;
 use super::{
-    millis, Ceiling, ChargeError, DecodeError, Detail, Kind, Param, ParamError, ParamKind, Value,
-    MAX_DURATION,
+    block, millis, Ceiling, ChargeError, DecodeError, Detail, Kind, Param, ParamError, ParamKind,
+    Value, MAX_DURATION,
 };
 
 /// The most slices a window may have.
@@ -90,6 +90,8 @@ const CHARGE_RULE: &str = "would take the units a SLICE key holds past 429496729
 pub struct SliceParams {
     limit: u64,
     geometry: Geometry,
+    /// BLOCK: how long a refusal blocks the key.
+    block: Option<Nanos>,
 }
 
 impl SliceParams {
@@ -97,9 +99,16 @@ impl SliceParams {
     /// and `slices` ns `<= window <= MAX_DURATION`.
     pub fn new(limit: u64, window: Nanos, slices: u64) -> Option<SliceParams> {
         let geometry = Geometry::new(window.get(), slices)?;
-        (1..=MAX_LIMIT)
-            .contains(&limit)
-            .then_some(SliceParams { limit, geometry })
+        (1..=MAX_LIMIT).contains(&limit).then_some(SliceParams {
+            limit,
+            geometry,
+            block: None,
+        })
+    }
+
+    /// The same parameters with the BLOCK option (`None`: without).
+    pub fn with_block(self, block: Option<Nanos>) -> SliceParams {
+        SliceParams { block, ..self }
     }
 }
 
@@ -212,6 +221,8 @@ pub struct SliceState {
     counters: Box<[u32]>,
     /// Derived, not persisted: absolute index of the oldest non-empty slice.
     oldest: u64,
+    /// The end of the key's block (BLOCK); zero: none was started.
+    blocked: Nanos,
 }
 
 /// Equal logical content: geometry, head and counters (the derived fields
@@ -222,6 +233,7 @@ impl PartialEq for SliceState {
             && self.head == other.head
             && self.head_count == other.head_count
             && self.counters == other.counters
+            && self.blocked == other.blocked
     }
 }
 
@@ -261,6 +273,7 @@ impl Kind for SliceState {
         Param::of("window", ParamKind::Duration),
         Param::capped("slices", 1, MAX_SLICES, Some(Ceiling::Slices)),
     ];
+    const OPTIONS: &'static [Param] = &[block::BLOCK];
 
     fn params(values: &[Value<'_>]) -> Result<SliceParams, ParamError> {
         let [limit, window, slices] = Value::numbers(values)?;
@@ -270,7 +283,21 @@ impl Kind for SliceState {
         if !(1..=MAX_SLICES).contains(&slices) {
             return Err(ParamError::Param(2));
         }
-        SliceParams::new(limit, Nanos::new(window), slices).ok_or(ParamError::Param(1))
+        let params =
+            SliceParams::new(limit, Nanos::new(window), slices).ok_or(ParamError::Param(1))?;
+        Ok(params.with_block(block::option(values, 3)))
+    }
+
+    fn block_of(params: &SliceParams) -> Option<Nanos> {
+        params.block
+    }
+
+    fn blocked_until(&self) -> Nanos {
+        self.blocked
+    }
+
+    fn set_blocked_until(&mut self, end: Nanos) {
+        self.blocked = end;
     }
 
     /// Decides one request at `now`. Pure: returns `Some(update)` only when
@@ -323,6 +350,7 @@ impl Kind for SliceState {
                 head_count: 0,
                 counters: vec![0; len].into_boxed_slice(),
                 oldest: head,
+                blocked: Nanos::ZERO,
             };
         }
         self.advance(head);
@@ -511,6 +539,7 @@ impl Kind for SliceState {
             head_count: 0,
             counters: counters.into_boxed_slice(),
             oldest: 0,
+            blocked: Nanos::ZERO,
         };
         state.load_head();
         state.oldest = state.first_non_empty(head.saturating_sub(slices));
@@ -691,6 +720,7 @@ impl SliceState {
             head_count: 0,
             counters: counters.into_boxed_slice(),
             oldest: 0,
+            blocked: self.blocked,
         };
         state.load_head();
         state.oldest = state.first_non_empty(oldest_held);

@@ -29,8 +29,8 @@
 use super::codec::{Reader, Writer};
 use super::time::Nanos;
 use super::{
-    millis, ChargeError, Decision, DecodeError, Detail, Kind, Param, ParamError, ParamKind, Retry,
-    Value, MAX_DURATION,
+    block, millis, ChargeError, Decision, DecodeError, Detail, Kind, Param, ParamError, ParamKind,
+    Retry, Value, MAX_DURATION,
 };
 
 /// The largest `max_burst`. (A request's quantity has its own bound in the
@@ -59,6 +59,8 @@ pub struct ThrottleParams {
     period: u64,
     /// `τ` in scaled units: `capacity × period`.
     tolerance: u128,
+    /// BLOCK: how long a refusal blocks the key.
+    block: Option<Nanos>,
 }
 
 /// Why `ThrottleParams::new` refused its arguments.
@@ -100,7 +102,13 @@ impl ThrottleParams {
             count,
             period,
             tolerance,
+            block: None,
         })
+    }
+
+    /// The same parameters with the BLOCK option (`None`: without).
+    pub fn with_block(self, block: Option<Nanos>) -> ThrottleParams {
+        ThrottleParams { block, ..self }
     }
 
     fn scale(&self, t: Nanos) -> u128 {
@@ -135,6 +143,8 @@ pub struct ThrottleState {
     whole: Nanos,
     frac: u32,
     den: u32,
+    /// The end of the key's block (BLOCK); zero: none was started.
+    blocked: Nanos,
 }
 
 impl Default for ThrottleState {
@@ -163,6 +173,7 @@ impl ThrottleState {
             // The remainder is below `count`, which is a u32.
             frac: u32::try_from(scaled % c).unwrap_or(u32::MAX),
             den: params.count,
+            blocked: Nanos::ZERO,
         }
     }
 
@@ -187,6 +198,7 @@ impl ThrottleState {
             whole,
             frac,
             den: params.count,
+            blocked: Nanos::ZERO,
         }
     }
 
@@ -196,6 +208,7 @@ impl ThrottleState {
             whole,
             frac: 0,
             den: 1,
+            blocked: Nanos::ZERO,
         }
     }
 }
@@ -204,7 +217,12 @@ impl ThrottleState {
 impl ThrottleState {
     /// A TAT of these parts, even parts no valid state holds.
     pub(super) fn from_parts(whole: Nanos, frac: u32, den: u32) -> ThrottleState {
-        ThrottleState { whole, frac, den }
+        ThrottleState {
+            whole,
+            frac,
+            den,
+            blocked: Nanos::ZERO,
+        }
     }
 
     /// The parts: `(whole, frac, den)`.
@@ -230,6 +248,7 @@ impl Kind for ThrottleState {
         Param::integer("count", 1, MAX_COUNT),
         Param::of("period", ParamKind::Duration),
     ];
+    const OPTIONS: &'static [Param] = &[block::BLOCK];
 
     /// A redis-cell key: its TAT as a decimal count of nanoseconds, which
     /// RL.THROTTLE adopts under the `cell-alias` option.
@@ -242,12 +261,26 @@ impl Kind for ThrottleState {
 
     fn params(values: &[Value<'_>]) -> Result<ThrottleParams, ParamError> {
         let [max_burst, count, period] = Value::numbers(values)?;
-        ThrottleParams::new(max_burst, count, Nanos::new(period)).map_err(|e| match e {
-            ThrottleParamError::MaxBurst => ParamError::Param(0),
-            ThrottleParamError::Count => ParamError::Param(1),
-            ThrottleParamError::Period => ParamError::Param(2),
-            ThrottleParamError::Tolerance => ParamError::Joint(TOLERANCE_RULE),
-        })
+        let params =
+            ThrottleParams::new(max_burst, count, Nanos::new(period)).map_err(|e| match e {
+                ThrottleParamError::MaxBurst => ParamError::Param(0),
+                ThrottleParamError::Count => ParamError::Param(1),
+                ThrottleParamError::Period => ParamError::Param(2),
+                ThrottleParamError::Tolerance => ParamError::Joint(TOLERANCE_RULE),
+            })?;
+        Ok(params.with_block(block::option(values, 3)))
+    }
+
+    fn block_of(params: &ThrottleParams) -> Option<Nanos> {
+        params.block
+    }
+
+    fn blocked_until(&self) -> Nanos {
+        self.blocked
+    }
+
+    fn set_blocked_until(&mut self, end: Nanos) {
+        self.blocked = end;
     }
 
     /// Decides a request against this TAT (the default, 0, for a missing
@@ -432,6 +465,7 @@ impl Kind for ThrottleState {
             whole: Nanos::new(r.u64()?),
             frac: r.u32()?,
             den: r.u32()?,
+            blocked: Nanos::ZERO,
         };
         r.finish()?;
         if tat.den == 0 {

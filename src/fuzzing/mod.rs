@@ -28,7 +28,7 @@ use crate::core::slice::SliceState;
 use crate::core::slide::SlideState;
 use crate::core::throttle::ThrottleState;
 use crate::core::{
-    Ceiling, Decision, Detail, Kind, Nanos, Param, ParamKind, Retry, TimeUnit, Value,
+    block, Ceiling, Decision, Detail, Kind, Nanos, Param, ParamKind, Retry, TimeUnit, Value,
     MAX_DURATION_SECONDS,
 };
 use crate::kinds::{Listed, Visit, KINDS};
@@ -222,13 +222,22 @@ fn check_decision(d: &Decision, update: bool, now: Nanos, quantity: u64) {
 
 /// The state survives persistence: it encodes to bytes that decode to the
 /// same state, and encode again to the same bytes; its memory is counted.
-/// (Not the empty state, a missing key, which is never stored.)
+/// (Not the empty state, a missing key, which is never stored.) Saved at
+/// the epoch, so that a block is kept (its trailer, `block::TRAILER`); a
+/// state without one saves exactly `encode`'s bytes.
 fn check_round_trip<L: Kind + PartialEq>(state: &L) {
     if *state == L::default() {
         return;
     }
-    let bytes = state.encode();
-    let back = match L::decode(&bytes) {
+    let bytes = state.persist(Nanos::ZERO);
+    if state.blocked_until() == Nanos::ZERO {
+        assert_eq!(
+            bytes,
+            state.encode(),
+            "an unblocked state saves another format"
+        );
+    }
+    let back = match L::restore(&bytes) {
         Ok(back) => back,
         Err(e) => panic!(
             "a state's own encoding ({} bytes) is refused: {e:?}",
@@ -241,7 +250,7 @@ fn check_round_trip<L: Kind + PartialEq>(state: &L) {
         bytes.len()
     );
     assert_eq!(
-        back.encode(),
+        back.persist(Nanos::ZERO),
         bytes,
         "encodes differently after a round trip"
     );
@@ -262,7 +271,7 @@ fn check_reset<L: Kind>(state: &L, params: &L::Params, d: &Decision, now: Nanos,
         return;
     }
     for quantity in [0, 1, d.limit] {
-        let kept = state.decide_as(at, params, quantity, id).0;
+        let kept = block::decide(state, at, params, quantity, id).decision;
         let empty = L::default().decide_as(at, params, quantity, id).0;
         assert_eq!(
             (kept.limited, kept.remaining),
@@ -280,7 +289,7 @@ fn check_retry<L: Kind>(state: &L, params: &L::Params, d: &Decision, quantity: u
         if at == Nanos::MAX {
             return;
         }
-        let then = state.decide_as(at, params, quantity, id).0;
+        let then = block::decide(state, at, params, quantity, id).decision;
         assert!(
             !then.limited,
             "still limited at the promised {at:?}: {then:?}"
@@ -331,13 +340,32 @@ fn exercise<L: Kind + PartialEq>(
                     2 => limit.saturating_add(1).min(MAX_QUANTITY),
                     _ => s.pick(0, MAX_QUANTITY.min(limit.saturating_mul(2))),
                 };
-                let (d, update) = state.decide_as(now, p, quantity, id);
+                let decided = block::decide(&state, now, p, quantity, id);
+                let (d, update) = (decided.decision, decided.update);
                 check_decision(&d, update.is_some(), now, quantity);
+                if let Some(end) = decided.starts {
+                    // A refusal that blocks: until `now + BLOCK`, never
+                    // before its own retry's instant is in the answer.
+                    assert!(d.limited && !decided.blocked && update.is_none());
+                    assert!(end > now || end == Nanos::MAX, "{end:?} {now:?}");
+                    assert!(d.reset_at >= end && d.remaining == 0, "{d:?}");
+                    state.set_blocked_until(end);
+                    check_round_trip(&state);
+                    // (At `Nanos::MAX`, in 2554, the block ends at once.)
+                    if end > now {
+                        let again = block::decide(&state, now, p, quantity, id);
+                        assert_eq!(
+                            again.decision.retry, d.retry,
+                            "a block answers as it started"
+                        );
+                        assert!(again.blocked && again.starts.is_none());
+                    }
+                }
                 check_retry(&state, p, &d, quantity, id);
                 if let Some(update) = update {
                     state.apply(update);
                     check_round_trip(&state);
-                    let after = state.decide_as(now, p, 0, id).0;
+                    let after = block::peek(&state, now, p);
                     assert_eq!(after.reset_at, d.reset_at, "the reset moved");
                 }
                 check_reset(&state, p, &d, now, id);
@@ -348,17 +376,21 @@ fn exercise<L: Kind + PartialEq>(
             }
             // A peek, and RL.INSPECT.
             3 => {
-                let (d, update) = state.decide_as(now, p, 0, id);
+                let decided = block::decide(&state, now, p, 0, id);
+                let (d, update) = (decided.decision, decided.update);
+                assert!(decided.starts.is_none(), "a peek started a block");
                 check_decision(&d, update.is_some(), now, 0);
                 check_reset(&state, p, &d, now, id);
-                inspect_details(&state.inspect(now));
+                inspect_details(&block::inspect(&state, now));
                 marks.push(d.reset_at);
             }
             // RL.REFUND: never fewer units remain than before.
             4 if L::REFUNDS => {
-                let before = state.decide(now, p, 0).0;
-                state.refund(now, p, s.pick(0, MAX_QUANTITY));
-                let after = state.decide(now, p, 0).0;
+                let before = block::peek(&state, now, p);
+                let blocked = state.blocked_until();
+                block::refund(&mut state, now, p, s.pick(0, MAX_QUANTITY));
+                assert_eq!(state.blocked_until(), blocked, "a refund lifted a block");
+                let after = block::peek(&state, now, p);
                 check_decision(&after, false, now, 0);
                 assert!(
                     after.remaining >= before.remaining,
@@ -370,11 +402,12 @@ fn exercise<L: Kind + PartialEq>(
             // RL.CHARGE: records or, past a counter's maximum, changes
             // nothing; never more units remain than before.
             5 if L::REFUNDS => {
-                let before = state.decide(now, p, 0).0;
+                let before = block::peek(&state, now, p);
                 let kept = state.clone();
-                match state.charge(now, p, s.pick(1, MAX_QUANTITY)) {
+                match block::charge(&mut state, now, p, s.pick(1, MAX_QUANTITY)) {
                     Ok(()) => {
-                        let after = state.decide(now, p, 0).0;
+                        assert_eq!(state.blocked_until(), kept.blocked_until());
+                        let after = block::peek(&state, now, p);
                         check_decision(&after, false, now, 0);
                         assert!(
                             after.remaining <= before.remaining,
@@ -441,14 +474,18 @@ fn state<L: Kind + PartialEq>(data: &[u8], release: impl Fn(&mut L, Nanos, &[u8]
     let formats = 1 + L::LEGACY.len();
     let format = usize::from(s.u8()) % formats;
     let decoded = match format {
-        0 => L::decode(payload),
+        0 => L::restore(payload),
         i => L::decode_legacy(L::LEGACY[i - 1].1, payload),
     };
     let Ok(state) = decoded else { return };
     check_round_trip(&state);
     if format == 0 && !renamed(&state) {
         // One encoding per state: what was accepted is what it encodes to.
-        assert_eq!(state.encode(), payload, "accepted a non-canonical encoding");
+        assert_eq!(
+            state.persist(Nanos::ZERO),
+            payload,
+            "accepted a non-canonical encoding"
+        );
     }
     exercise(state, &mut s, release);
 }
@@ -560,7 +597,7 @@ pub fn args_limiter(data: &[u8]) {
 
 /// The most words after the key that a limiter command passes to its
 /// reader (more is an error before reading).
-const MAX_LIMITER_WORDS: usize = 10;
+const MAX_LIMITER_WORDS: usize = 12;
 
 fn limiter_args<L: Kind + PartialEq>(first: u8, words: &[&[u8]]) {
     let (trusted, bounds) = flags(first);

@@ -20,6 +20,10 @@
 //! | `rl-slide-` | 2 | `M` | entries (µs) and the clock (ns), varints; with PRECISION, the newest entry's first unit after them (`SlideState::encode`) |
 //! | `rl-slide-` | 1 (read only) | `L` | u64 count, one u64 ns per unit |
 //! | `rl-slice-` | 1 | `S` | window, slices, head, counters |
+//!
+//! A key blocked when it is saved (BLOCK) is saved as its format followed
+//! by the block trailer (`core::block`), under the same version and tag;
+//! a key holding no running block is saved as before, byte for byte.
 
 use std::ffi::{c_int, c_void};
 use std::marker::PhantomData;
@@ -30,13 +34,16 @@ use redis_module::native_types::RedisType;
 use redis_module::raw::{self, RedisModuleType};
 
 use super::api::{api, Api, LoadCtx};
-use crate::core::{DecodeError, Kind};
+use crate::core::{DecodeError, Kind, Nanos};
 
 /// A state stored in keys as a custom data type: its `Kind` and the
 /// one static that holds its type (made by the table of kinds).
 pub trait Stored: Kind {
     /// Its custom data type.
     fn module_type() -> &'static ModuleType<Self>;
+    /// The clock's reading when a callback saves a value: whether a block
+    /// is still running decides what is written (`Kind::persist`).
+    fn now() -> Nanos;
 }
 
 /// A custom data type's server handle, tied to the Rust type of its values:
@@ -152,7 +159,7 @@ fn decoder_of<T: Stored>(encver: c_int) -> Option<impl Fn(&[u8]) -> Result<T, De
         Some(tag)
     };
     Some(move |bytes: &[u8]| match legacy {
-        None => T::decode(bytes),
+        None => T::restore(bytes),
         Some(tag) => T::decode_legacy(tag, bytes),
     })
 }
@@ -183,7 +190,7 @@ extern "C" fn rdb_save<T: Stored>(rdb: *mut raw::RedisModuleIO, value: *mut c_vo
     guarded((), |api| {
         // SAFETY: the server passes a value of this type.
         if let Some(state) = unsafe { value_ref::<T>(value) } {
-            let bytes = state.encode();
+            let bytes = state.persist(T::now());
             // SAFETY: `rdb` is the server's saving stream.
             unsafe { (api.save_string_buffer)(rdb, bytes.as_ptr().cast(), bytes.len()) };
         }
@@ -198,7 +205,7 @@ extern "C" fn aof_rewrite<T: Stored>(
     guarded((), |api| {
         // SAFETY: the server passes a value of this type.
         if let Some(state) = unsafe { value_ref::<T>(value) } {
-            let payload = state.tagged();
+            let payload = state.tagged(T::now());
             // SAFETY: 's' is a server string, 'b' a pointer and a length.
             unsafe {
                 (api.emit_aof)(
@@ -225,7 +232,7 @@ extern "C" fn digest<T: Stored>(md: *mut raw::RedisModuleDigest, value: *mut c_v
     guarded((), |api| {
         // SAFETY: the server passes a value of this type.
         if let Some(state) = unsafe { value_ref::<T>(value) } {
-            let payload = state.tagged();
+            let payload = state.tagged(T::now());
             // SAFETY: `md` is the server's digest context.
             unsafe {
                 (api.digest_add_string_buffer)(md, payload.as_ptr().cast(), payload.len());

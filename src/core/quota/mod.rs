@@ -56,8 +56,8 @@ pub use zone::{tzdb_version, Zone, MAX_ZONE_NAME};
 
 use super::codec::{Reader, Writer};
 use super::{
-    millis, ChargeError, Decision, DecodeError, Detail, Kind, Nanos, Param, ParamError, ParamKind,
-    Retry, Value,
+    block, millis, ChargeError, Decision, DecodeError, Detail, Kind, Nanos, Param, ParamError,
+    ParamKind, Retry, Value,
 };
 
 /// The largest `limit`: 10^15.
@@ -82,6 +82,8 @@ pub struct QuotaParams {
     pub limit: u64,
     pub unit: CalendarUnit,
     pub zone: Zone,
+    /// BLOCK: how long a refusal blocks the key.
+    pub block: Option<Nanos>,
 }
 
 /// What a calendar-quota key holds. The default, nothing used, is a
@@ -97,6 +99,8 @@ pub struct QuotaState {
     last: Nanos,
     unit: CalendarUnit,
     zone: Zone,
+    /// The end of the key's block (BLOCK); zero: none was started.
+    blocked: Nanos,
 }
 
 /// What an allowed request that takes units records: the key's next state.
@@ -305,6 +309,7 @@ impl QuotaState {
             last: Nanos::new(start + last),
             unit,
             zone,
+            blocked: Nanos::ZERO,
         })
     }
 
@@ -351,6 +356,7 @@ impl QuotaState {
                 last: now,
                 unit,
                 zone,
+                blocked: Nanos::ZERO,
             });
         };
         // A clock that went back records at the latest instant seen.
@@ -373,6 +379,7 @@ impl QuotaState {
             last,
             unit,
             zone,
+            blocked: Nanos::ZERO,
         })
     }
 }
@@ -388,12 +395,15 @@ impl Kind for QuotaState {
         Param::integer("limit", 1, MAX_LIMIT),
         Param::of("unit", ParamKind::Word(&CalendarUnit::WORDS)),
     ];
-    const OPTIONS: &'static [Param] = &[Param::of(
-        "TZ",
-        ParamKind::Text {
-            max: zone::MAX_ZONE_NAME,
-        },
-    )];
+    const OPTIONS: &'static [Param] = &[
+        Param::of(
+            "TZ",
+            ParamKind::Text {
+                max: zone::MAX_ZONE_NAME,
+            },
+        ),
+        block::BLOCK,
+    ];
     const REPLICATES_STATE: bool = true;
     const SUMMARY: &'static str = "Calendar quota (minute to year) in a time zone. Replies limited, limit, remaining, retry_after, reset_after.";
     const COMPLEXITY: &'static str =
@@ -410,7 +420,24 @@ impl Kind for QuotaState {
             Some(Value::Text(name)) => Zone::parse(name).map_err(ParamError::Unknown)?,
             _ => Zone::UTC,
         };
-        Ok(QuotaParams { limit, unit, zone })
+        Ok(QuotaParams {
+            limit,
+            unit,
+            zone,
+            block: block::option(values, 3),
+        })
+    }
+
+    fn block_of(params: &QuotaParams) -> Option<Nanos> {
+        params.block
+    }
+
+    fn blocked_until(&self) -> Nanos {
+        self.blocked
+    }
+
+    fn set_blocked_until(&mut self, end: Nanos) {
+        self.blocked = end;
     }
 
     fn decide(

@@ -174,6 +174,7 @@ impl SlideState {
             times,
             counts: None,
             clock: Nanos::ZERO,
+            blocked: Nanos::ZERO,
         })
     }
 

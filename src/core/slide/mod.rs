@@ -32,7 +32,7 @@ use std::mem;
 
 use super::time::Nanos;
 use super::{
-    millis, Ceiling, ChargeError, Decision, DecodeError, Detail, Kind, Param, ParamError,
+    block, millis, Ceiling, ChargeError, Decision, DecodeError, Detail, Kind, Param, ParamError,
     ParamKind, Retry, Value, MAX_DURATION,
 };
 use times::{Room, Times};
@@ -75,6 +75,8 @@ pub struct SlideParams {
     limit: u64,
     window: Nanos,
     precision: Nanos,
+    /// BLOCK: how long a refusal blocks the key.
+    block: Option<Nanos>,
 }
 
 /// The rule PRECISION's value breaks above the window.
@@ -89,7 +91,13 @@ impl SlideParams {
             limit,
             window,
             precision: Nanos::ZERO,
+            block: None,
         })
+    }
+
+    /// The same parameters with the BLOCK option (`None`: without).
+    pub fn with_block(self, block: Option<Nanos>) -> SlideParams {
+        SlideParams { block, ..self }
     }
 
     /// The same with PRECISION `d`: `None` unless `d <= window` and `d` is
@@ -136,6 +144,8 @@ pub struct SlideState {
     /// that recorded or refunded): at or after every unit's exact instant,
     /// in the newest entry's microsecond or later. Meaningless when empty.
     clock: Nanos,
+    /// The end of the key's block (BLOCK); zero: none was started.
+    blocked: Nanos,
 }
 
 /// The counted entries: those holding more than one unit.
@@ -204,7 +214,10 @@ impl Kind for SlideState {
         Param::capped("limit", 1, MAX_LIMIT, Some(Ceiling::SlideLimit)),
         Param::of("window", ParamKind::Duration),
     ];
-    const OPTIONS: &'static [Param] = &[Param::of("PRECISION", ParamKind::DurationOrZero)];
+    const OPTIONS: &'static [Param] = &[
+        Param::of("PRECISION", ParamKind::DurationOrZero),
+        block::BLOCK,
+    ];
 
     fn params(values: &[Value<'_>]) -> Result<SlideParams, ParamError> {
         let [limit, window, precision] = Value::numbers(values)?;
@@ -215,9 +228,22 @@ impl Kind for SlideState {
         if precision > window {
             return Err(ParamError::Joint(PRECISION_RULE));
         }
-        params
+        let params = params
             .with_precision(Nanos::new(precision))
-            .ok_or(ParamError::Param(2))
+            .ok_or(ParamError::Param(2))?;
+        Ok(params.with_block(block::option(values, 3)))
+    }
+
+    fn block_of(params: &SlideParams) -> Option<Nanos> {
+        params.block
+    }
+
+    fn blocked_until(&self) -> Nanos {
+        self.blocked
+    }
+
+    fn set_blocked_until(&mut self, end: Nanos) {
+        self.blocked = end;
     }
 
     /// Decides a request for `quantity` units at `now`. Pure: returns the
@@ -426,6 +452,7 @@ impl PartialEq for SlideState {
             && (self.times.is_empty() || self.clock == other.clock)
             && self.first_of_newest() == other.first_of_newest()
             && joined(self) == joined(other)
+            && self.blocked == other.blocked
     }
 }
 

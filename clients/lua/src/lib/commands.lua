@@ -22,14 +22,14 @@ end
 local function tobig(x) if type(x) == 'number' then return big(x) end return x end
 -- BLOCK: the decision on a key blocked until `e` (µs, after now), as the
 -- module's (src/core/block.rs): limited, remaining 0, nothing recorded;
--- retry the later of the block's end and the limiter's own (a peek: the
--- block's end; a request that can never fit: never); reset never before
--- the block's end.
+-- retry the later of the block's end and the limiter's own (a request of
+-- q >= 1 that can never fit: never; an allowed one, or a peek that could
+-- never fit: the block's end); reset never before the block's end.
 local function held_by_block(d, e, q)
   local off = off_us(e)
   local retry
-  if q == 0 or d.retry == nil then retry = off
-  elseif d.retry == 'never' then retry = 'never'
+  if d.retry == 'never' and q > 0 then retry = 'never'
+  elseif d.retry == nil or d.retry == 'never' then retry = off
   else retry = bmax(tobig(d.retry), off) end
   return {limited = true, limit = d.limit, remaining = 0, retry = retry, reset = bmax(tobig(d.reset), off)}
 end

@@ -49,6 +49,7 @@ fn params(limit: u64, unit: CalendarUnit, name: &str) -> QuotaParams {
         limit,
         unit,
         zone: zone(name),
+        block: None,
     }
 }
 
