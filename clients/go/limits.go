@@ -14,18 +14,18 @@ import (
 type Limit interface {
 	// Kind is the module's word for the kind: THROTTLE, SLIDE, SLICE, LEASE or QUOTA.
 	Kind() string
-	// Spec is the limit as a spec of RL.ALLOW, RL.PEEK and RL.REFUND: the
-	// kind's word, its numbers and its options.
+	// Spec is the limit as a spec of RL.ALLOW and RL.PEEK: the kind's
+	// word, its numbers and its options, BLOCK, UNITS and SHADOW last
+	// (RL.REFUND and RL.CHARGE are sent the spec without those three).
 	Spec() ([]any, error)
 	// PolicyWindow is the w of the RateLimit-Policy field, in seconds; 0
 	// for LEASE and QUOTA, which have none.
 	PolicyWindow() int64
-	// base is the spec without BLOCK, UNITS and SHADOW (RL.REFUND's and
-	// RL.CHARGE's); tail those options (BLOCK b, UNITS n, SHADOW).
-	base() ([]any, error)
-	tail() ([]any, error)
-	// appendSpec appends the spec to a: with tail, BLOCK, UNITS, SHADOW too.
+	// appendSpec appends the spec to a: without tail, as RL.REFUND and
+	// RL.CHARGE take it; with tail, BLOCK, UNITS and SHADOW too.
 	appendSpec(a []any, tail bool) ([]any, error)
+	// tail is those options (BLOCK b, UNITS n, SHADOW) alone.
+	tail() ([]any, error)
 	// args are the kind's numbers, own its options (PRECISION, TZ).
 	args() ([]any, error)
 	own() ([]any, error)
@@ -322,12 +322,6 @@ func (Lease) PolicyWindow() int64 { return 0 }
 
 // PolicyWindow is 0: a quota has none.
 func (Quota) PolicyWindow() int64 { return 0 }
-
-func (t Throttle) base() ([]any, error) { return t.appendSpec(nil, false) }
-func (s Slide) base() ([]any, error)    { return s.appendSpec(nil, false) }
-func (s Slice) base() ([]any, error)    { return s.appendSpec(nil, false) }
-func (l Lease) base() ([]any, error)    { return l.appendSpec(nil, false) }
-func (q Quota) base() ([]any, error)    { return q.appendSpec(nil, false) }
 
 // appendOptions appends the options every kind but LEASE takes after
 // its own: BLOCK b (milliseconds; 0 is none), UNITS n, SHADOW.
