@@ -1,8 +1,9 @@
 // The Go package's benchmark, side by side in one run (bench/README.md):
 // each typed call against a raw go-redis Do (or EvalSha) of the same
 // command line on the same client, in alternating rounds, one call at a
-// time; then httplimit's requests per second with and without the
-// limiter, and the RL.ALLOW calls it made per request (INFO commandstats).
+// time; then httplimit's requests per second beside a bare RL.ALLOW per
+// request and without a limiter, and the RL.ALLOW calls it made per
+// request (INFO commandstats).
 //
 //	go run . -port PORT [-rounds 100] [-calls 1000] [-http-rounds 6] [-seconds 3] [-clients 8]
 package main

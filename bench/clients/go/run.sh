@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The Go package's benchmark, side by side in one run (bench/README.md):
 # each typed call against a raw go-redis Do (EvalSha on the Lua backend)
-# of the same command line, and httplimit's requests per second with and
-# without the middleware. Needs the Go modules (make go-setup) and the
-# module (target/release, or RL_MODULE).
+# of the same command line, and httplimit's requests per second beside a
+# bare RL.ALLOW per request and no limiter. Needs the Go modules (make
+# go-setup) and the module (target/release, or RL_MODULE).
 #   bench/clients/go/run.sh [redis-server]
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
