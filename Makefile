@@ -72,7 +72,7 @@ DIST_PARTS := dist-module dist-deb dist-python dist-node
 FUZZ_SECONDS ?= 60
 
 .PHONY: deps setup node-tools build floor run test lint rust-lint python-lint node-lint \
-	conformance-lint unit integration clients $(CLIENTS) java-setup go-setup python-install python-test \
+	conformance-lint unit integration clients $(CLIENTS) java-setup go-setup go-driver python-install python-test \
 	node-install node-test conformance dist $(DIST_PARTS) test-dist test-package \
 	test-node lua-test lua-dist fuzz fuzz-seeds bench clean
 
@@ -236,33 +236,46 @@ java: setup java-setup build
 # downloads); then gofmt, go vet, staticcheck, and go test -race across
 # every server of SERVERS in one run (it reads REDIS_SERVERS); then
 # examples/go, which imports the package by its module path (a replace),
-# tested over a real port.
+# tested over a real port. The conformance driver (clients/conformance/
+# go_driver, make go-driver) and the benchmark (bench/clients/go) are
+# vetted here too.
 GO_BIN := $(CURDIR)/tmp/go/bin
+GO_DIRS := clients/go examples/go clients/conformance/go_driver bench/clients/go
 STATICCHECK_VERSION := v0.8.2
 go-setup: $(GO_BIN)/staticcheck
 	cd clients/go && go mod download
 	cd examples/go && go mod download
+	cd clients/conformance/go_driver && go mod download
+	cd bench/clients/go && go mod download
 $(GO_BIN)/staticcheck:
 	GOBIN=$(GO_BIN) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 go: go-setup build
-	@test -z "$$(gofmt -l clients/go examples/go)" || { gofmt -l clients/go examples/go; echo "gofmt: the files above"; exit 1; }
+	@test -z "$$(gofmt -l $(GO_DIRS))" || { gofmt -l $(GO_DIRS); echo "gofmt: the files above"; exit 1; }
 	cd clients/go && go vet ./... && $(GO_BIN)/staticcheck ./...
 	cd examples/go && go vet ./... && $(GO_BIN)/staticcheck ./...
+	cd clients/conformance/go_driver && go vet ./... && $(GO_BIN)/staticcheck ./...
+	cd bench/clients/go && go vet ./... && $(GO_BIN)/staticcheck ./...
 	cd clients/go && go test -race -count=1 ./...
-	cd examples/go && REDIS_SERVERS="$(firstword $(SERVERS))" go test -race -count=1 .
+	cd examples/go && REDIS_SERVERS="$(firstword $(SERVERS))" go test -race -count=1 ./...
 
 # The Lua backend's conformance suite (clients/conformance), with the Python
 # package installed from dist/ into the venv and the Node package from
-# dist/ into tmp/node (its executeLua, "node-lua"): the recorded cases on
+# dist/ into tmp/node (its executeLua, "node-lua"), the Go package through
+# its driver ("go-lua", make go-driver): the recorded cases on
 # Valkey 8.1.8 under a faked clock (module and both packages' scripts),
 # what holds without a faked clock on the four servers (its own list,
 # clients/conformance/harness.py's SERVERS), the randomized differential run, the two packages'
 # calendar arguments compared, 50 clients on one key, a replica.
-conformance: conformance-lint python-install node-install build
+conformance: conformance-lint python-install node-install go-driver build
 	python3 clients/lua/build.py --check
 	cd tmp && $(CURDIR)/$(PYVENV)/bin/pytest -q \
 		-p no:cacheprovider --rootdir $(CURDIR)/clients/conformance $(CURDIR)/clients/conformance
+
+# The Go package's conformance driver ("go-lua": clients/conformance/go_driver),
+# built against the package of this tree.
+go-driver: go-setup
+	cd clients/conformance/go_driver && go build -o $(GO_BIN)/conformance-driver .
 
 # The Lua backend's shipped script (clients/lua/dist/: ratelimit.lua and
 # manifest.json), assembled from its parts in clients/lua/src/ by
@@ -312,12 +325,13 @@ fuzz:
 fuzz-seeds:
 	cargo test --lib fuzzing::tests::write_seeds -- --ignored
 
-bench: build setup python-install node-install java-setup
+bench: build setup python-install node-install java-setup go-setup
 	cargo build --release --example floor
 	python3 bench --module $(MODULE) --floor target/release/examples/libfloor.so
 	$(PYVENV)/bin/python bench/clients/python_bench.py
 	NODE_PATH=$(CURDIR)/$(NODE_PREFIX)/node_modules node bench/clients/node_bench.js
 	bench/clients/java/run.sh $(firstword $(SERVERS))
+	bench/clients/go/run.sh $(firstword $(SERVERS))
 
 clean:
 	cargo clean

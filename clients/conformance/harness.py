@@ -5,8 +5,9 @@ without it); a faked-clock server runs under libfaketime, whose timestamp
 file is rewritten before each step (FAKETIME_NO_CACHE=1), so that `TIME`
 and the module's clock show the step's instant to the microsecond. The
 backends: "module" (the module's commands), "lua" (the Python package's
-lua_backend.execute) and "node-lua" (the Node package's executeLua, through
-node_driver.js). Everything missing (a server, the module, libfaketime,
+lua_backend.execute), "node-lua" (the Node package's executeLua, through
+node_driver.js) and "go-lua" (the Go package's Lua backend, through
+go_driver/, built into tmp/go/bin by make go-driver). Everything missing (a server, the module, libfaketime,
 node, a package) fails loudly with the command that installs it.
 """
 
@@ -54,6 +55,8 @@ NODE_DRIVER = Path(__file__).resolve().parent / "node_driver.js"
 # classpath scripts/deps.sh --test writes (java_driver.java).
 JAVA_DRIVER = Path(__file__).resolve().parent / "java_driver.java"
 JAVA_CLASSPATH = ROOT / "tmp" / "java" / "conformance.classpath"
+# The Go package's driver (go_driver/), built by make go-driver.
+GO_DRIVER = ROOT / "tmp" / "go" / "bin" / "conformance-driver"
 FAKED_SERVER = "tmp/bin/valkey-server-8.1"
 # RL_LUA_NO_TIME=1: every server's default user refuses TIME (ACL -time),
 # in scripts too (Redis 7 and later run a script with its caller's ACL), so
@@ -239,6 +242,22 @@ class JavaLua(NodeLua):
             self._read()
 
 
+class GoLua(NodeLua):
+    """The Go package's Lua backend (Limiter.Do with BackendLua, over
+    go-redis) in a go process (go_driver/main.go)."""
+
+    def __init__(self, port: int) -> None:
+        if not GO_DRIVER.exists():
+            raise RuntimeError(f"{GO_DRIVER} is missing: run make go-driver (after make go-setup)")
+        self.proc = subprocess.Popen(
+            [str(GO_DRIVER), str(port)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        hello = self._read()
+        if not hello.get("ready") or "clients/go" not in str(hello.get("package", "")):
+            self.close()
+            raise RuntimeError(f"the Go driver must run the Go package, not {hello}")
+
+
 def _unhex(reply: Any) -> Any:
     if isinstance(reply, dict):
         return bytes.fromhex(reply["hex"])
@@ -263,6 +282,7 @@ class Server:
         self.clock_file = os.path.join(self.dir, "clock")
         self._node: NodeLua | None = None
         self._java: JavaLua | None = None
+        self._go: GoLua | None = None
         env = dict(os.environ)
         if faked:
             self.set_clock("2026-01-01 00:00:00.000000")
@@ -334,7 +354,15 @@ class Server:
             self._java = JavaLua(self.port)
         return self._java
 
+    def go(self) -> GoLua:
+        """The Go package's Lua backend on this server (started once)."""
+        if self._go is None:
+            self._go = GoLua(self.port)
+        return self._go
+
     def stop(self) -> None:
+        if self._go is not None:
+            self._go.close()
         if self._java is not None:
             self._java.close()
         if self._node is not None:
@@ -404,6 +432,8 @@ def send(srv: Server, backend: str, cmd: list[Any], now: float | None) -> Any:
         return srv.node().execute(*cmd, now=now)
     if backend == "java-lua":
         return srv.java().execute(*cmd, now=now)
+    if backend == "go-lua":
+        return srv.go().execute(*cmd, now=now)
     return execute(srv.client, *cmd, lua_dir=LUA_DIR, now=now)
 
 

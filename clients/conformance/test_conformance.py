@@ -1,7 +1,7 @@
 """The conformance suite: every case of cases.json, on the module and on
 the Lua backend (the Python package's lua_backend.execute, and the Node
 package's executeLua: "node-lua"; the Java package's RateLimiter.execute:
-"java-lua"), must give the recorded reply.
+"java-lua"; the Go package's: "go-lua"), must give the recorded reply.
 Faked-clock sequences run on Valkey 8.1.8 under libfaketime; the others,
 whose replies do not depend on the instant, on every server of the
 matrix."""
@@ -34,7 +34,7 @@ def check(srv: Any, backend: str, seqs: list[dict[str, Any]], faked: bool = True
     return steps
 
 
-BACKENDS = ["module", "lua", "node-lua", "java-lua"]
+BACKENDS = ["module", "lua", "node-lua", "java-lua", "go-lua"]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -51,7 +51,7 @@ def test_instant_free_cases_on_every_server(binary: str, backend: str) -> None:
         assert check(srv, backend, seqs, faked=False) > 100
 
 
-@pytest.mark.parametrize("backend", ["lua", "node-lua", "java-lua"])
+@pytest.mark.parametrize("backend", ["lua", "node-lua", "java-lua", "go-lua"])
 @pytest.mark.parametrize(("binary", "faked"), [(FAKED_SERVER, True), ("redis-server", False)])
 def test_the_lua_backend_on_servers_without_the_module(binary: str, faked: bool, backend: str) -> None:
     # Sequences without keys of the other backend, where the module is absent.

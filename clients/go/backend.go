@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -62,6 +63,10 @@ func WithPrefix(prefix string) Option { return func(l *Limiter) { l.prefix = pre
 // WithClock sets the Lua backend's clock (default ClockAuto).
 func WithClock(c Clock) Option { return func(l *Limiter) { l.clock = c } }
 
+// WithWallClock sets the clock the Lua backend computes a zone's offsets
+// around (default time.Now): a test's fixed instant.
+func WithWallClock(now func() time.Time) Option { return func(l *Limiter) { l.wall = now } }
+
 // Limiter sends the module's commands over a go-redis v9 client (single
 // node, cluster, sentinel: any redis.UniversalClient) and answers typed
 // results. It is safe for concurrent use.
@@ -70,6 +75,7 @@ type Limiter struct {
 	choice Backend
 	prefix string
 	clock  Clock
+	wall   func() time.Time
 
 	resolved atomic.Pointer[resolved]
 	mu       sync.Mutex // held while detecting
@@ -82,6 +88,15 @@ type Limiter struct {
 type resolved struct {
 	module bool
 	prefix string
+	names  map[string]string // prefix + "." + each of commandNames
+}
+
+func moduleResolved(prefix string) *resolved {
+	r := &resolved{module: true, prefix: prefix, names: make(map[string]string, len(commandNames))}
+	for _, n := range commandNames {
+		r.names[n] = prefix + "." + n
+	}
+	return r
 }
 
 // New makes a Limiter over rdb. Nothing is sent until the first call.
@@ -94,6 +109,13 @@ func New(rdb redis.UniversalClient, opts ...Option) *Limiter {
 		l.clientClock.Store(true)
 	}
 	return l
+}
+
+func (l *Limiter) wallNow() time.Time {
+	if l.wall != nil {
+		return l.wall()
+	}
+	return time.Now()
 }
 
 // Client is the go-redis client the Limiter sends over.
@@ -134,7 +156,7 @@ func (l *Limiter) detect(ctx context.Context) (*resolved, error) {
 		return &resolved{}, nil
 	}
 	if l.choice == BackendModule && l.prefix != "" {
-		return &resolved{module: true, prefix: l.prefix}, nil
+		return moduleResolved(l.prefix), nil
 	}
 	found, err := detectPrefix(ctx, l.rdb)
 	if err != nil {
@@ -145,7 +167,7 @@ func (l *Limiter) detect(ctx context.Context) (*resolved, error) {
 		if l.prefix != "" {
 			found = l.prefix
 		}
-		return &resolved{module: true, prefix: found}, nil
+		return moduleResolved(found), nil
 	case l.choice == BackendModule:
 		return nil, &BackendError{Message: "the redis-ratelimit module is not loaded on this server " +
 			"(COMMAND LIST FILTERBY MODULE ratelimit is empty): load it (loadmodule /path/to/libredis_ratelimit.so), " +
@@ -190,23 +212,55 @@ func isReply(err error) bool {
 // module's exact arguments, through the backend in use, and answers the
 // module's reply: error replies as CommandError or WrongTypeError.
 func (l *Limiter) Do(ctx context.Context, name string, args ...any) (any, error) {
+	line := make([]any, 1, len(args)+1)
+	return l.exec(ctx, name, append(line, args...))
+}
+
+// exec is Do of line, whose first element is reserved for the command's
+// name (so that the module's line is sent without a copy).
+func (l *Limiter) exec(ctx context.Context, name string, line []any) (any, error) {
 	r, err := l.backend(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var reply any
 	if r.module {
-		line := make([]any, 0, len(args)+1)
-		line = append(line, r.prefix+"."+name)
-		line = append(line, args...)
+		line[0] = r.command(name)
 		reply, err = l.rdb.Do(ctx, line...).Result()
 	} else {
-		reply, err = l.runScript(ctx, "RL."+name, args)
+		reply, err = l.runScript(ctx, scriptName(name), line[1:])
 	}
 	if err != nil {
-		return nil, replyError("RL."+name, err)
+		return nil, replyError(scriptName(name), err)
 	}
 	return reply, nil
+}
+
+// The module's commands, by name without prefix.
+var commandNames = []string{"THROTTLE", "SLIDE", "SLICE", "LEASE", "RELEASE", "QUOTA", "ALLOW", "PEEK", "REFUND", "CHARGE", "INSPECT", "TOP"}
+
+// rlNames are "RL." + each name (the scripts' manifest names them so).
+var rlNames = func() map[string]string {
+	m := make(map[string]string, len(commandNames))
+	for _, n := range commandNames {
+		m[n] = "RL." + n
+	}
+	return m
+}()
+
+func scriptName(name string) string {
+	if n, ok := rlNames[name]; ok {
+		return n
+	}
+	return "RL." + name
+}
+
+// command is the module's name of a command under this prefix.
+func (r *resolved) command(name string) string {
+	if n, ok := r.names[name]; ok {
+		return n
+	}
+	return r.prefix + "." + name
 }
 
 func argString(a any) string {
@@ -218,4 +272,52 @@ func argString(a any) string {
 	default:
 		return fmt.Sprint(v)
 	}
+}
+
+// Call is one command line for DoAll: Name without prefix ("REFUND") and
+// the module's exact arguments.
+type Call struct {
+	Name string
+	Args []any
+}
+
+// DoAll sends every call in one round trip (one go-redis pipeline: on the
+// Lua backend, the EVALSHAs pipelined) and answers each call's reply and
+// error, typed as Do types them, in the calls' order. A call is not
+// atomic with the others: each is decided on its own.
+func (l *Limiter) DoAll(ctx context.Context, calls []Call) ([]any, []error) {
+	replies := make([]any, len(calls))
+	errs := make([]error, len(calls))
+	if len(calls) == 0 {
+		return replies, errs
+	}
+	r, err := l.backend(ctx)
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return replies, errs
+	}
+	if r.module {
+		pipe := l.rdb.Pipeline()
+		cmds := make([]*redis.Cmd, len(calls))
+		for i, c := range calls {
+			line := make([]any, 0, len(c.Args)+1)
+			line = append(line, r.command(c.Name))
+			line = append(line, c.Args...)
+			cmds[i] = pipe.Do(ctx, line...)
+		}
+		_, _ = pipe.Exec(ctx) // each command keeps its own error
+		for i, cmd := range cmds {
+			replies[i], errs[i] = cmd.Result()
+		}
+	} else {
+		l.runScripts(ctx, calls, replies, errs)
+	}
+	for i, err := range errs {
+		if err != nil {
+			errs[i] = replyError(scriptName(calls[i].Name), err)
+		}
+	}
+	return replies, errs
 }

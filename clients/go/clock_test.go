@@ -38,3 +38,27 @@ func TestTimeRefusedInScripts(t *testing.T) {
 		})
 	}
 }
+
+// Pipelined calls (Settle, AllowEach) on the Lua backend: the first, on a
+// server that knows no script and refuses TIME, is answered NOSCRIPT and
+// then the TIME refusal, and is sent again each time, all its calls.
+func TestPipelinedScriptsWithoutTime(t *testing.T) {
+	s := redistest.Start(t, redistest.Binaries()[0], false, "--rename-command", "TIME", "")
+	ctx := context.Background()
+	l := ratelimit.New(s.Client(t))
+	rules := []ratelimit.Rule{
+		{Key: "{p}:a", Limit: ratelimit.Slide{Limit: 10, Window: time.Minute}},
+		{Key: "{p}:b", Limit: ratelimit.Slide{Limit: 10, Window: time.Minute}},
+	}
+	got, err := l.AllowEach(ctx, rules, ratelimit.AllowOptions{Quantity: 4})
+	if err != nil || len(got) != 2 || got[0].Remaining != 6 || got[1].Remaining != 6 {
+		t.Fatalf("AllowEach: %+v %v", got, err)
+	}
+	if err := l.Client().ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	settled, err := l.SettleEach(ctx, rules, []int64{4, 4}, []int64{1, 6})
+	if err != nil || settled[0].Remaining != 9 || settled[1].Remaining != 4 {
+		t.Fatalf("SettleEach after SCRIPT FLUSH: %+v %v", settled, err)
+	}
+}

@@ -2,9 +2,11 @@ package ratelimit
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ErrWrongType matches (errors.Is) a WRONGTYPE reply: a key holds another
@@ -85,3 +87,24 @@ func replyError(command string, err error) error {
 	}
 	return err
 }
+
+// ErrLimited matches (errors.Is) a LimitedError.
+var ErrLimited = errors.New("ratelimit: rate limited")
+
+// LimitedError is Acquire's and AcquireAll's refusal: no turn within the
+// wait allowed. RetryAfter is the module's retry_after (0 with NeverFits:
+// the request exceeds the capacity); Result is the whole reply.
+type LimitedError struct {
+	Result     Result
+	RetryAfter time.Duration
+}
+
+func (e *LimitedError) Error() string {
+	if e.Result.NeverFits {
+		return "ratelimit: rate limited: the request exceeds the capacity"
+	}
+	return fmt.Sprintf("ratelimit: rate limited: retry after %v", e.RetryAfter)
+}
+
+// Is matches ErrLimited.
+func (e *LimitedError) Is(target error) bool { return target == ErrLimited }

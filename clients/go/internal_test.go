@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -23,7 +24,7 @@ func TestEmbeddedScriptsAreDist(t *testing.T) {
 		}
 	}
 	s, err := loadScripts()
-	if err != nil || s["RL.THROTTLE"] == nil || s["RL.ALLOW"] == nil || !s["RL.ALLOW"].numkeys || !s["RL.PEEK"].readonly {
+	if err != nil || s["RL.THROTTLE"] == nil || s["RL.ALLOW"] == nil || s["RL.ALLOW"].keys != "numkeys" || !s["RL.PEEK"].readonly {
 		t.Fatalf("the manifest: %v %v", s, err)
 	}
 }
@@ -31,18 +32,20 @@ func TestEmbeddedScriptsAreDist(t *testing.T) {
 func TestSplitKeys(t *testing.T) {
 	// columns: numkeys convention, arguments, keys, the rest
 	cases := []struct {
-		numkeys bool
+		numkeys string
 		args    []any
 		keys    []string
 		rest    []any
 	}{
-		{false, []any{"k", "1", "2", "3"}, []string{"k"}, []any{"1", "2", "3"}},
-		{false, nil, nil, nil},
-		{true, []any{"2", "a", "b", "SLIDE", "1", "2"}, []string{"a", "b"}, []any{"2", "SLIDE", "1", "2"}},
-		{true, []any{"3", "a", "b"}, nil, []any{"3", "a", "b"}},
-		{true, []any{"17", "a"}, nil, []any{"17", "a"}},
-		{true, []any{"+1", "a"}, nil, []any{"+1", "a"}},
-		{true, []any{"0"}, nil, []any{"0"}},
+		{"first", []any{"k", "1", "2", "3"}, []string{"k"}, []any{"1", "2", "3"}},
+		{"first", nil, nil, nil},
+		{"numkeys", []any{"2", "a", "b", "SLIDE", "1", "2"}, []string{"a", "b"}, []any{"2", "SLIDE", "1", "2"}},
+		{"numkeys", []any{"3", "a", "b"}, nil, []any{"3", "a", "b"}},
+		{"numkeys", []any{"17", "a"}, nil, []any{"17", "a"}},
+		{"numkeys", []any{"+1", "a"}, nil, []any{"+1", "a"}},
+		{"numkeys", []any{"0"}, nil, []any{"0"}},
+		{"none", []any{"COUNT", "5"}, nil, []any{"COUNT", "5"}},
+		{"none", nil, nil, nil},
 	}
 	for _, c := range cases {
 		keys, rest := splitKeys(c.numkeys, c.args)
@@ -129,8 +132,82 @@ func TestThrottleWindow(t *testing.T) {
 		{0, 1, 1500 * time.Millisecond, 2},
 	}
 	for _, c := range cases {
-		if w := (Throttle{c.burst, c.count, c.period}).PolicyWindow(); w != c.w {
+		if w := (Throttle{MaxBurst: c.burst, Count: c.count, Period: c.period}).PolicyWindow(); w != c.w {
 			t.Errorf("Throttle{%d, %d, %v}.PolicyWindow() = %d, want %d", c.burst, c.count, c.period, w, c.w)
 		}
+	}
+}
+
+// The command lines of ROUND5.md's grammar: spec options in the order
+// BLOCK, UNITS, SHADOW; RL.REFUND's and RL.CHARGE's spec without them;
+// single commands with BLOCK (and MAXWAIT) after MS.
+func TestLines(t *testing.T) {
+	cases := []struct {
+		got  func() ([]any, error)
+		want []any
+	}{
+		{func() ([]any, error) {
+			return Throttle{MaxBurst: 59, Count: 60, Period: time.Minute, Block: time.Second, Units: Units(0), Shadow: true}.Spec()
+		}, []any{"THROTTLE", "59", "60", "60000", "BLOCK", "1000", "UNITS", "0", "SHADOW"}},
+		{func() ([]any, error) {
+			return Slide{Limit: 5, Window: time.Second, Precision: 10 * time.Millisecond, Block: time.Minute}.Spec()
+		}, []any{"SLIDE", "5", "1000", "PRECISION", "10", "BLOCK", "60000"}},
+		{func() ([]any, error) { return Slice{Limit: 5, Window: time.Second, Slices: 2, Units: Units(7)}.Spec() },
+			[]any{"SLICE", "5", "1000", "2", "UNITS", "7"}},
+		{func() ([]any, error) {
+			return Quota{Limit: 5, Unit: Day, Zone: "Europe/Berlin", Block: time.Hour, Shadow: true}.Spec()
+		}, []any{"QUOTA", "5", "DAY", "TZ", "Europe/Berlin", "BLOCK", "3600000", "SHADOW"}},
+		{func() ([]any, error) { return Lease{Limit: 2, TTL: time.Second, Units: Units(1), Shadow: true}.Spec() },
+			[]any{"LEASE", "2", "1000", "UNITS", "1", "SHADOW"}},
+		{func() ([]any, error) {
+			return giveLine("k", Slide{Limit: 5, Window: time.Second, Precision: time.Millisecond, Block: time.Second, Units: Units(3), Shadow: true}, 4)
+		}, []any{"k", "SLIDE", "5", "1000", "PRECISION", "1", "4", "MS"}},
+		{func() ([]any, error) {
+			return single("k", Throttle{MaxBurst: 0, Count: 1, Period: time.Second, Block: 2 * time.Second}, 1, "MAXWAIT", "500")
+		}, []any{"k", "0", "1", "1000", "1", "MS", "MAXWAIT", "500", "BLOCK", "2000"}},
+		{func() ([]any, error) {
+			return single("k", Quota{Limit: 9, Unit: Month, Zone: "UTC", Block: time.Second}, 2)
+		}, []any{"k", "9", "MONTH", "2", "MS", "TZ", "UTC", "BLOCK", "1000"}},
+		{func() ([]any, error) {
+			return single("k", Slide{Limit: 2, Window: time.Second, Precision: time.Millisecond, Shadow: true}, 3)
+		}, []any{"k", "2", "1000", "3", "MS", "PRECISION", "1", "SHADOW"}},
+		{func() ([]any, error) {
+			return severalLine([]Rule{{Key: "a", Limit: PerSecond(1, 1)}}, AllowOptions{Quantity: 2, MaxWait: Wait(1500 * time.Millisecond), LeaseID: "x"})
+		}, []any{"1", "a", "THROTTLE", "0", "1", "1000", "QUANTITY", "2", "MS", "MAXWAIT", "1500", "ID", "x"}},
+	}
+	for i, c := range cases {
+		got, err := c.got()
+		if len(got) > 0 && got[0] == nil {
+			got = got[1:] // the slot of the command's name
+		}
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("case %d: %v %v, want %v", i, got, err, c.want)
+		}
+	}
+	if _, err := (Throttle{MaxBurst: 1, Count: 1, Period: time.Second, Block: time.Microsecond}).Spec(); err == nil {
+		t.Error("a BLOCK of 1 µs was taken")
+	}
+	if !IsShadow(Slide{Shadow: true}) || IsShadow(WithShadow(Slide{Shadow: true}, false)) || !IsShadow(WithShadow(Lease{}, true)) {
+		t.Error("IsShadow / WithShadow")
+	}
+}
+
+// A ctx deadline caps MAXWAIT, rounded down to the millisecond, never
+// below 0; without a deadline MAXWAIT is sent as given.
+func TestWaitFor(t *testing.T) {
+	now := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	if w := waitFor(context.Background(), 1500*time.Millisecond, now); w != 1500*time.Millisecond {
+		t.Errorf("no deadline: %v", w)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), now.Add(250*time.Millisecond+900*time.Microsecond))
+	defer cancel()
+	if w := waitFor(ctx, time.Minute, now); w != 250*time.Millisecond {
+		t.Errorf("a deadline 250.9 ms away: %v, want 250 ms", w)
+	}
+	if w := waitFor(ctx, 100*time.Millisecond, now); w != 100*time.Millisecond {
+		t.Errorf("a wait shorter than the deadline: %v", w)
+	}
+	if w := waitFor(ctx, time.Minute, now.Add(time.Second)); w != 0 {
+		t.Errorf("a deadline passed: %v, want 0", w)
 	}
 }

@@ -15,7 +15,7 @@ func NewLeaseID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Acquire takes a lease of weight quantity on key under a fresh id and,
+// Hold takes a lease of weight quantity on key under a fresh id and,
 // when it is granted, holds it: a goroutine renews it (RL.LEASE again,
 // every third of its TTL) until the returned release function runs or ctx
 // ends; then RL.RELEASE is sent, exactly once however often release is
@@ -23,7 +23,7 @@ func NewLeaseID() string {
 // release to be sent. When refused (Result.Allowed false), nothing is
 // held and release does nothing. A renewal that fails or is refused ends
 // the holding (the lease then lapses at its TTL, or is released).
-func (l *Limiter) Acquire(ctx context.Context, key string, limit Lease, quantity int64) (Result, func() error, error) {
+func (l *Limiter) Hold(ctx context.Context, key string, limit Lease, quantity int64) (Result, func() error, error) {
 	id := NewLeaseID()
 	res, err := l.Lease(ctx, key, limit, id, quantity)
 	if err != nil {

@@ -14,74 +14,99 @@ import (
 // module, or the scripts, name a refused argument in a CommandError) and
 // answers the reply as typed values.
 
-func (l *Limiter) five(ctx context.Context, name string, args []any) (Result, error) {
-	reply, err := l.Do(ctx, name, args...)
+// five sends line (line[0] reserved for the command's name) and reads
+// the five fields.
+func (l *Limiter) five(ctx context.Context, name string, line []any) (Result, error) {
+	reply, err := l.exec(ctx, name, line)
 	if err != nil {
 		return Result{}, err
 	}
-	return parseResult("RL."+name, reply)
+	return parseResult(name, reply)
 }
 
 func line(key string, numbers []any, quantity int64, options ...any) []any {
-	a := make([]any, 0, 3+len(numbers)+len(options))
+	a := make([]any, 1, 4+len(numbers)+len(options))
 	a = append(a, key)
 	a = append(a, numbers...)
 	a = append(a, itoa(quantity), "MS")
 	return append(a, options...)
 }
 
-// Throttle is RL.THROTTLE key max_burst count period quantity MS: GCRA.
-// Quantity 0 peeks.
+// single is a single command's line (its first element reserved for the
+// command's name, as every line builder's here): key, the kind's numbers, quantity,
+// MS, its own options (PRECISION, TZ), then extra (MAXWAIT) and the
+// limit's BLOCK, UNITS and SHADOW (the module refuses the last two on a
+// single command: they are passed through, for it to say so).
+func single(key string, limit Limit, quantity int64, extra ...any) ([]any, error) {
+	n, err := limit.args()
+	if err != nil {
+		return nil, err
+	}
+	o, err := limit.own()
+	if err != nil {
+		return nil, err
+	}
+	t, err := limit.tail()
+	if err != nil {
+		return nil, err
+	}
+	a := make([]any, 1, 4+len(n)+len(o)+len(extra)+len(t))
+	a = append(a, key)
+	a = append(a, n...)
+	a = append(a, itoa(quantity), "MS")
+	a = append(a, o...)
+	a = append(a, extra...)
+	return append(a, t...), nil
+}
+
+func (l *Limiter) one(ctx context.Context, key string, limit Limit, quantity int64) (Result, error) {
+	a, err := single(key, limit, quantity)
+	if err != nil {
+		return Result{}, err
+	}
+	return l.five(ctx, limit.Kind(), a)
+}
+
+// Throttle is RL.THROTTLE key max_burst count period quantity MS [BLOCK b]:
+// GCRA. Quantity 0 peeks.
 func (l *Limiter) Throttle(ctx context.Context, key string, limit Throttle, quantity int64) (Result, error) {
-	n, err := limit.args()
-	if err != nil {
-		return Result{}, err
-	}
-	return l.five(ctx, "THROTTLE", line(key, n, quantity))
+	return l.one(ctx, key, limit, quantity)
 }
 
-// Slide is RL.SLIDE key limit window quantity MS [PRECISION d]: the exact
-// sliding log.
+// Slide is RL.SLIDE key limit window quantity MS [PRECISION d] [BLOCK b]:
+// the exact sliding log.
 func (l *Limiter) Slide(ctx context.Context, key string, limit Slide, quantity int64) (Result, error) {
-	n, err := limit.args()
-	if err != nil {
-		return Result{}, err
-	}
-	o, err := limit.options()
-	if err != nil {
-		return Result{}, err
-	}
-	return l.five(ctx, "SLIDE", line(key, n, quantity, o...))
+	return l.one(ctx, key, limit, quantity)
 }
 
-// Slice is RL.SLICE key limit window slices quantity MS.
+// Slice is RL.SLICE key limit window slices quantity MS [BLOCK b].
 func (l *Limiter) Slice(ctx context.Context, key string, limit Slice, quantity int64) (Result, error) {
-	n, err := limit.args()
-	if err != nil {
-		return Result{}, err
-	}
-	return l.five(ctx, "SLICE", line(key, n, quantity))
+	return l.one(ctx, key, limit, quantity)
 }
 
-// Quota is RL.QUOTA key limit unit quantity MS [TZ zone]: a calendar quota.
+// Quota is RL.QUOTA key limit unit quantity MS [TZ zone] [BLOCK b]: a
+// calendar quota.
 func (l *Limiter) Quota(ctx context.Context, key string, limit Quota, quantity int64) (Result, error) {
-	n, _ := limit.args()
-	return l.five(ctx, "QUOTA", line(key, n, quantity, limit.options()...))
+	return l.one(ctx, key, limit, quantity)
 }
 
 // Lease is RL.LEASE key limit ttl lease_id quantity MS: takes, or renews,
-// the lease leaseID. Acquire holds one and renews it for you.
+// the lease leaseID. Hold holds one and renews it for you.
 func (l *Limiter) Lease(ctx context.Context, key string, limit Lease, leaseID string, quantity int64) (Result, error) {
 	n, err := limit.args()
 	if err != nil {
 		return Result{}, err
 	}
-	return l.five(ctx, "LEASE", line(key, append(n, leaseID), quantity))
+	t, err := limit.tail()
+	if err != nil {
+		return Result{}, err
+	}
+	return l.five(ctx, "LEASE", line(key, append(n, leaseID), quantity, t...))
 }
 
 // Release is RL.RELEASE key lease_id: true when the lease was held.
 func (l *Limiter) Release(ctx context.Context, key, leaseID string) (bool, error) {
-	reply, err := l.Do(ctx, "RELEASE", key, leaseID)
+	reply, err := l.exec(ctx, "RELEASE", []any{nil, key, leaseID})
 	if err != nil {
 		return false, err
 	}
@@ -107,14 +132,21 @@ type AllowOptions struct {
 	Quantity int64
 	// LeaseID names the lease that LEASE rules take (ID).
 	LeaseID string
+	// MaxWait, when not nil, is MAXWAIT (every rule THROTTLE): a request
+	// that would be allowed within it is granted its turn now, and the
+	// result's RetryAfter is the wait until it (AcquireAll waits it).
+	MaxWait *time.Duration
 }
+
+// Wait is a MaxWait of d: AllowOptions{MaxWait: ratelimit.Wait(time.Second)}.
+func Wait(d time.Duration) *time.Duration { return &d }
 
 func severalLine(rules []Rule, o AllowOptions) ([]any, error) {
 	if len(rules) == 0 {
 		return nil, &ArgumentError{Argument: "rules", Message: "rules must hold 1 to 16 limits, not none"}
 	}
-	a := make([]any, 0, 1+5*len(rules)+5)
-	a = append(a, itoa(int64(len(rules))))
+	a := make([]any, 2, 2+6*len(rules)+7)
+	a[1] = itoa(int64(len(rules)))
 	for _, r := range rules {
 		a = append(a, r.Key)
 	}
@@ -122,17 +154,23 @@ func severalLine(rules []Rule, o AllowOptions) ([]any, error) {
 		if r.Limit == nil {
 			return nil, &ArgumentError{Argument: "rules", Message: fmt.Sprintf("rule %d has no limit", i+1)}
 		}
-		s, err := r.Limit.Spec()
-		if err != nil {
+		var err error
+		if a, err = r.Limit.appendSpec(a, true); err != nil {
 			return nil, err
 		}
-		a = append(a, s...)
 	}
 	q := o.Quantity
 	if q == 0 {
 		q = 1
 	}
 	a = append(a, "QUANTITY", itoa(q), "MS")
+	if o.MaxWait != nil {
+		w, err := millis("max_wait", *o.MaxWait)
+		if err != nil {
+			return nil, err
+		}
+		a = append(a, "MAXWAIT", w)
+	}
 	if o.LeaseID != "" {
 		a = append(a, "ID", o.LeaseID)
 	}
@@ -156,22 +194,48 @@ func (l *Limiter) several(ctx context.Context, name string, rules []Rule, o Allo
 	if err != nil {
 		return AllowResult{}, err
 	}
-	reply, err := l.Do(ctx, name, a...)
+	reply, err := l.exec(ctx, name, a)
 	if err != nil {
 		return AllowResult{}, err
 	}
-	return parseAllowResult("RL."+name, reply)
+	return parseAllowResult(name, reply)
 }
 
 // Refund is RL.REFUND key spec quantity MS: gives back up to quantity
 // recorded units (not of a LEASE: Release gives a lease back).
 func (l *Limiter) Refund(ctx context.Context, key string, limit Limit, quantity int64) (Result, error) {
-	s, err := limit.Spec()
+	a, err := giveLine(key, limit, quantity)
 	if err != nil {
 		return Result{}, err
 	}
-	a := append([]any{key}, s...)
-	return l.five(ctx, "REFUND", append(a, itoa(quantity), "MS"))
+	return l.five(ctx, "REFUND", a)
+}
+
+// Charge is RL.CHARGE key spec quantity MS: records quantity units now,
+// unconditionally, even past the limit (the key is then in debt: refused
+// until it is paid back). For a cost known only afterwards; Settle gives
+// back or charges the difference to an estimate.
+func (l *Limiter) Charge(ctx context.Context, key string, limit Limit, quantity int64) (Result, error) {
+	a, err := giveLine(key, limit, quantity)
+	if err != nil {
+		return Result{}, err
+	}
+	return l.five(ctx, "CHARGE", a)
+}
+
+// giveLine is RL.REFUND's and RL.CHARGE's line: the spec without BLOCK,
+// UNITS and SHADOW.
+func giveLine(key string, limit Limit, quantity int64) ([]any, error) {
+	if limit == nil {
+		return nil, &ArgumentError{Argument: "limit", Message: "no limit"}
+	}
+	a := make([]any, 2, 12)
+	a[1] = key
+	a, err := limit.appendSpec(a, false)
+	if err != nil {
+		return nil, err
+	}
+	return append(a, itoa(quantity), "MS"), nil
 }
 
 // Inspection is RL.INSPECT's answer: what the key holds.
@@ -189,7 +253,7 @@ type Inspection struct {
 
 // Inspect is RL.INSPECT key; nil (and no error) when the key is missing.
 func (l *Limiter) Inspect(ctx context.Context, key string) (*Inspection, error) {
-	reply, err := l.Do(ctx, "INSPECT", key)
+	reply, err := l.exec(ctx, "INSPECT", []any{nil, key})
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}

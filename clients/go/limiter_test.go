@@ -209,19 +209,19 @@ func TestModuleForcedWithoutModule(t *testing.T) {
 	}
 }
 
-func TestAcquireRenewsUntilReleased(t *testing.T) {
+func TestHoldRenewsUntilReleased(t *testing.T) {
 	eachBackend(t, func(t *testing.T, l *ratelimit.Limiter) {
 		ctx := context.Background()
 		lim := ratelimit.Lease{Limit: 1, TTL: 300 * time.Millisecond}
-		r, release, err := l.Acquire(ctx, key(t, "l"), lim, 1)
+		r, release, err := l.Hold(ctx, key(t, "l"), lim, 1)
 		if err != nil || !r.Allowed {
-			t.Fatalf("Acquire: %+v %v", r, err)
+			t.Fatalf("Hold: %+v %v", r, err)
 		}
 		// Three TTLs later the lease is still held: it was renewed.
 		time.Sleep(900 * time.Millisecond)
-		r2, release2, err := l.Acquire(ctx, key(t, "l"), lim, 1)
+		r2, release2, err := l.Hold(ctx, key(t, "l"), lim, 1)
 		if err != nil || r2.Allowed || r2.Remaining != 0 {
-			t.Fatalf("a second Acquire while held: %+v %v, want refused", r2, err)
+			t.Fatalf("a second Hold while held: %+v %v, want refused", r2, err)
 		}
 		if err := release2(); err != nil {
 			t.Fatal(err)
@@ -237,9 +237,9 @@ func TestAcquireRenewsUntilReleased(t *testing.T) {
 		}
 		// The context ending releases too.
 		cctx, cancel := context.WithCancel(ctx)
-		r, release, err = l.Acquire(cctx, key(t, "l"), ratelimit.Lease{Limit: 1, TTL: time.Minute}, 1)
+		r, release, err = l.Hold(cctx, key(t, "l"), ratelimit.Lease{Limit: 1, TTL: time.Minute}, 1)
 		if err != nil || !r.Allowed {
-			t.Fatalf("Acquire: %+v %v", r, err)
+			t.Fatalf("Hold: %+v %v", r, err)
 		}
 		cancel()
 		_ = release() // waits for the goroutine's RL.RELEASE

@@ -14,14 +14,36 @@ import (
 type Limit interface {
 	// Kind is the module's word for the kind: THROTTLE, SLIDE, SLICE, LEASE or QUOTA.
 	Kind() string
-	// Spec is the limit as a spec of RL.ALLOW, RL.PEEK and RL.REFUND: the
-	// kind's word, its numbers and its options.
+	// Spec is the limit as a spec of RL.ALLOW and RL.PEEK: the kind's
+	// word, its numbers and its options, BLOCK, UNITS and SHADOW last
+	// (RL.REFUND and RL.CHARGE are sent the spec without those three).
 	Spec() ([]any, error)
 	// PolicyWindow is the w of the RateLimit-Policy field, in seconds; 0
 	// for LEASE and QUOTA, which have none.
 	PolicyWindow() int64
+	// appendSpec appends the spec to a: without tail, as RL.REFUND and
+	// RL.CHARGE take it; with tail, BLOCK, UNITS and SHADOW too.
+	appendSpec(a []any, tail bool) ([]any, error)
+	// tail is those options (BLOCK b, UNITS n, SHADOW) alone.
+	tail() ([]any, error)
+	// args are the kind's numbers, own its options (PRECISION, TZ).
+	args() ([]any, error)
+	own() ([]any, error)
+	shadowed() bool
+	withShadow(bool) Limit
 	isLimit()
 }
+
+// Units is a limit's own quantity (UNITS n) in RL.ALLOW and RL.PEEK,
+// instead of the call's: Throttle{..., Units: ratelimit.Units(1500)}.
+func Units(n int64) *int64 { return &n }
+
+// IsShadow says whether a limit is a SHADOW spec: decided, shown in the
+// results, never refusing the call.
+func IsShadow(l Limit) bool { return l.shadowed() }
+
+// WithShadow is the limit with its Shadow field set to shadow.
+func WithShadow(l Limit, shadow bool) Limit { return l.withShadow(shadow) }
 
 // Throttle is GCRA (RL.THROTTLE): Count units per Period, in bursts of up
 // to MaxBurst+1. The emission interval is Period/Count: a request costs
@@ -30,6 +52,15 @@ type Throttle struct {
 	MaxBurst int64
 	Count    int64
 	Period   time.Duration
+	// Block, when not 0, blocks the key for that long after a refusal
+	// (BLOCK b): every request on it is refused until then.
+	Block time.Duration
+	// Units, when not nil, is this limit's quantity in RL.ALLOW and
+	// RL.PEEK (UNITS n) instead of the call's.
+	Units *int64
+	// Shadow makes it a SHADOW spec of RL.ALLOW and RL.PEEK: decided and
+	// shown, never refusing the call.
+	Shadow bool
 }
 
 // PerSecond, PerMinute and PerHour are Throttle limits of rate units per
@@ -55,6 +86,15 @@ type Slide struct {
 	Limit     int64
 	Window    time.Duration
 	Precision time.Duration
+	// Block, when not 0, blocks the key for that long after a refusal
+	// (BLOCK b): every request on it is refused until then.
+	Block time.Duration
+	// Units, when not nil, is this limit's quantity in RL.ALLOW and
+	// RL.PEEK (UNITS n) instead of the call's.
+	Units *int64
+	// Shadow makes it a SHADOW spec of RL.ALLOW and RL.PEEK: decided and
+	// shown, never refusing the call.
+	Shadow bool
 }
 
 // Slice is the sliding window of Slices time slices (RL.SLICE): never more
@@ -63,6 +103,15 @@ type Slice struct {
 	Limit  int64
 	Window time.Duration
 	Slices int64
+	// Block, when not 0, blocks the key for that long after a refusal
+	// (BLOCK b): every request on it is refused until then.
+	Block time.Duration
+	// Units, when not nil, is this limit's quantity in RL.ALLOW and
+	// RL.PEEK (UNITS n) instead of the call's.
+	Units *int64
+	// Shadow makes it a SHADOW spec of RL.ALLOW and RL.PEEK: decided and
+	// shown, never refusing the call.
+	Shadow bool
 }
 
 // Lease is a concurrency limit (RL.LEASE): at most Limit units held at
@@ -70,6 +119,9 @@ type Slice struct {
 type Lease struct {
 	Limit int64
 	TTL   time.Duration
+	// Units and Shadow: as Throttle's (a lease takes no BLOCK).
+	Units  *int64
+	Shadow bool
 }
 
 // Quota is a calendar quota (RL.QUOTA): at most Limit units in each Unit
@@ -79,6 +131,15 @@ type Quota struct {
 	Limit int64
 	Unit  QuotaUnit
 	Zone  string
+	// Block, when not 0, blocks the key for that long after a refusal
+	// (BLOCK b): every request on it is refused until then.
+	Block time.Duration
+	// Units, when not nil, is this limit's quantity in RL.ALLOW and
+	// RL.PEEK (UNITS n) instead of the call's.
+	Units *int64
+	// Shadow makes it a SHADOW spec of RL.ALLOW and RL.PEEK: decided and
+	// shown, never refusing the call.
+	Shadow bool
 }
 
 // QuotaUnit is a calendar unit of RL.QUOTA.
@@ -179,38 +240,45 @@ func (q Quota) options() []any {
 	return []any{"TZ", q.Zone}
 }
 
-// Spec is THROTTLE max_burst count period.
-func (t Throttle) Spec() ([]any, error) { return spec(t.Kind(), t.args, nil) }
+// Spec is THROTTLE max_burst count period [BLOCK b] [UNITS n] [SHADOW].
+func (t Throttle) Spec() ([]any, error) { return t.appendSpec(nil, true) }
 
-// Spec is SLIDE limit window [PRECISION d].
-func (s Slide) Spec() ([]any, error) { return spec(s.Kind(), s.args, s.options) }
+// Spec is SLIDE limit window [PRECISION d] [BLOCK b] [UNITS n] [SHADOW].
+func (s Slide) Spec() ([]any, error) { return s.appendSpec(nil, true) }
 
-// Spec is SLICE limit window slices.
-func (s Slice) Spec() ([]any, error) { return spec(s.Kind(), s.args, nil) }
+// Spec is SLICE limit window slices [BLOCK b] [UNITS n] [SHADOW].
+func (s Slice) Spec() ([]any, error) { return s.appendSpec(nil, true) }
 
-// Spec is LEASE limit ttl.
-func (l Lease) Spec() ([]any, error) { return spec(l.Kind(), l.args, nil) }
+// Spec is LEASE limit ttl [UNITS n] [SHADOW].
+func (l Lease) Spec() ([]any, error) { return l.appendSpec(nil, true) }
 
-// Spec is QUOTA limit unit [TZ zone].
-func (q Quota) Spec() ([]any, error) {
-	return spec(q.Kind(), q.args, func() ([]any, error) { return q.options(), nil })
-}
+// Spec is QUOTA limit unit [TZ zone] [BLOCK b] [UNITS n] [SHADOW].
+func (q Quota) Spec() ([]any, error) { return q.appendSpec(nil, true) }
 
-func spec(kind string, args, options func() ([]any, error)) ([]any, error) {
-	a, err := args()
-	if err != nil {
-		return nil, err
-	}
-	out := append([]any{kind}, a...)
-	if options != nil {
-		o, err := options()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o...)
-	}
-	return out, nil
-}
+// tail is BLOCK b (milliseconds; 0 is none), UNITS n, SHADOW, as given.
+func (t Throttle) tail() ([]any, error) { return appendOptions(nil, t.Block, t.Units, t.Shadow) }
+func (s Slide) tail() ([]any, error)    { return appendOptions(nil, s.Block, s.Units, s.Shadow) }
+func (s Slice) tail() ([]any, error)    { return appendOptions(nil, s.Block, s.Units, s.Shadow) }
+func (l Lease) tail() ([]any, error)    { return appendOptions(nil, 0, l.Units, l.Shadow) }
+func (q Quota) tail() ([]any, error)    { return appendOptions(nil, q.Block, q.Units, q.Shadow) }
+
+func (Throttle) own() ([]any, error) { return nil, nil }
+func (s Slide) own() ([]any, error)  { return s.options() }
+func (Slice) own() ([]any, error)    { return nil, nil }
+func (Lease) own() ([]any, error)    { return nil, nil }
+func (q Quota) own() ([]any, error)  { return q.options(), nil }
+
+func (t Throttle) shadowed() bool { return t.Shadow }
+func (s Slide) shadowed() bool    { return s.Shadow }
+func (s Slice) shadowed() bool    { return s.Shadow }
+func (l Lease) shadowed() bool    { return l.Shadow }
+func (q Quota) shadowed() bool    { return q.Shadow }
+
+func (t Throttle) withShadow(v bool) Limit { t.Shadow = v; return t }
+func (s Slide) withShadow(v bool) Limit    { s.Shadow = v; return s }
+func (s Slice) withShadow(v bool) Limit    { s.Shadow = v; return s }
+func (l Lease) withShadow(v bool) Limit    { l.Shadow = v; return l }
+func (q Quota) withShadow(v bool) Limit    { q.Shadow = v; return q }
 
 // ceilSeconds is d in whole seconds, rounded up.
 func ceilSeconds(d time.Duration) int64 {
@@ -254,3 +322,88 @@ func (Lease) PolicyWindow() int64 { return 0 }
 
 // PolicyWindow is 0: a quota has none.
 func (Quota) PolicyWindow() int64 { return 0 }
+
+// appendOptions appends the options every kind but LEASE takes after
+// its own: BLOCK b (milliseconds; 0 is none), UNITS n, SHADOW.
+func appendOptions(a []any, block time.Duration, units *int64, shadow bool) ([]any, error) {
+	if block != 0 {
+		b, err := millis("block", block)
+		if err != nil {
+			return nil, err
+		}
+		a = append(a, "BLOCK", b)
+	}
+	if units != nil {
+		a = append(a, "UNITS", itoa(*units))
+	}
+	if shadow {
+		a = append(a, "SHADOW")
+	}
+	return a, nil
+}
+
+func (t Throttle) appendSpec(a []any, tail bool) ([]any, error) {
+	p, err := millis("period", t.Period)
+	if err != nil {
+		return nil, err
+	}
+	a = append(a, "THROTTLE", itoa(t.MaxBurst), itoa(t.Count), p)
+	if !tail {
+		return a, nil
+	}
+	return appendOptions(a, t.Block, t.Units, t.Shadow)
+}
+
+func (s Slide) appendSpec(a []any, tail bool) ([]any, error) {
+	w, err := millis("window", s.Window)
+	if err != nil {
+		return nil, err
+	}
+	a = append(a, "SLIDE", itoa(s.Limit), w)
+	if s.Precision != 0 {
+		d, err := millis("precision", s.Precision)
+		if err != nil {
+			return nil, err
+		}
+		a = append(a, "PRECISION", d)
+	}
+	if !tail {
+		return a, nil
+	}
+	return appendOptions(a, s.Block, s.Units, s.Shadow)
+}
+
+func (s Slice) appendSpec(a []any, tail bool) ([]any, error) {
+	w, err := millis("window", s.Window)
+	if err != nil {
+		return nil, err
+	}
+	a = append(a, "SLICE", itoa(s.Limit), w, itoa(s.Slices))
+	if !tail {
+		return a, nil
+	}
+	return appendOptions(a, s.Block, s.Units, s.Shadow)
+}
+
+func (l Lease) appendSpec(a []any, tail bool) ([]any, error) {
+	ttl, err := millis("ttl", l.TTL)
+	if err != nil {
+		return nil, err
+	}
+	a = append(a, "LEASE", itoa(l.Limit), ttl)
+	if !tail {
+		return a, nil
+	}
+	return appendOptions(a, 0, l.Units, l.Shadow)
+}
+
+func (q Quota) appendSpec(a []any, tail bool) ([]any, error) {
+	a = append(a, "QUOTA", itoa(q.Limit), string(q.Unit))
+	if q.Zone != "" {
+		a = append(a, "TZ", q.Zone)
+	}
+	if !tail {
+		return a, nil
+	}
+	return appendOptions(a, q.Block, q.Units, q.Shadow)
+}

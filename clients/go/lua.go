@@ -37,7 +37,7 @@ const timeRefused = "ERR ratelimit: TIME refused in scripts:"
 type script struct {
 	source   string
 	sha      string
-	numkeys  bool // keys: "numkeys" (else "first")
+	keys     string // the manifest's keys: "first", "numkeys" or "none"
 	readonly bool
 }
 
@@ -64,7 +64,7 @@ func loadScripts() (map[string]*script, error) {
 		for name, c := range m.Commands {
 			src := c.Prefix + string(scriptBody)
 			sum := sha1.Sum([]byte(src))
-			scripts[strings.ToUpper(name)] = &script{source: src, sha: hex.EncodeToString(sum[:]), numkeys: c.Keys == "numkeys", readonly: c.Readonly}
+			scripts[strings.ToUpper(name)] = &script{source: src, sha: hex.EncodeToString(sum[:]), keys: c.Keys, readonly: c.Readonly}
 		}
 	})
 	return scripts, scriptsErr
@@ -84,11 +84,15 @@ func ScriptSource(command string) (string, bool) {
 	return sc.source, true
 }
 
-// splitKeys takes the keys out of a command line's arguments: the first
-// argument, or RL.ALLOW's numkeys keys when numkeys is 1 to 16 and that
-// many follow (else none: the script answers the module's error).
-func splitKeys(numkeys bool, args []any) (keys []string, rest []any) {
-	if !numkeys {
+// splitKeys takes the keys out of a command line's arguments, as the
+// manifest's keys say: "first", the first argument; "numkeys", RL.ALLOW's
+// numkeys keys when numkeys is 1 to 16 and that many follow (else none:
+// the script answers the module's error); "none" (RL.TOP), none.
+func splitKeys(mode string, args []any) (keys []string, rest []any) {
+	switch mode {
+	case "none":
+		return nil, args
+	case "first":
 		if len(args) == 0 {
 			return nil, nil
 		}
@@ -161,7 +165,7 @@ func (l *Limiter) runScript(ctx context.Context, command string, args []any) (an
 	if !ok {
 		return nil, &BackendError{Message: command + " is not answered by the Lua backend's scripts (it needs the module)"}
 	}
-	keys, rest := splitKeys(sc.numkeys, args)
+	keys, rest := splitKeys(sc.keys, args)
 	reply, err := l.evalOnce(ctx, sc, keys, rest)
 	if err != nil && l.clock == ClockAuto && !l.clientClock.Load() && strings.HasPrefix(err.Error(), timeRefused) {
 		l.clientClock.Store(true)
@@ -171,15 +175,9 @@ func (l *Limiter) runScript(ctx context.Context, command string, args []any) (an
 }
 
 func (l *Limiter) evalOnce(ctx context.Context, sc *script, keys []string, rest []any) (any, error) {
-	clock := ""
-	now := time.Now()
-	if l.clientClock.Load() {
-		us, err := l.server.now(ctx, l.rdb)
-		if err != nil {
-			return nil, err
-		}
-		clock = strconv.FormatInt(us, 10)
-		now = time.UnixMicro(us)
+	clock, now, err := l.scriptClock(ctx)
+	if err != nil {
+		return nil, err
 	}
 	argv := make([]any, 0, len(rest)+1)
 	argv = append(argv, Head(clock, rest, now))
@@ -246,4 +244,98 @@ func readServerTime(ctx context.Context, rdb redis.UniversalClient) (int64, erro
 		}
 	}
 	return 0, fmt.Errorf("ratelimit: the server's clock: TIME: %v; INFO server has no server_time_usec", err)
+}
+
+// runScripts is runScript for several calls in one pipeline. A call
+// answered NOSCRIPT, or the TIME refusal that switches to the passed clock,
+// did nothing: those are sent again (EVAL; the passed clock), in one more
+// pipeline.
+func (l *Limiter) runScripts(ctx context.Context, calls []Call, replies []any, errs []error) {
+	all, err := loadScripts()
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return
+	}
+	type prepared struct {
+		sc   *script
+		keys []string
+		rest []any
+	}
+	ps := make([]prepared, len(calls))
+	todo := make([]int, 0, len(calls))
+	for i, c := range calls {
+		sc, ok := all[scriptName(c.Name)]
+		if !ok {
+			errs[i] = &BackendError{Message: "RL." + c.Name + " is not answered by the Lua backend's scripts (it needs the module)"}
+			continue
+		}
+		keys, rest := splitKeys(sc.keys, c.Args)
+		ps[i] = prepared{sc, keys, rest}
+		todo = append(todo, i)
+	}
+	source := false
+	for round := 0; round < 3 && len(todo) > 0; round++ {
+		clock, now, err := l.scriptClock(ctx)
+		if err != nil {
+			for _, i := range todo {
+				errs[i] = err
+			}
+			return
+		}
+		pipe := l.rdb.Pipeline()
+		cmds := make([]*redis.Cmd, len(todo))
+		for j, i := range todo {
+			p := ps[i]
+			argv := make([]any, 0, len(p.rest)+1)
+			argv = append(argv, Head(clock, p.rest, now))
+			argv = append(argv, p.rest...)
+			switch {
+			case source && p.sc.readonly:
+				cmds[j] = pipe.EvalRO(ctx, p.sc.source, p.keys, argv...)
+			case source:
+				cmds[j] = pipe.Eval(ctx, p.sc.source, p.keys, argv...)
+			case p.sc.readonly:
+				cmds[j] = pipe.EvalShaRO(ctx, p.sc.sha, p.keys, argv...)
+			default:
+				cmds[j] = pipe.EvalSha(ctx, p.sc.sha, p.keys, argv...)
+			}
+		}
+		_, _ = pipe.Exec(ctx)
+		again := todo[:0:0]
+		for j, i := range todo {
+			replies[i], errs[i] = cmds[j].Result()
+			if errs[i] == nil {
+				continue
+			}
+			text := errs[i].Error()
+			switch {
+			case strings.HasPrefix(text, "NOSCRIPT"):
+				source = true
+				again = append(again, i)
+			case strings.HasPrefix(text, timeRefused) && l.clock == ClockAuto && !l.clientClock.Load():
+				again = append(again, i)
+			}
+		}
+		for _, i := range again {
+			if strings.HasPrefix(errs[i].Error(), timeRefused) {
+				l.clientClock.Store(true)
+			}
+		}
+		todo = again
+	}
+}
+
+// scriptClock is the head's clock ("" for the script's TIME, or the
+// passed Unix microseconds) and the instant the zones are computed around.
+func (l *Limiter) scriptClock(ctx context.Context) (string, time.Time, error) {
+	if !l.clientClock.Load() {
+		return "", l.wallNow(), nil
+	}
+	us, err := l.server.now(ctx, l.rdb)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return strconv.FormatInt(us, 10), time.UnixMicro(us), nil
 }

@@ -40,17 +40,18 @@ func asInt(v any) (int64, bool) {
 	return n, ok
 }
 
-// parseResult reads five integers, times in milliseconds.
-func parseResult(command string, reply any) (Result, error) {
+// parseResult reads five integers, times in milliseconds; name is the
+// command's, without prefix, for the error.
+func parseResult(name string, reply any) (Result, error) {
 	a, ok := reply.([]any)
 	if !ok || len(a) < 5 {
-		return Result{}, fmt.Errorf("ratelimit: %s answered %v, not five integers", command, reply)
+		return Result{}, fmt.Errorf("ratelimit: RL.%s answered %v, not five integers", name, reply)
 	}
 	var n [5]int64
 	for i := range n {
 		v, ok := asInt(a[i])
 		if !ok {
-			return Result{}, fmt.Errorf("ratelimit: %s answered %v, not five integers", command, reply)
+			return Result{}, fmt.Errorf("ratelimit: RL.%s answered %v, not five integers", name, reply)
 		}
 		n[i] = v
 	}
@@ -64,23 +65,23 @@ func parseResult(command string, reply any) (Result, error) {
 	return r, nil
 }
 
-func parseAllowResult(command string, reply any) (AllowResult, error) {
+func parseAllowResult(name string, reply any) (AllowResult, error) {
 	a, ok := reply.([]any)
 	if !ok || len(a) != 7 {
-		return AllowResult{}, fmt.Errorf("ratelimit: %s answered %v, not seven elements", command, reply)
+		return AllowResult{}, fmt.Errorf("ratelimit: RL.%s answered %v, not seven elements", name, reply)
 	}
-	binding, err := parseResult(command, a)
+	binding, err := parseResult(name, a)
 	if err != nil {
 		return AllowResult{}, err
 	}
 	index, ok := asInt(a[5])
 	each, ok2 := a[6].([]any)
 	if !ok || !ok2 || index < 1 || int(index) > len(each) {
-		return AllowResult{}, fmt.Errorf("ratelimit: %s answered %v, not a binding index and its limits", command, reply)
+		return AllowResult{}, fmt.Errorf("ratelimit: RL.%s answered %v, not a binding index and its limits", name, reply)
 	}
 	out := AllowResult{Result: binding, Index: int(index) - 1, Results: make([]Result, len(each))}
 	for i, r := range each {
-		if out.Results[i], err = parseResult(command, r); err != nil {
+		if out.Results[i], err = parseResult(name, r); err != nil {
 			return AllowResult{}, err
 		}
 	}

@@ -1,6 +1,6 @@
 module github.com/redis-ratelimit/redis-ratelimit/examples/go
 
-go 1.25
+go 1.25.0
 
 require (
 	github.com/redis-ratelimit/redis-ratelimit/clients/go v0.4.0
@@ -9,8 +9,10 @@ require (
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.opentelemetry.io/otel v1.46.0 // indirect
+	go.opentelemetry.io/otel/metric v1.46.0 // indirect
 	go.uber.org/atomic v1.11.0 // indirect
-	golang.org/x/sys v0.30.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 )
 
 // The package from this repository's tree; a user's service needs no

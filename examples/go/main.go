@@ -8,6 +8,10 @@
 //
 // Routes: / answers ok; /status/<code> that status (a 5xx gives the units
 // back); /slow/<ms> after that many milliseconds (holding a slot).
+//
+// Two more programs in the same binary: go run . pacing (workers sharing
+// 500 calls a minute through Acquire, pacing.go) and go run . llm (a model
+// call's tokens settled after it ends, llm.go).
 package main
 
 import (
@@ -90,6 +94,10 @@ func serve(ctx context.Context, l net.Listener, h http.Handler) error {
 }
 
 func main() {
+	if len(os.Args) > 1 && (os.Args[1] == "pacing" || os.Args[1] == "llm") {
+		other(os.Args[1], os.Args[2:])
+		return
+	}
 	timeout, err := time.ParseDuration(env("RL_TIMEOUT", "250ms"))
 	if err != nil {
 		log.Fatalf("RL_TIMEOUT: %v", err)
@@ -108,6 +116,37 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := serve(ctx, l, h); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// other runs pacing or llm with their arguments.
+func other(name string, args []string) {
+	rdb := redis.NewClient(&redis.Options{Addr: env("REDIS_ADDR", "127.0.0.1:6379")})
+	defer rdb.Close()
+	l := ratelimit.New(rdb)
+	arg := func(i int, def string) string {
+		if i < len(args) {
+			return args[i]
+		}
+		return def
+	}
+	number := func(i int, def string) int64 {
+		n, err := strconv.ParseInt(arg(i, def), 10, 64)
+		if err != nil {
+			log.Fatalf("argument %d: %v", i+1, err)
+		}
+		return n
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	if name == "pacing" {
+		err = runPacing(ctx, l, int(number(0, "8")), int(number(1, "20")))
+	} else {
+		err = runLLM(ctx, l, arg(0, "alice"), number(1, "1500"), number(2, "900"))
+	}
+	if err != nil {
 		log.Fatal(err)
 	}
 }

@@ -3,8 +3,11 @@
 // that decides every request's rules in one RL.ALLOW, answers 429 itself
 // when refused, adds the header fields when allowed, fails open or closed
 // within a timeout counted from the request's arrival, logs one line per
-// outage (log/slog), gives units back on a 5xx, and releases a request's
-// lease when the handler returns.
+// outage (log/slog), gives units back on a 5xx, releases a request's
+// lease when the handler returns, and records OpenTelemetry metrics when
+// given a MeterProvider (docs/metrics.md). SHADOW rules run beside the
+// enforced ones and never refuse; a BLOCK rule's refusal keeps refusing
+// for its block (a 429 with the block's Retry-After).
 package httplimit
 
 import (
@@ -19,13 +22,17 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
 
 	ratelimit "github.com/redis-ratelimit/redis-ratelimit/clients/go"
 )
 
 // Rule is one limit of a policy: its Name (the policy name of the header
 // fields), its key (Key, a template naming $client, $ip, $path, $method;
-// or KeyFunc, a function of the request) and its Limit.
+// or KeyFunc, a function of the request) and its Limit. The limit's own
+// Block blocks a client's key after a refusal (BLOCK); its Shadow makes
+// the rule a SHADOW spec: decided, counted (shadow_limited), never
+// refusing, and absent from the header fields.
 type Rule struct {
 	Name    string
 	Key     string
@@ -71,6 +78,10 @@ type Options struct {
 	Refund5xx bool
 	// Logger receives the outage and configuration lines (default slog.Default()).
 	Logger *slog.Logger
+	// MeterProvider, when set, receives the metrics of docs/metrics.md
+	// (meter redis-ratelimit: ratelimit.decisions per rule and outcome,
+	// ratelimit.decision.duration per request).
+	MeterProvider metric.MeterProvider
 }
 
 type middleware struct {
@@ -79,6 +90,8 @@ type middleware struct {
 	trust     trust
 	forwarded bool
 	direct    bool // the client ends a call at its context's deadline
+
+	metrics *metrics
 
 	mu        sync.Mutex
 	failing   bool
@@ -139,7 +152,15 @@ func New(l *ratelimit.Limiter, o Options) (func(http.Handler) http.Handler, erro
 	if err != nil {
 		return nil, err
 	}
-	m := &middleware{l: l, o: o, trust: t, misconfig: map[string]bool{}}
+	all := make([]string, 0, len(names))
+	for n := range names {
+		all = append(all, n)
+	}
+	mt, err := newMetrics(o.MeterProvider, all)
+	if err != nil {
+		return nil, fmt.Errorf("httplimit: the metrics: %w", err)
+	}
+	m := &middleware{l: l, o: o, trust: t, misconfig: map[string]bool{}, metrics: mt}
 	switch strings.ToLower(o.ProxyHeader) {
 	case "", "x-forwarded-for":
 	case "forwarded":
@@ -237,17 +258,24 @@ func (m *middleware) handler(next http.Handler) http.Handler {
 		rules := m.rulesOf(r)
 		var vars [4]string
 		calls := make([]ratelimit.Rule, len(rules))
+		names := make([]string, len(rules))
+		shadow := make([]bool, len(rules))
+		allShadow := true
 		leaseID := ""
 		for i, rule := range rules {
 			calls[i] = ratelimit.Rule{Name: rule.Name, Key: m.keyOf(rule, r, &vars), Limit: rule.Limit}
+			names[i] = rule.Name
+			shadow[i] = ratelimit.IsShadow(rule.Limit)
+			allShadow = allShadow && shadow[i]
 			if _, ok := rule.Limit.(ratelimit.Lease); ok && leaseID == "" {
 				leaseID = ratelimit.NewLeaseID()
 			}
 		}
 		ctx, cancel := context.WithDeadline(r.Context(), arrival.Add(m.o.Timeout))
-		res, err := m.allow(ctx, calls, ratelimit.AllowOptions{Quantity: m.o.Quantity, LeaseID: leaseID})
+		d, err := m.decide(ctx, arrival, calls, shadow, allShadow, ratelimit.AllowOptions{Quantity: m.o.Quantity, LeaseID: leaseID})
 		cancel()
 		if err != nil {
+			m.metrics.record(r.Context(), names, d.outcomes, resultError, d.took)
 			if leaseID != "" {
 				go m.release(calls, leaseID) // a late RL.ALLOW would hold the slot
 			}
@@ -255,24 +283,29 @@ func (m *middleware) handler(next http.Handler) http.Handler {
 			return
 		}
 		m.answered()
-		fields, ferr := ratelimit.AllowHeaders(res, calls)
-		if ferr != nil {
-			m.failed(w, r, next, ferr)
-			return
+		var fields http.Header
+		if !allShadow {
+			if fields, err = enforcedHeaders(d.res, calls, shadow); err != nil {
+				m.metrics.record(r.Context(), names, allErrors(len(names)), resultError, d.took)
+				m.failed(w, r, next, err)
+				return
+			}
 		}
-		if !res.Allowed {
+		if !d.allowed {
+			m.metrics.record(r.Context(), names, d.outcomes, resultLimited, d.took)
 			for k, v := range fields {
 				w.Header()[k] = v
 			}
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.WriteHeader(http.StatusTooManyRequests)
-			if res.NeverFits {
+			if d.res.NeverFits {
 				fmt.Fprint(w, "rate limited: this request exceeds the capacity\n")
 			} else {
 				fmt.Fprintf(w, "rate limited: retry in %s s\n", fields.Get("Retry-After"))
 			}
 			return
 		}
+		m.metrics.record(r.Context(), names, d.outcomes, resultAllowed, d.took)
 		rw := &responseWriter{ResponseWriter: w, fields: fields, status: http.StatusOK}
 		defer func() {
 			v := recover()
@@ -285,7 +318,7 @@ func (m *middleware) handler(next http.Handler) http.Handler {
 				go m.release(calls, leaseID)
 			}
 			if m.o.Refund5xx && rw.status >= 500 && rw.status <= 599 {
-				go m.refund(calls)
+				go m.refund(d.recorded)
 			}
 			if v != nil {
 				panic(v)
@@ -295,26 +328,126 @@ func (m *middleware) handler(next http.Handler) http.Handler {
 	})
 }
 
-// allow is the RL.ALLOW, ended at ctx's deadline even where the client
-// would wait for its own read timeout (ContextTimeoutEnabled unset).
-func (m *middleware) allow(ctx context.Context, rules []ratelimit.Rule, o ratelimit.AllowOptions) (ratelimit.AllowResult, error) {
-	if m.direct {
-		return m.l.Allow(ctx, rules, o)
+// allErrors is n outcomes "error".
+func allErrors(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = resultError
 	}
-	type answer struct {
-		r   ratelimit.AllowResult
+	return out
+}
+
+// decision is a request's: allowed or not, the binding result (when some
+// rule is enforced), each rule's outcome for the metrics, the rules that
+// recorded the request (what a 5xx gives back) and the time from the
+// request's arrival to the decision.
+type decision struct {
+	allowed  bool
+	res      ratelimit.AllowResult
+	outcomes []string
+	recorded []ratelimit.Rule
+	took     time.Duration
+}
+
+// decide is the request's RL.ALLOW, its SHADOW rules as SHADOW specs.
+// When every rule is SHADOW (which RL.ALLOW refuses), each rule is its
+// own RL.ALLOW without SHADOW, all in one pipeline, their refusals
+// ignored: each key records what a shadow limit records (what enforcing
+// it alone would have), and the request goes on.
+func (m *middleware) decide(ctx context.Context, arrival time.Time, calls []ratelimit.Rule, shadow []bool, allShadow bool, o ratelimit.AllowOptions) (decision, error) {
+	d := decision{outcomes: make([]string, len(calls))}
+	a, err := m.bounded(ctx, func(ctx context.Context) (answer, error) {
+		var a answer
+		var err error
+		if allShadow {
+			enforced := make([]ratelimit.Rule, len(calls))
+			for i, c := range calls {
+				enforced[i] = ratelimit.Rule{Name: c.Name, Key: c.Key, Limit: ratelimit.WithShadow(c.Limit, false)}
+			}
+			a.each, err = m.l.AllowEach(ctx, enforced, o)
+		} else {
+			a.res, err = m.l.Allow(ctx, calls, o)
+		}
+		return a, err
+	})
+	d.res = a.res
+	each := a.each
+	d.took = time.Since(arrival) // the middleware's time: from the arrival
+	if err != nil {
+		d.outcomes = allErrors(len(calls))
+		return d, err
+	}
+	d.allowed = allShadow || d.res.Allowed
+	for i, c := range calls {
+		var own ratelimit.Result
+		if allShadow {
+			own = each[i].Result
+		} else {
+			own = d.res.Results[i]
+		}
+		switch {
+		case own.Allowed:
+			d.outcomes[i] = resultAllowed
+			if d.allowed {
+				d.recorded = append(d.recorded, c)
+			}
+		case shadow[i]:
+			d.outcomes[i] = resultShadowLimited
+		default:
+			d.outcomes[i] = resultLimited
+		}
+	}
+	return d, nil
+}
+
+// enforcedHeaders are the header fields of the enforced rules only: a
+// SHADOW rule is not the client's to see.
+func enforcedHeaders(res ratelimit.AllowResult, calls []ratelimit.Rule, shadow []bool) (http.Header, error) {
+	if len(res.Results) != len(calls) {
+		return ratelimit.AllowHeaders(res, calls)
+	}
+	sub := ratelimit.AllowResult{Result: res.Result, Index: -1}
+	var rules []ratelimit.Rule
+	for i, c := range calls {
+		if shadow[i] {
+			continue
+		}
+		if i == res.Index {
+			sub.Index = len(rules)
+		}
+		rules = append(rules, c)
+		sub.Results = append(sub.Results, res.Results[i])
+	}
+	return ratelimit.AllowHeaders(sub, rules)
+}
+
+// answer is what the decision's calls answered.
+type answer struct {
+	res  ratelimit.AllowResult
+	each []ratelimit.AllowResult
+}
+
+// bounded runs f, ended at ctx's deadline even where the client would
+// wait for its own read timeout (ContextTimeoutEnabled unset): a late f
+// answers into its channel, which nobody reads.
+func (m *middleware) bounded(ctx context.Context, f func(context.Context) (answer, error)) (answer, error) {
+	if m.direct {
+		return f(ctx)
+	}
+	type result struct {
+		a   answer
 		err error
 	}
-	done := make(chan answer, 1)
+	done := make(chan result, 1)
 	go func() {
-		r, err := m.l.Allow(ctx, rules, o)
-		done <- answer{r, err}
+		a, err := f(ctx)
+		done <- result{a, err}
 	}()
 	select {
-	case a := <-done:
-		return a.r, a.err
+	case r := <-done:
+		return r.a, r.err
 	case <-ctx.Done():
-		return ratelimit.AllowResult{}, ctx.Err()
+		return answer{}, ctx.Err()
 	}
 }
 
@@ -328,6 +461,7 @@ func (m *middleware) release(rules []ratelimit.Rule, id string) {
 	}
 }
 
+// refund gives back the units of the rules that recorded the request.
 func (m *middleware) refund(rules []ratelimit.Rule) {
 	ctx, cancel := context.WithTimeout(context.Background(), m.o.Timeout)
 	defer cancel()
