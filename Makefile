@@ -261,13 +261,14 @@ go: go-setup build
 
 # The Lua backend's conformance suite (clients/conformance), with the Python
 # package installed from dist/ into the venv and the Node package from
-# dist/ into tmp/node (its executeLua, "node-lua"), the Go package through
+# dist/ into tmp/node (its executeLua, "node-lua"), the Java package as
+# installed into tmp/m2 ("java-lua", one JVM) and the Go package through
 # its driver ("go-lua", make go-driver): the recorded cases on
-# Valkey 8.1.8 under a faked clock (module and both packages' scripts),
+# Valkey 8.1.8 under a faked clock (the module and every package's scripts),
 # what holds without a faked clock on the four servers (its own list,
 # clients/conformance/harness.py's SERVERS), the randomized differential run, the two packages'
 # calendar arguments compared, 50 clients on one key, a replica.
-conformance: conformance-lint python-install node-install go-driver build
+conformance: conformance-lint python-install node-install java-setup go-driver build
 	python3 clients/lua/build.py --check
 	cd tmp && $(CURDIR)/$(PYVENV)/bin/pytest -q \
 		-p no:cacheprovider --rootdir $(CURDIR)/clients/conformance $(CURDIR)/clients/conformance
