@@ -79,9 +79,10 @@ def commands_of(rows) -> list:
         if r.single:
             out += with_floor(r.name, hot(r), r.requires, [])
     # RL.THROTTLE with BLOCK on calls it allows: the option read and the
-    # key's block checked (docs/DESIGN.md#block). A build without BLOCK
-    # answers it an error: its count there is not a limiter's.
-    out.append(("RL.THROTTLE BLOCK", hot(by["RL.THROTTLE"]) + ["BLOCK", "60"], None, []))
+    # key's block checked (docs/DESIGN.md#block); left out (as "skipped")
+    # by a module without BLOCK, found by a probe call.
+    block = hot(by["RL.THROTTLE"]) + ["BLOCK", "60"]
+    out.append(("RL.THROTTLE BLOCK", block, ["RL.THROTTLE", "b:probe"] + block[2:], []))
     lease = lambda lease_id: ["RL.LEASE", HOT, str(LEASE_LIMIT), str(LEASE_TTL_S), lease_id]
     # Ids of 16 bytes, as in the RL.LEASE workload; the renewed one is the tenth.
     held = [lease("h%015d" % i) for i in range(1, LEASES_HELD)]
