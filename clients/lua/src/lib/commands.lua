@@ -36,9 +36,15 @@ end
 -- A decision with the key's block (`bl`, µs; 0 none) and the limit's
 -- BLOCK: on a blocked key, held; a refusal of q >= 1 that can fit, by a
 -- limit with BLOCK, starts a block until now + b (returned) and answers
--- as held. Else the kind's own decision and update.
-local function with_block(d, u, bl, P, q)
-  if bl > NOW then return held_by_block(d, bl, q), nil, nil end
+-- as held. Else the kind's own decision and update. On a blocked key a
+-- decision that would allow is replaced by `peek()`'s (the kind's answer
+-- for 0 units): the request records nothing, so its reset must not count
+-- the units it would have taken (src/core/block.rs's `decide_from`).
+local function with_block(d, u, bl, P, q, peek)
+  if bl > NOW then
+    if not d.limited and peek then d = peek() end
+    return held_by_block(d, bl, q), nil, nil
+  end
   if d.limited and q > 0 and d.retry ~= 'never' and P.block then
     local e = NOW + P.block
     return held_by_block(d, e, q), nil, e
@@ -105,7 +111,7 @@ local function limiter(name)
       if own and bcmp(own, wait) <= 0 then d, u = throttle.book(st, P, own, q) end
     end
     local starts
-    d, u, starts = with_block(d, u, bl, P, q)
+    d, u, starts = with_block(d, u, bl, P, q, function() return (algo.decide(st, P, 0, id)) end)
     if u then
       local new = algo.apply(st, u, P)
       store_state(algo, key, new, old, before)
@@ -405,7 +411,7 @@ local function several(write)
     for index, l in ipairs(limits) do
       local d, u = l.algo.decide(l.st, l.P, qs[index], id)
       if bookings[index] and l.bl <= NOW then d, u = throttle.book(l.st, l.P, bookings[index], qs[index]) end
-      d, l.u, l.starts = with_block(d, u, l.bl, l.P, qs[index])
+      d, l.u, l.starts = with_block(d, u, l.bl, l.P, qs[index], function() return (l.algo.decide(l.st, l.P, 0, id)) end)
       l.old = l.P.kind == 'LEASE' and copy_leases(l.st) or nil
       ds[index] = d
     end
