@@ -133,6 +133,9 @@ expect "0 " RL.PEEK 2 rl:{pkg}:a rl:{pkg}:b THROTTLE 2 1 60 SLIDE 10 60
 expect "type slide ttl " RL.INSPECT rl:pkg:s
 expect "0 10 10 -1 0 " RL.REFUND rl:pkg:s SLIDE 10 60 1
 expect "0 10 7 -1 60 " RL.CHARGE rl:pkg:s SLIDE 10 60 3
+expect "0 1 0 -1 60 " RL.THROTTLE rl:pkg:top 0 1 60 BLOCK 600
+expect "1 1 0 600 600 " RL.THROTTLE rl:pkg:top 0 1 60 BLOCK 600
+expect "rl:pkg:top " RL.TOP COUNT 1
 expect "ERR RL.STATE is accepted only from the master or the AOF" RL.STATE rl:pkg:x x
 registered=$(cli COMMAND LIST FILTERBY MODULE ratelimit | tr '[:upper:]' '[:lower:]' | sort)
 [ -n "$registered" ] || fail "COMMAND LIST FILTERBY MODULE ratelimit is empty"
