@@ -87,6 +87,17 @@ func freePort() (int, error) {
 // Launch starts binary (with the module when module is true, and extra
 // configuration arguments) and waits for it to answer PING.
 func Launch(binary string, module bool, extra ...string) (*Server, error) {
+	var load []string
+	if module {
+		load = []string{}
+	}
+	return launch(binary, nil, load, extra)
+}
+
+// launch starts binary with head first (a configuration file and
+// --sentinel), then the port and the test settings (not for a sentinel),
+// then the module with its arguments load (nil: no module) and extra.
+func launch(binary string, head, load, extra []string) (*Server, error) {
 	path, err := exec.LookPath(binary)
 	if err != nil {
 		return nil, fmt.Errorf("the server %s is missing (%v): run scripts/deps.sh --test, or name servers in REDIS_SERVERS", binary, err)
@@ -95,16 +106,20 @@ func Launch(binary string, module bool, extra ...string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no"}
-	if module {
+	args := append([]string{}, head...)
+	args = append(args, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--daemonize", "no", "--protected-mode", "no")
+	if head == nil {
+		args = append(args, "--save", "", "--appendonly", "no")
+	}
+	if load != nil {
 		m := Module()
 		if _, err := os.Stat(m); err != nil {
 			return nil, fmt.Errorf("the module %s is missing: run cargo build --release (or set RL_MODULE)", m)
 		}
-		args = append(args, "--loadmodule", m)
+		args = append(append(args, "--loadmodule", m), load...)
 	}
 	args = append(args, extra...)
-	s := &Server{Binary: binary, Module: module, Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), log: &bytes.Buffer{}, waited: make(chan struct{})}
+	s := &Server{Binary: binary, Module: load != nil, Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), log: &bytes.Buffer{}, waited: make(chan struct{})}
 	s.cmd = exec.Command(path, args...)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
