@@ -226,7 +226,9 @@ func (l *Limiter) exec(ctx context.Context, name string, line []any) (any, error
 	var reply any
 	if r.module {
 		line[0] = r.command(name)
-		reply, err = l.rdb.Do(ctx, line...).Result()
+		cmd := moduleCmd(ctx, name, line)
+		_ = l.rdb.Process(ctx, cmd)
+		reply, err = cmd.Result()
 	} else {
 		reply, err = l.runScript(ctx, scriptName(name), line[1:])
 	}
@@ -234,6 +236,24 @@ func (l *Limiter) exec(ctx context.Context, name string, line []any) (any, error
 		return nil, replyError(scriptName(name), err)
 	}
 	return reply, nil
+}
+
+// moduleCmd is line (the module's name of command name first) as a
+// command that names its first key's position: a ClusterClient routes it
+// to that key's master. Left to guess, go-redis takes position 1 while its
+// COMMAND INFO cache is cold (RL.ALLOW's numkeys) and, once warm, the
+// position COMMAND INFO gives a command with movable keys: either way
+// RL.ALLOW and RL.PEEK would reach a node that answers MOVED.
+func moduleCmd(ctx context.Context, name string, line []any) *redis.Cmd {
+	cmd := redis.NewCmd(ctx, line...)
+	switch name {
+	case "ALLOW", "PEEK": // numkeys, then the keys
+		cmd.SetFirstKeyPos(2)
+	case "TOP": // no key: Top asks each master itself
+	default:
+		cmd.SetFirstKeyPos(1)
+	}
+	return cmd
 }
 
 // The module's commands, by name without prefix.
@@ -305,7 +325,8 @@ func (l *Limiter) DoAll(ctx context.Context, calls []Call) ([]any, []error) {
 			line := make([]any, 0, len(c.Args)+1)
 			line = append(line, r.command(c.Name))
 			line = append(line, c.Args...)
-			cmds[i] = pipe.Do(ctx, line...)
+			cmds[i] = moduleCmd(ctx, c.Name, line)
+			_ = pipe.Process(ctx, cmds[i])
 		}
 		_, _ = pipe.Exec(ctx) // each command keeps its own error
 		for i, cmd := range cmds {
