@@ -211,3 +211,34 @@ func TestWaitFor(t *testing.T) {
 		t.Errorf("a deadline passed: %v, want 0", w)
 	}
 }
+
+// mergeTop orders the masters' RL.TOP entries as one node orders its own.
+// Columns: the entries given (key, refusals, last refusal in ms), the
+// count asked, the keys expected in order.
+func TestMergeTop(t *testing.T) {
+	e := func(key string, n, ms int64) TopEntry {
+		return TopEntry{Key: key, Refusals: n, LastRefusal: time.UnixMilli(ms)}
+	}
+	for _, c := range []struct {
+		name  string
+		in    []TopEntry
+		count int
+		want  []string
+	}{
+		{"most refusals first", []TopEntry{e("a", 1, 9), e("b", 3, 1), e("c", 2, 5)}, 10, []string{"b", "c", "a"}},
+		{"equal: the later refusal first", []TopEntry{e("a", 2, 1), e("b", 2, 7), e("c", 2, 4)}, 10, []string{"b", "c", "a"}},
+		{"equal twice: the key's bytes", []TopEntry{e("b", 2, 7), e("B", 2, 7), e("a", 2, 7)}, 10, []string{"B", "a", "b"}},
+		{"cut to count", []TopEntry{e("a", 1, 1), e("b", 2, 1), e("c", 3, 1)}, 2, []string{"c", "b"}},
+		{"count 0: the default 10", make([]TopEntry, 12), 0, make([]string, 10)},
+		{"fewer than count", []TopEntry{e("a", 1, 1)}, 5, []string{"a"}},
+		{"none", nil, 3, []string{}},
+	} {
+		got := []string{}
+		for _, x := range mergeTop(c.in, c.count) {
+			got = append(got, x.Key)
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
