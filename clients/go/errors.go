@@ -75,6 +75,8 @@ func replyError(command string, err error) error {
 	switch {
 	case strings.HasPrefix(text, "WRONGTYPE"):
 		return &WrongTypeError{Command: command, Message: text}
+	case strings.HasPrefix(text, "CROSSSLOT"):
+		return &CrossSlotError{Command: command, Message: text}
 	case strings.HasPrefix(text, "ERR "):
 		e := &CommandError{Command: command, Message: text}
 		if m := argumentText.FindStringSubmatch(text); m != nil {
@@ -87,6 +89,25 @@ func replyError(command string, err error) error {
 	}
 	return err
 }
+
+// ErrCrossSlot matches (errors.Is) a CrossSlotError.
+var ErrCrossSlot = errors.New("CROSSSLOT")
+
+// CrossSlotError is a cluster's CROSSSLOT reply: one call (RL.ALLOW,
+// RL.PEEK) named keys of different hash slots, which no node can decide
+// together; nothing was recorded. Keys that share a hash tag ({user:42}:a,
+// {user:42}:b) share a slot. errors.Is(err, ErrCrossSlot) holds.
+type CrossSlotError struct {
+	Command string
+	Message string
+}
+
+func (e *CrossSlotError) Error() string {
+	return e.Message + " (" + e.Command + " on a cluster: the keys of one call need a shared hash tag, as {user:42}:a and {user:42}:b)"
+}
+
+// Is matches ErrCrossSlot.
+func (e *CrossSlotError) Is(target error) bool { return target == ErrCrossSlot }
 
 // ErrLimited matches (errors.Is) a LimitedError.
 var ErrLimited = errors.New("ratelimit: rate limited")
