@@ -210,15 +210,19 @@ node-test:
 # redone only when a pom changed. Then, offline: the reactor's tests
 # against every server of SERVERS in one JVM (the starter, gateway and
 # cluster tests on the first), the reactor installed into tmp/m2, and the
-# example built against tmp/m2, not the reactor, tested over a real port.
+# example built against tmp/m2, not the reactor, tested over a real port:
+# on Spring Boot 3.5 and again on Boot 4.0 (-Pboot4: the same sources under
+# Boot 4's BOM), and the gateway example on Boot 4 with Spring Cloud 2025.1.
 JAVA_MVN := mvn -B -q -Dmaven.repo.local=$(CURDIR)/tmp/m2
-JAVA_POMS := $(shell find clients/java examples/java bench/clients/java -name pom.xml 2>/dev/null)
+JAVA_POMS := $(shell find clients/java examples/java examples/java-gateway bench/clients/java -name pom.xml 2>/dev/null)
 java-setup: tmp/m2/.resolved
 tmp/m2/.resolved: $(JAVA_POMS)
 	@echo "Resolving the Java packages' dependencies into tmp/m2 (Maven Central) ..."
 	$(JAVA_MVN) -f clients/java/pom.xml install \
 		-Dtest='ValuesTest,RequestLimiterTest' -Dsurefire.failIfNoSpecifiedTests=false
 	$(JAVA_MVN) -f examples/java/pom.xml test-compile dependency:go-offline
+	$(JAVA_MVN) -f examples/java/pom.xml -Pboot4 test-compile dependency:go-offline
+	$(JAVA_MVN) -f examples/java-gateway/pom.xml test-compile dependency:go-offline
 	$(JAVA_MVN) -f bench/clients/java/pom.xml compile dependency:go-offline
 	mkdir -p tmp/java
 	$(JAVA_MVN) -o -f clients/java/client/pom.xml dependency:build-classpath \
@@ -230,6 +234,8 @@ tmp/m2/.resolved: $(JAVA_POMS)
 java: setup java-setup build
 	$(JAVA_MVN) -o -f clients/java/pom.xml install -Dredis.servers="$(SERVERS)" -Drl.module=$(RL_MODULE)
 	$(JAVA_MVN) -o -f examples/java/pom.xml test -Dredis.servers="$(firstword $(SERVERS))" -Drl.module=$(RL_MODULE)
+	$(JAVA_MVN) -o -f examples/java/pom.xml -Pboot4 test -Dredis.servers="$(firstword $(SERVERS))" -Drl.module=$(RL_MODULE)
+	$(JAVA_MVN) -o -f examples/java-gateway/pom.xml test -Dredis.servers="$(firstword $(SERVERS))" -Drl.module=$(RL_MODULE)
 
 # The Go package (clients/go: the package, redisrate, httplimit): go-setup
 # downloads its modules and staticcheck into tmp/go (the one Go step that

@@ -14,7 +14,9 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.util.ArrayList;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
@@ -23,8 +25,13 @@ import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
-/** The example over a real HTTP port against a real server with the module. */
-@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+/**
+ * The example over a real HTTP port against a real server with the module.
+ * Boot's tests turn metrics exporters off by default; the Prometheus one is
+ * turned back on by its property (the same name on Boot 3.5 and 4.0).
+ */
+@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
+        properties = "management.prometheus.metrics.export.enabled=true")
 class ExampleAppTest {
     static final int REDIS_PORT = freePort();
     static final Process REDIS = start();
@@ -83,7 +90,7 @@ class ExampleAppTest {
     }
 
     HttpRequest.Builder at(String path) {
-        return HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path));
+        return HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(10));
     }
 
     @Test
@@ -125,6 +132,49 @@ class ExampleAppTest {
         HttpResponse<String> meters = send(at("/actuator/metrics/ratelimit.decisions"));
         assertEquals(200, meters.statusCode());
         assertTrue(meters.body().contains("\"ratelimit.rule\""), meters.body());
+        prometheusShowsTheNamesOfDocsMetrics();
+    }
+
+    /**
+     * The scrape of /actuator/prometheus, as series (name and labels, as
+     * written) to values; the names are docs/metrics.md's.
+     */
+    Map<String, Double> scrape() throws Exception {
+        HttpResponse<String> r = send(at("/actuator/prometheus"));
+        assertEquals(200, r.statusCode(), r.body());
+        Map<String, Double> series = new HashMap<>();
+        for (String line : r.body().split("\n")) {
+            int space = line.lastIndexOf(' ');
+            if (!line.startsWith("#") && space > 0) {
+                series.put(line.substring(0, space), Double.parseDouble(line.substring(space + 1)));
+            }
+        }
+        return series;
+    }
+
+    /** What theApiIsLimitedPerUserAndPerAddress did, in Prometheus's names (the only test of these rules). */
+    void prometheusShowsTheNamesOfDocsMetrics() throws Exception {
+        Map<String, Double> s = scrape();
+        // ada's sixth request refused by per-user, carol's by per-address.
+        assertEquals(1.0, s.get("ratelimit_decisions_total{ratelimit_result=\"limited\",ratelimit_rule=\"per-user\"}"),
+                () -> "" + s.keySet());
+        assertEquals(1.0, s.get("ratelimit_decisions_total{ratelimit_result=\"limited\",ratelimit_rule=\"per-address\"}"));
+        // ada 5, bob 5 and carol's per-user; ada 5, bob 5 and ada's sixth per-address.
+        assertEquals(11.0, s.get("ratelimit_decisions_total{ratelimit_result=\"allowed\",ratelimit_rule=\"per-user\"}"));
+        assertEquals(11.0, s.get("ratelimit_decisions_total{ratelimit_result=\"allowed\",ratelimit_rule=\"per-address\"}"));
+        // The timer is shared with @RateLimit, whose tests may have run first: at least the filter's.
+        Double limited = s.get("ratelimit_decision_duration_seconds_count{ratelimit_result=\"limited\"}");
+        assertTrue(limited != null && limited >= 2, "limited decisions timed: " + limited);
+        Double allowed = s.get("ratelimit_decision_duration_seconds_count{ratelimit_result=\"allowed\"}");
+        assertTrue(allowed != null && allowed >= 10, "allowed decisions timed: " + allowed);
+        assertTrue(s.get("ratelimit_decision_duration_seconds_sum{ratelimit_result=\"allowed\"}") > 0);
+        assertTrue(s.containsKey("ratelimit_decision_duration_seconds_max{ratelimit_result=\"allowed\"}"));
+        // The buckets docs/metrics.md advises, in seconds, and +Inf counting every decision.
+        for (String le : List.of("1.0E-4", "0.001", "0.25", "1.0")) {
+            assertTrue(s.containsKey("ratelimit_decision_duration_seconds_bucket{ratelimit_result=\"allowed\",le=\""
+                    + le + "\"}"), () -> "le=" + le + " in " + s.keySet());
+        }
+        assertEquals(allowed, s.get("ratelimit_decision_duration_seconds_bucket{ratelimit_result=\"allowed\",le=\"+Inf\"}"));
     }
 
     @Autowired

@@ -17,7 +17,6 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
-import org.springframework.boot.autoconfigure.data.redis.RedisAutoConfiguration;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.web.servlet.FilterRegistrationBean;
 import org.springframework.context.annotation.Bean;
@@ -32,8 +31,14 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
  * properties, {@link RateLimit} on any bean's methods, the servlet filter or
  * the WebFilter, Micrometer meters. Every bean is
  * {@code @ConditionalOnMissingBean}: declare your own to replace it.
+ *
+ * <p>One jar for Boot 3.5 and 4.0: Redis's auto-configuration is named by
+ * both its class names (Boot 4 moved it into spring-boot-data-redis), and
+ * nothing here calls an API that Boot 4 or Framework 7 moved or removed.
  */
-@AutoConfiguration(after = RedisAutoConfiguration.class)
+@AutoConfiguration(afterName = {
+        "org.springframework.boot.autoconfigure.data.redis.RedisAutoConfiguration",     // Boot 3
+        "org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration"}) // Boot 4
 @ConditionalOnClass({RedisConnectionFactory.class, RateLimiter.class})
 @ConditionalOnBean(RedisConnectionFactory.class)
 @ConditionalOnProperty(prefix = "ratelimit", name = "enabled", matchIfMissing = true)

@@ -22,6 +22,8 @@ public class RateLimitExceptionHandler {
         HttpHeaders h = new HttpHeaders();
         e.headers().forEach(h::set);
         h.setContentType(new MediaType("text", "plain", java.nio.charset.StandardCharsets.UTF_8));
-        return new ResponseEntity<>(e.getMessage() + "\n", h, HttpStatus.TOO_MANY_REQUESTS);
+        // The builder, not new ResponseEntity<>(body, h, status): compiled against Framework 6
+        // that constructor takes a MultiValueMap, which Framework 7's HttpHeaders no longer is.
+        return ResponseEntity.status(HttpStatus.TOO_MANY_REQUESTS).headers(h).body(e.getMessage() + "\n");
     }
 }

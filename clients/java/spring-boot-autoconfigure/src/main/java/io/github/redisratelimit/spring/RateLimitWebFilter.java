@@ -2,7 +2,9 @@ package io.github.redisratelimit.spring;
 
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import org.springframework.core.Ordered;
 import org.springframework.core.io.buffer.DataBuffer;
 import org.springframework.http.HttpHeaders;
@@ -43,10 +45,7 @@ public class RateLimitWebFilter implements WebFilter, Ordered {
         String peer = remote == null ? "" : remote.getAddress() != null ? remote.getAddress().getHostAddress()
                 : remote.getHostString();
         HttpHeaders h = r.getHeaders();
-        return new RateLimitRequest(r.getMethod().name(), r.getPath().value(), peer, name -> {
-            List<String> v = h.get(name);
-            return v == null ? List.of() : v;
-        }, r);
+        return new RateLimitRequest(r.getMethod().name(), r.getPath().value(), peer, name -> values(h, name), r);
     }
 
     @Override
@@ -67,7 +66,7 @@ public class RateLimitWebFilter implements WebFilter, Ordered {
                     }
                     response.beforeCommit(() -> {
                         allowed.headers().forEach((name, value) -> {
-                            if (!response.getHeaders().containsKey(name)) {
+                            if (response.getHeaders().getFirst(name) == null) {
                                 response.getHeaders().set(name, value);
                             }
                         });
@@ -78,6 +77,22 @@ public class RateLimitWebFilter implements WebFilter, Ordered {
                             .doOnSuccess(v -> limiter.finish(allowed, status(response)))
                             .doOnCancel(() -> limiter.finish(allowed, 499));
                 });
+    }
+
+    /**
+     * A header's values, through the methods HttpHeaders has with the same
+     * signature in Framework 6 and 7 (Framework 7's HttpHeaders is no longer
+     * a Map: get(Object) and containsKey(Object) are gone), so that one jar
+     * runs on Boot 3 and 4.
+     */
+    static List<String> values(HttpHeaders h, String name) {
+        List<String> out = new ArrayList<>();
+        for (Map.Entry<String, List<String>> e : h.headerSet()) {
+            if (e.getKey().equalsIgnoreCase(name)) {
+                out.addAll(e.getValue());
+            }
+        }
+        return out;
     }
 
     private static int status(ServerHttpResponse response) {
