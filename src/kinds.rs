@@ -55,6 +55,8 @@ pub struct Row {
     pub refunds: bool,
     /// Whether a request may wait for its turn (`MAXWAIT`).
     pub waits: bool,
+    /// Whether the kind takes BLOCK (it is among its options).
+    pub takes_block: bool,
     /// Today's tag and the legacy ones of `RL.STATE` payloads.
     pub tag: u8,
     pub legacy: &'static [(i32, u8)],
@@ -73,6 +75,7 @@ impl Row {
             takes_id: L::TAKES_ID,
             refunds: L::REFUNDS,
             waits: L::WAITS,
+            takes_block: crate::core::block::takes_block(L::OPTIONS),
             tag: L::TAG,
             legacy: L::LEGACY,
             type_name: L::TYPE_NAME,

@@ -709,9 +709,9 @@ fn memory_is_fixed_by_the_slice_count() {
         }
         expected.push((key, 64 + 4 * (slices + 1)));
     }
-    // A THROTTLE key, 24 bytes, for comparison across types.
+    // A THROTTLE key, 16 bytes, for comparison across types.
     five(&mut con, &["RL.THROTTLE", "g", "1", "1", "60"]);
-    expected.push(("g", 24));
+    expected.push(("g", 16));
     assert_memory_usage(&mut con, &expected);
 }
 

@@ -327,8 +327,8 @@ fn memory_usage_is_computed() {
     assert_memory_usage(
         &mut con,
         &[
-            ("g1", 24),
-            ("g2", 24),
+            ("g1", 16),
+            ("g2", 16),
             ("l", 72 + 56 + 4 * 8),
             ("s", 64 + 7 * 4),
         ],

@@ -26,8 +26,6 @@ pub(super) const MAX_OPTIONS: usize = 2;
 pub struct RawSpec<'w, 'a> {
     params: &'w [&'a [u8]],
     options: [Option<&'a [u8]>; MAX_OPTIONS],
-    /// The options every spec of a several-limit call takes.
-    limit: LimitOptions,
 }
 
 /// The options of a spec of RL.ALLOW / RL.PEEK that are no option of its
@@ -153,7 +151,7 @@ fn max_wait(word: &[u8], unit: TimeUnit) -> Result<Nanos, ArgError> {
 /// Whether `word` is `MAXWAIT`, any case.
 #[inline]
 fn is_max_wait(word: &[u8]) -> bool {
-    word.eq_ignore_ascii_case(b"MAXWAIT")
+    same_word(word, b"MAXWAIT")
 }
 
 #[inline]
@@ -162,15 +160,27 @@ fn arg<'a>(args: &[&'a [u8]], i: usize) -> &'a [u8] {
 }
 
 /// The position of `word` among `options` (any case), if it is one.
+#[inline(always)]
 fn option_index(options: &[Param], word: &[u8]) -> Option<usize> {
     options
         .iter()
-        .position(|o| o.name.len() == word.len() && word.eq_ignore_ascii_case(o.name.as_bytes()))
+        .position(|o| same_word(word, o.name.as_bytes()))
+}
+
+/// Whether `word` is `name` (upper case) in any case. Most words a spec's
+/// loop meets are no option (the next spec's kind, a call's option): the
+/// length and the first letter turn them away before the full
+/// comparison.
+#[inline(always)]
+fn same_word(word: &[u8], name: &[u8]) -> bool {
+    word.len() == name.len()
+        && word.first().map(u8::to_ascii_uppercase) == name.first().copied()
+        && word.eq_ignore_ascii_case(name)
 }
 
 /// Whether `word` is the BLOCK keyword (any case).
 fn is_block(word: &[u8]) -> bool {
-    word.eq_ignore_ascii_case(block::BLOCK.name.as_bytes())
+    same_word(word, block::BLOCK.name.as_bytes())
 }
 
 impl<'a> RawSpec<'_, 'a> {
@@ -209,7 +219,6 @@ pub fn single<'a, L: Kind>(
     let mut raw = RawSpec {
         params: args.get(..n).unwrap_or(args),
         options: [None; MAX_OPTIONS],
-        limit: LimitOptions::default(),
     };
     let mut i = n;
     let id = match L::TAKES_ID {
@@ -442,6 +451,7 @@ fn find_spec<'w, 'a>(
     at: usize,
     index: usize,
     blocks: bool,
+    limit: &mut LimitOptions,
 ) -> Result<(&'static Row, RawSpec<'w, 'a>, usize), ArgError> {
     let word = arg(args, at);
     let row = kinds::by_word(word).ok_or_else(|| ArgError::UnknownKind {
@@ -459,7 +469,6 @@ fn find_spec<'w, 'a>(
     let mut raw = RawSpec {
         params: args.get(at + 1..=at + n).unwrap_or_default(),
         options: [None; MAX_OPTIONS],
-        limit: LimitOptions::default(),
     };
     let mut next = at + 1 + n;
     loop {
@@ -478,7 +487,7 @@ fn find_spec<'w, 'a>(
                 .map_err(|e| in_spec(index, row, e))?;
             next += 2;
         } else if index > 0 {
-            match limit_option(&mut raw.limit, word, arg(args, next + 1)) {
+            match limit_option(limit, word, arg(args, next + 1)) {
                 Ok(0) => break,
                 Ok(words) => next += words,
                 Err(e) => return Err(in_spec(index, row, e)),
@@ -487,10 +496,10 @@ fn find_spec<'w, 'a>(
             break;
         }
     }
-    if blocks && is_block(arg(args, next)) && !block::takes_block(row.options) {
+    if blocks && !row.takes_block && is_block(arg(args, next)) {
         return Err(in_spec(index, row, ArgError::NoBlock(row.name)));
     }
-    if raw.limit.shadow && raw.has_block(row.options) {
+    if limit.shadow && raw.has_block(row.options) {
         return Err(in_spec(
             index,
             row,
@@ -503,13 +512,13 @@ fn find_spec<'w, 'a>(
 /// Reads `UNITS n` (`value` the word after it) or `SHADOW` at `word`
 /// into `limit`: the number of words it took, 0 when `word` is neither.
 fn limit_option(limit: &mut LimitOptions, word: &[u8], value: &[u8]) -> Result<usize, ArgError> {
-    if word.eq_ignore_ascii_case(LIMIT_WORDS[0]) {
+    if same_word(word, LIMIT_WORDS[0]) {
         if limit.units.is_some() {
             return Err(ArgError::Repeated("UNITS"));
         }
         limit.units = Some(integer(value, "UNITS", 0, MAX_QUANTITY, None)?);
         Ok(2)
-    } else if word.eq_ignore_ascii_case(LIMIT_WORDS[1]) {
+    } else if same_word(word, LIMIT_WORDS[1]) {
         if limit.shadow {
             return Err(ArgError::Repeated("SHADOW"));
         }
@@ -612,20 +621,24 @@ pub fn several<'a>(
         }
     }
     let mut found: ArrayVec<(&'static Row, RawSpec<'_, 'a>), MAX_KEYS> = ArrayVec::new();
+    // Each spec's own options, apart: a single command's spec has none.
+    let mut own: ArrayVec<LimitOptions, MAX_KEYS> = ArrayVec::new();
     let mut at = 1 + count;
     for index in 1..=count {
         if at >= args.len() {
             return Err(ArgError::MissingSpec { index, keys: count });
         }
-        let (row, raw, next) = find_spec(args, at, index, true)?;
+        let mut limit = LimitOptions::default();
+        let (row, raw, next) = find_spec(args, at, index, true, &mut limit)?;
         // `count` is at most MAX_KEYS.
         found.push((row, raw));
+        own.push(limit);
         at = next;
     }
     let options = tail(args, at, true, trusted)?;
     let bounds = options.bounds(bounds);
     specs.clear();
-    for (index, (row, raw)) in found.iter().enumerate() {
+    for (index, ((row, raw), limit)) in found.iter().zip(&own).enumerate() {
         let spec = row
             .visit(ReadSpec {
                 raw,
@@ -635,8 +648,8 @@ pub fn several<'a>(
             .map_err(|e| in_spec(index + 1, row, e))?;
         specs.push(LimitSpec {
             spec,
-            units: raw.limit.units,
-            shadow: raw.limit.shadow,
+            units: limit.units,
+            shadow: limit.shadow,
         });
     }
     if options.max_wait.is_some() {
@@ -644,7 +657,7 @@ pub fn several<'a>(
             return Err(ArgError::WaitsOnly(Some((index + 1, row.name))));
         }
     }
-    if found.iter().all(|(_, raw)| raw.limit.shadow) {
+    if own.iter().all(|limit| limit.shadow) {
         return Err(ArgError::AllShadow);
     }
     let needs_id = found.iter().find(|(row, _)| row.takes_id);
@@ -686,7 +699,7 @@ fn one_spec<'a>(
     min: u64,
     refused: fn(&'static str) -> ArgError,
 ) -> Result<(Spec, Tail<'a>), ArgError> {
-    let (row, raw, next) = find_spec(args, 0, 0, false)?;
+    let (row, raw, next) = find_spec(args, 0, 0, false, &mut LimitOptions::default())?;
     if !row.refunds {
         return Err(refused(row.name));
     }

@@ -6,11 +6,11 @@ use arrayvec::ArrayVec;
 use super::flow::{arg_bytes, entry, propagate, recorded, Error, Outcome};
 use super::info::{self, Stat, Tally};
 use super::single::{
-    doc_options, doc_param, Commit, DecideKey, Decided, ExtendKey, PrefetchKey, ReplicateState,
-    StartBlock, TurnKey,
+    count_block, doc_options, doc_param, Ask, Commit, DecideKey, ExtendKey, PrefetchKey,
+    ReplicateState, StartBlock, TurnKey,
 };
 use crate::args::{self, LimitSpec, MAX_KEYS};
-use crate::core::{wait, Decision, Nanos, Retry};
+use crate::core::{block, wait, Decision, Nanos, Retry};
 use crate::kinds::{Row, Staged, KINDS};
 use crate::server::{
     handler, Access, ArgType, Argv, Command, CommandDef, Ctx, DocArg, Handler, Key, Keys,
@@ -147,6 +147,8 @@ struct Limit<'a> {
     staged: Staged,
     /// Whether the call changed the key.
     changed: bool,
+    /// What the key's block made of its decision, if anything.
+    blocked: Option<block::Held>,
 }
 
 /// The flow of RL.ALLOW (`write`) and RL.PEEK: decide every limit at one
@@ -182,6 +184,12 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
     let takes = write && specs.iter().any(|l| quantity(l) > 0);
     let now = options.at.unwrap_or_else(clock::now);
     let id = options.id.unwrap_or_default();
+    // Bit i: spec i is SHADOW (there are at most 16).
+    let shadows = specs
+        .iter()
+        .enumerate()
+        .fold(0u32, |m, (i, l)| m | (u32::from(l.shadow) << i));
+    let enforced = |i: usize| shadows & (1 << i) == 0;
 
     // Open every key and ask for its value's memory, so that the waits
     // for values out of the cache overlap; then decide every limit,
@@ -195,11 +203,12 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
             key,
             staged: Staged::Nothing,
             changed: false,
+            blocked: None,
         });
     }
     // With MAXWAIT, the instant each limit books the request at (none:
     // decided as without it).
-    let mut bookings = [None; MAX_KEYS];
+    let mut bookings: ArrayVec<Option<Nanos>, MAX_KEYS> = ArrayVec::new();
     if let Some(max_wait) = options.max_wait {
         let mut turns: ArrayVec<Option<Nanos>, MAX_KEYS> = ArrayVec::new();
         for (limit, spec) in limits.iter_mut().zip(&specs) {
@@ -209,35 +218,41 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
                 quantity: quantity(spec),
             })?);
         }
-        let enforced = specs.iter().map(|l| !l.shadow);
-        let call = wait::call_turn(turns.iter().copied().zip(enforced), now, max_wait);
-        for (booking, &own) in bookings.iter_mut().zip(&turns) {
-            *booking = wait::booking(call, own, now, max_wait);
+        let call = wait::call_turn(
+            turns
+                .iter()
+                .copied()
+                .enumerate()
+                .map(|(i, t)| (t, enforced(i))),
+            now,
+            max_wait,
+        );
+        for &own in &turns {
+            bookings.push(wait::booking(call, own, now, max_wait));
         }
     }
     let mut decisions: ArrayVec<Decision, MAX_KEYS> = ArrayVec::new();
-    let mut blocks: ArrayVec<Decided, MAX_KEYS> = ArrayVec::new();
-    for ((limit, spec), &book) in limits.iter_mut().zip(&specs).zip(&bookings) {
-        let decided = spec.spec.visit(DecideKey {
+    for (i, (limit, spec)) in limits.iter_mut().zip(&specs).enumerate() {
+        decisions.push(spec.spec.visit(DecideKey {
             key: &mut limit.key,
-            now,
-            quantity: quantity(spec),
-            id,
-            book,
-            stage: takes.then_some(&mut limit.staged),
-        })?;
-        decisions.push(decided.decision);
-        blocks.push(decided);
+            ask: Ask {
+                now,
+                quantity: quantity(spec),
+                id,
+                book: bookings.get(i).copied().flatten(),
+                stage: takes.then_some(&mut limit.staged),
+                blocked: &mut limit.blocked,
+            },
+        })?);
     }
     let allowed = decisions
         .iter()
-        .zip(&specs)
-        .all(|(d, l)| l.shadow || !d.limited);
+        .enumerate()
+        .all(|(i, d)| !d.limited || !enforced(i));
 
     if takes {
-        for ((limit, spec), decided) in limits.iter_mut().zip(&specs).zip(&blocks) {
+        for (limit, (spec, decision)) in limits.iter_mut().zip(specs.iter().zip(&decisions)) {
             let key = &mut limit.key;
-            let decision = &decided.decision;
             if allowed && !decision.limited {
                 if limit.staged.take(Commit { key }, Ok(false))? {
                     recorded(key, decision.reset_at);
@@ -246,7 +261,7 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
             } else if quantity(spec) > 0 {
                 // Every refusing limit with BLOCK blocks its own key; the
                 // others only keep the expiry rule of a limited request.
-                if let Some(end) = decided.starts {
+                if let Some(end) = limit.blocked.and_then(|b| b.starts) {
                     spec.spec.visit(StartBlock { key, end })?;
                     recorded(key, decision.reset_at);
                     limit.changed = true;
@@ -258,11 +273,11 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
                     super::top::refused(ctx, key, now);
                 }
             }
-            if options.at.is_none() {
-                decided.count();
+            if limit.blocked.is_some() && options.at.is_none() {
+                count_block(limit.blocked);
             }
         }
-        if options.at.is_none() {
+        if options.at.is_none() && (shadows != 0 || options.max_wait.is_some()) {
             count_events(&specs, &decisions, allowed, now);
         }
         if limits.iter().any(|l| l.changed) {
@@ -284,7 +299,6 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
     for decision in &decisions {
         fields.push(decision.reply(now, options.unit));
     }
-    let enforced = |i: usize| specs.get(i).is_some_and(|l| !l.shadow);
     let binding = crate::core::binding(&decisions, enforced)
         .and_then(|i| Some((i, fields.get(i)?)))
         .ok_or(Error::Internal(

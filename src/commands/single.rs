@@ -196,146 +196,147 @@ fn limit<'a, L: Listed>(
 ) -> Result<Outcome, Error> {
     let takes = request.quantity > 0;
     let now = request.at.unwrap_or_else(clock::now);
+    let (quantity, id) = (request.quantity, request.id);
     // An allowed request records its units; a refusal that starts a block
-    // (BLOCK) records the block, the one write a refusal makes.
-    let (decided, changed) = match key.value(L::module_type()) {
+    // (BLOCK) records the block, the one write a refusal makes. The key's
+    // block changes the kind's decision only on a blocked key or a
+    // refusal with BLOCK (`block::check`, `blocked` then).
+    let (decision, blocked, changed) = match key.value(L::module_type()) {
         Held::Ours(state) => {
-            let own = decide_in(state, now, params, &request);
-            let mut decided =
-                block::decide_from(state, now, params, request.quantity, request.id, own);
-            let update = decided.update.take();
-            let decided = Decided::from(decided);
-            let reset_at = decided.decision.reset_at;
-            let changed = match (update, decided.starts) {
+            let (mut decision, mut update) = decide_in(state, now, params, &request);
+            let blocked = block::check(state, now, params, quantity, id, &decision);
+            if let Some(b) = blocked {
+                decision = b.decision;
+                update = None;
+            }
+            let changed = match (update, blocked.and_then(|b| b.starts)) {
                 (Some(update), _) => {
                     state.apply(update);
-                    recorded(&key, reset_at);
+                    recorded(&key, decision.reset_at);
                     true
                 }
                 (None, Some(end)) => {
                     state.set_blocked_until(end);
-                    recorded(&key, reset_at);
+                    recorded(&key, decision.reset_at);
                     true
                 }
-                (None, None) => decided.decision.limited && takes && extend_expiry(&key, reset_at),
+                (None, None) => decision.limited && takes && extend_expiry(&key, decision.reset_at),
             };
-            (decided, changed)
+            (decision, blocked, changed)
         }
         held => {
             let other = matches!(held, Held::Other);
             let mut state = new_state::<L>(&key, other)?;
-            let own = decide_in(&state, now, params, &request);
-            let mut decided =
-                block::decide_from(&state, now, params, request.quantity, request.id, own);
-            let update = decided.update.take();
-            let decided = Decided::from(decided);
-            let changed = update.is_some() || decided.starts.is_some();
+            let (mut decision, mut update) = decide_in(&state, now, params, &request);
+            let blocked = block::check(&state, now, params, quantity, id, &decision);
+            if let Some(b) = blocked {
+                decision = b.decision;
+                update = None;
+            }
+            let starts = blocked.and_then(|b| b.starts);
+            let changed = update.is_some() || starts.is_some();
             if let Some(update) = update {
                 state.apply(update);
             }
-            if let Some(end) = decided.starts {
+            if let Some(end) = starts {
                 state.set_blocked_until(end);
             }
             if changed {
                 store(&mut key, state)?;
-                recorded(&key, decided.decision.reset_at);
+                recorded(&key, decision.reset_at);
             }
-            (decided, changed)
+            (decision, blocked, changed)
         }
     };
-    let decision = decided.decision;
-    if request.at.is_none() && takes {
-        decided.count();
-    }
     if changed {
         propagate_change::<L>(ctx, &mut key, L::NAME, argv, request.at, now);
     }
     if decision.limited {
         key.notify(c"rl.limited");
         if takes {
+            if request.at.is_none() {
+                count_block(blocked);
+            }
             super::top::refused(ctx, &key, now);
         }
-    }
-    let waits = matches!(decision.retry, Retry::Turn(t) if t > now);
-    if waits && takes && request.at.is_none() {
+    } else if request.max_wait.is_some()
+        && takes
+        && request.at.is_none()
+        && matches!(decision.retry, Retry::Turn(t) if t > now)
+    {
         info::count(Tally::WaitGranted);
     }
     ctx.reply_integers(&decision.reply(now, request.unit));
     Ok(Outcome::of(request.at, decision.limited))
 }
 
-/// A limit decided with its block (`block::Blocking` without the update).
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Decided {
-    pub decision: Decision,
-    /// The end of the block the refusal starts.
-    pub starts: Option<Nanos>,
-    /// Whether the key was blocked already.
-    pub blocked: bool,
-}
-
-impl<U> From<block::Blocking<U>> for Decided {
-    fn from(b: block::Blocking<U>) -> Decided {
-        Decided {
-            decision: b.decision,
-            starts: b.starts,
-            blocked: b.blocked,
-        }
-    }
-}
-
-impl Decided {
-    /// Counts, in INFO, the block this client's request started or the
-    /// refusal its key's block answered.
-    pub(super) fn count(&self) {
-        if self.starts.is_some() {
-            info::block_started();
-        } else if self.blocked {
-            info::blocked_refusal();
-        }
+/// Counts, in INFO, the block a client's refused request started or the
+/// refusal its key's block answered.
+pub(super) fn count_block(blocked: Option<block::Held>) {
+    match blocked {
+        Some(block::Held {
+            starts: Some(_), ..
+        }) => info::block_started(),
+        Some(_) => info::blocked_refusal(),
+        None => {}
     }
 }
 
 /// Decides one limit of a several-limit call on its open key, changing
 /// nothing (with `book`, booked for a turn at that instant: MAXWAIT); the
 /// update it would record when the whole call is allowed is written to
-/// `stage` (when given), not applied.
+/// `stage` (when given), not applied, and what the key's block made of
+/// the decision to `blocked` (left as it is when the block changed
+/// nothing).
 pub(super) struct DecideKey<'k, 'a, 'i> {
     pub key: &'k mut Key<'a>,
+    pub ask: Ask<'k, 'i>,
+}
+
+/// What `DecideKey` decides, and where its results go.
+pub(super) struct Ask<'k, 'i> {
     pub now: Nanos,
     pub quantity: u64,
     pub id: &'i [u8],
     pub book: Option<Nanos>,
     pub stage: Option<&'k mut Staged>,
+    pub blocked: &'k mut Option<block::Held>,
 }
 
 impl Visit for DecideKey<'_, '_, '_> {
-    type Out = Result<Decided, Error>;
+    type Out = Result<Decision, Error>;
 
     fn visit<L: Listed>(self, params: &L::Params) -> Self::Out {
-        let (now, quantity, id) = (self.now, self.quantity, self.id);
-        let decide = |state: &L| match self.book {
-            Some(at) if block::blocked_at(state, now).is_none() => {
-                state.book(now, at, params, quantity)
-            }
-            _ => state.decide_as(now, params, quantity, id),
-        };
-        let mut decided = match self.key.value(L::module_type()) {
-            Held::Ours(state) => {
-                block::decide_from(state, now, params, quantity, id, decide(state))
-            }
+        match self.key.value(L::module_type()) {
+            Held::Ours(state) => Ok(decide_one(state, params, self.ask)),
             held => {
                 let other = matches!(held, Held::Other);
                 let state = new_state::<L>(self.key, other)?;
-                block::decide_from(&state, now, params, quantity, id, decide(&state))
+                Ok(decide_one(&state, params, self.ask))
             }
-        };
-        if let (Some(update), Some(stage)) = (decided.update.take(), self.stage) {
-            // Written in place: the enum is as large as the largest update.
-            *stage = L::staged(update);
         }
-        Ok(Decided::from(decided))
     }
+}
+
+/// `DecideKey` on the key's state (or a new one).
+#[inline(always)]
+fn decide_one<L: Listed>(state: &L, params: &L::Params, d: Ask<'_, '_>) -> Decision {
+    let (now, quantity) = (d.now, d.quantity);
+    let (decision, update) = match d.book {
+        Some(at) if block::blocked_at(state, now).is_none() => {
+            state.book(now, at, params, quantity)
+        }
+        _ => state.decide_as(now, params, quantity, d.id),
+    };
+    if let Some(b) = block::check(state, now, params, quantity, d.id, &decision) {
+        *d.blocked = Some(b);
+        return b.decision;
+    }
+    if let (Some(update), Some(stage)) = (update, d.stage) {
+        // Written in place: the enum is as large as the largest update.
+        *stage = L::staged(update);
+    }
+    decision
 }
 
 /// In a refused several-limit call, starts the block a refusing limit

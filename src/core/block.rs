@@ -55,7 +55,9 @@ pub fn blocked_at<K: Kind>(state: &K, now: Nanos) -> Option<Nanos> {
 }
 
 /// A request decided with its block: the decision, the update an allowed
-/// request records, and the block a refusal starts.
+/// request records, and the block a refusal starts (the tests' and fuzz
+/// targets' view of [`check`]).
+#[cfg(any(test, fuzzing))]
 #[derive(Debug)]
 pub struct Blocking<U> {
     pub decision: Decision,
@@ -80,7 +82,7 @@ pub struct Blocking<U> {
 ///   that can never fit) starts a block until `now + b` (saturating), and
 ///   already answers as a blocked key does;
 /// - otherwise the kind's own decision.
-#[inline]
+#[cfg(any(test, fuzzing))]
 pub fn decide<K: Kind>(
     state: &K,
     now: Nanos,
@@ -100,7 +102,7 @@ pub fn decide<K: Kind>(
 
 /// `decide` from the kind's own decision and update (`Kind::decide_as`,
 /// or a MAXWAIT booking, which a blocked key never makes).
-#[inline]
+#[cfg(any(test, fuzzing))]
 pub fn decide_from<K: Kind>(
     state: &K,
     now: Nanos,
@@ -109,42 +111,105 @@ pub fn decide_from<K: Kind>(
     id: &[u8],
     (decision, update): (Decision, Option<K::Update>),
 ) -> Blocking<K::Update> {
-    if let Some(end) = blocked_at(state, now) {
-        // The limiter's own answer for a request that records nothing: an
-        // allowed one's reset counts the units it would have taken.
-        let own = match decision.limited {
-            true => decision,
-            false => state.decide_as(now, params, 0, id).0,
-        };
-        return Blocking {
-            decision: held(own, end, quantity),
-            update: None,
+    match check(state, now, params, quantity, id, &decision) {
+        None => Blocking {
+            decision,
+            update,
             starts: None,
-            blocked: true,
-        };
+            blocked: false,
+        },
+        Some(held) => Blocking {
+            decision: held.decision,
+            update: None,
+            starts: held.starts,
+            blocked: held.starts.is_none(),
+        },
     }
-    if decision.limited && quantity > 0 && decision.retry != Retry::Never {
-        if let Some(b) = K::block_of(params) {
-            let end = now.saturating_add(b);
-            return Blocking {
-                decision: held(decision, end, quantity),
-                update: None,
-                starts: Some(end),
-                blocked: false,
-            };
-        }
+}
+
+/// A decision the block changed: a request on a blocked key, or the
+/// refusal that starts a block.
+#[derive(Clone, Copy, Debug)]
+pub struct Held {
+    pub decision: Decision,
+    /// The end of the block the refusal starts; `None`: the key was
+    /// blocked already.
+    pub starts: Option<Nanos>,
+}
+
+/// What the key's block makes of the kind's own `decision` of a request
+/// (`decide`'s rules): `None` when it changes nothing, as for every call
+/// on a key not blocked that is allowed or refused without BLOCK. That
+/// case costs one comparison with the state's block and one look at the
+/// decision (no copy of the decision or of its update), so that calls
+/// without BLOCK cost what they did before it.
+#[inline(always)]
+pub fn check<K: Kind>(
+    state: &K,
+    now: Nanos,
+    params: &K::Params,
+    quantity: u64,
+    id: &[u8],
+    decision: &Decision,
+) -> Option<Held> {
+    if state.blocked_until() > now {
+        return Some(on_blocked(state, now, params, quantity, id, decision));
     }
-    Blocking {
-        decision,
-        update,
+    if decision.limited {
+        return starting::<K>(now, params, quantity, decision);
+    }
+    None
+}
+
+/// A request on a key blocked at `now`: limited, remaining 0, retry the
+/// later of the block's end and the limiter's own.
+#[cold]
+#[inline(never)]
+fn on_blocked<K: Kind>(
+    state: &K,
+    now: Nanos,
+    params: &K::Params,
+    quantity: u64,
+    id: &[u8],
+    decision: &Decision,
+) -> Held {
+    let end = state.blocked_until();
+    // The limiter's own answer for a request that records nothing: an
+    // allowed one's reset counts the units it would have taken.
+    let own = match decision.limited {
+        true => *decision,
+        false => state.decide_as(now, params, 0, id).0,
+    };
+    Held {
+        decision: held(own, end, quantity),
         starts: None,
-        blocked: false,
     }
+}
+
+/// A refusal of at least one unit by a limit with BLOCK (not one that can
+/// never fit) starts a block until `now + b`.
+#[inline]
+fn starting<K: Kind>(
+    now: Nanos,
+    params: &K::Params,
+    quantity: u64,
+    decision: &Decision,
+) -> Option<Held> {
+    let b = K::block_of(params)?;
+    if quantity == 0 || decision.retry == Retry::Never {
+        return None;
+    }
+    let end = now.saturating_add(b);
+    Some(Held {
+        decision: held(*decision, end, quantity),
+        starts: Some(end),
+    })
 }
 
 /// What a peek answers at `now`, the block included.
 pub fn peek<K: Kind>(state: &K, now: Nanos, params: &K::Params) -> Decision {
-    decide(state, now, params, 0, b"").decision
+    let (decision, _) = state.decide_as(now, params, 0, b"");
+    check(state, now, params, 0, b"", &decision).map_or(decision, |held| held.decision)
 }
 
 /// A decision on a key blocked until `end`.
@@ -242,9 +307,33 @@ pub fn restore<K: Kind>(bytes: &[u8]) -> Result<K, DecodeError> {
 
 /// The BLOCK option's value among a kind's `params` values, at `index`
 /// (its place after the parameters and the options before it).
-pub fn option(values: &[super::Value<'_>], index: usize) -> Option<Nanos> {
+#[inline]
+pub fn option(values: &[super::Value<'_>], index: usize) -> Penalty {
     match values.get(index) {
-        Some(super::Value::Number(ns)) if *ns > 0 => Some(Nanos::new(*ns)),
-        _ => None,
+        Some(super::Value::Number(ns)) => Penalty(std::num::NonZeroU64::new(*ns)),
+        _ => Penalty::NONE,
+    }
+}
+
+/// A BLOCK option's value as a kind's parameters keep it, in 8 bytes (a
+/// spec is copied a few times per call): `None` without the option (a
+/// block lasts at least 1 ns).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Penalty(Option<std::num::NonZeroU64>);
+
+impl Penalty {
+    /// No BLOCK option.
+    pub const NONE: Penalty = Penalty(None);
+
+    /// The option's value (`None`, or zero: without).
+    #[cfg(test)]
+    pub fn new(block: Option<Nanos>) -> Penalty {
+        Penalty(block.and_then(|b| std::num::NonZeroU64::new(b.get())))
+    }
+
+    /// How long a refusal blocks the key.
+    #[inline]
+    pub fn get(self) -> Option<Nanos> {
+        self.0.map(|b| Nanos::new(b.get()))
     }
 }

@@ -66,6 +66,7 @@ impl Decision {
 ///   larger `reset_after`.
 ///
 /// Further ties go to the lower index. `None` when no limit is enforced.
+#[inline(always)]
 pub fn binding(decisions: &[Decision], enforced: impl Fn(usize) -> bool) -> Option<usize> {
     let any_limited = decisions
         .iter()

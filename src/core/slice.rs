@@ -91,7 +91,7 @@ pub struct SliceParams {
     limit: u64,
     geometry: Geometry,
     /// BLOCK: how long a refusal blocks the key.
-    block: Option<Nanos>,
+    block: block::Penalty,
 }
 
 impl SliceParams {
@@ -102,13 +102,17 @@ impl SliceParams {
         (1..=MAX_LIMIT).contains(&limit).then_some(SliceParams {
             limit,
             geometry,
-            block: None,
+            block: block::Penalty::NONE,
         })
     }
 
     /// The same parameters with the BLOCK option (`None`: without).
+    #[cfg(test)]
     pub fn with_block(self, block: Option<Nanos>) -> SliceParams {
-        SliceParams { block, ..self }
+        SliceParams {
+            block: block::Penalty::new(block),
+            ..self
+        }
     }
 }
 
@@ -283,13 +287,14 @@ impl Kind for SliceState {
         if !(1..=MAX_SLICES).contains(&slices) {
             return Err(ParamError::Param(2));
         }
-        let params =
+        let mut params =
             SliceParams::new(limit, Nanos::new(window), slices).ok_or(ParamError::Param(1))?;
-        Ok(params.with_block(block::option(values, 3)))
+        params.block = block::option(values, 3);
+        Ok(params)
     }
 
     fn block_of(params: &SliceParams) -> Option<Nanos> {
-        params.block
+        params.block.get()
     }
 
     fn blocked_until(&self) -> Nanos {

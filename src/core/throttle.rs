@@ -26,6 +26,8 @@
 //! exactly `period` ns and `τ` is exactly `capacity × period`. The TAT is
 //! stored exactly as whole nanoseconds plus a fraction `frac / den` of one.
 
+use std::num::NonZeroU32;
+
 use super::codec::{Reader, Writer};
 use super::time::Nanos;
 use super::{
@@ -60,7 +62,7 @@ pub struct ThrottleParams {
     /// `τ` in scaled units: `capacity × period`.
     tolerance: u128,
     /// BLOCK: how long a refusal blocks the key.
-    block: Option<Nanos>,
+    block: block::Penalty,
 }
 
 /// Why `ThrottleParams::new` refused its arguments.
@@ -102,13 +104,22 @@ impl ThrottleParams {
             count,
             period,
             tolerance,
-            block: None,
+            block: block::Penalty::NONE,
         })
     }
 
     /// The same parameters with the BLOCK option (`None`: without).
+    #[cfg(test)]
     pub fn with_block(self, block: Option<Nanos>) -> ThrottleParams {
-        ThrottleParams { block, ..self }
+        ThrottleParams {
+            block: block::Penalty::new(block),
+            ..self
+        }
+    }
+
+    /// `count` as a TAT's denominator (it is at least 1).
+    fn den(&self) -> NonZeroU32 {
+        NonZeroU32::new(self.count).unwrap_or(NonZeroU32::MIN)
     }
 
     fn scale(&self, t: Nanos) -> u128 {
@@ -134,17 +145,33 @@ impl ThrottleParams {
     }
 }
 
+/// A THROTTLE key's state: its TAT, and the end of its block for a key
+/// that was blocked (BLOCK). 16 bytes, as before BLOCK: a key never
+/// blocked holds its TAT in place; a blocked one holds both in a box of
+/// their own, which only blocked keys pay for.
+#[derive(Clone, Debug)]
+pub struct ThrottleState(Repr);
+
+#[derive(Clone, Debug)]
+enum Repr {
+    Open(Tat),
+    /// The TAT and the end of the block (never zero).
+    Blocked(Box<(Tat, Nanos)>),
+}
+
+// The layout the comment above promises: `Blocked`'s box sits beside the
+// denominator, whose zero (which no TAT holds) tells the two apart.
+const _: () = assert!(std::mem::size_of::<ThrottleState>() == 16);
+
 /// The theoretical arrival time, exactly: `whole + frac / den` nanoseconds,
 /// with `den` the `count` in force when it was stored and `frac < den`.
 /// The state of a missing key is the TAT 0 (the epoch), which is never
 /// ahead of `now`: a full limiter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ThrottleState {
+pub struct Tat {
     whole: Nanos,
     frac: u32,
-    den: u32,
-    /// The end of the key's block (BLOCK); zero: none was started.
-    blocked: Nanos,
+    den: NonZeroU32,
 }
 
 impl Default for ThrottleState {
@@ -153,32 +180,83 @@ impl Default for ThrottleState {
     }
 }
 
+/// Two states are equal when their TATs and their blocks' ends are.
+impl PartialEq for ThrottleState {
+    fn eq(&self, other: &ThrottleState) -> bool {
+        self.tat() == other.tat() && self.blocked_until() == other.blocked_until()
+    }
+}
+
+impl Eq for ThrottleState {}
+
+impl std::hash::Hash for ThrottleState {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.tat().hash(state);
+        self.blocked_until().hash(state);
+    }
+}
+
 impl ThrottleState {
+    /// A TAT of whole nanoseconds, as redis-cell stores it.
+    pub fn from_nanos(whole: Nanos) -> ThrottleState {
+        ThrottleState(Repr::Open(Tat {
+            whole,
+            frac: 0,
+            den: NonZeroU32::MIN,
+        }))
+    }
+
+    #[inline(always)]
+    fn tat(&self) -> &Tat {
+        match &self.0 {
+            Repr::Open(tat) => tat,
+            Repr::Blocked(both) => &both.0,
+        }
+    }
+
+    /// This state with its TAT replaced by `tat` (its block kept).
+    fn with_tat(&mut self, tat: Tat) {
+        match &mut self.0 {
+            Repr::Open(t) => *t = tat,
+            Repr::Blocked(both) => both.0 = tat,
+        }
+    }
+
+    fn of(tat: Tat) -> ThrottleState {
+        ThrottleState(Repr::Open(tat))
+    }
+
     /// The TAT in units of `1/count` ns. Stored under another `count`, the
     /// fraction is rounded up: the limiter forgets nothing it recorded.
+    #[inline]
+    fn scaled(&self, params: &ThrottleParams) -> u128 {
+        self.tat().scaled(params)
+    }
+}
+
+impl Tat {
     fn scaled(&self, params: &ThrottleParams) -> u128 {
         let c = u128::from(params.count);
-        let frac = if self.den == params.count {
+        let frac = if self.den.get() == params.count {
             u128::from(self.frac)
         } else {
-            (u128::from(self.frac) * c).div_ceil(u128::from(self.den))
+            (u128::from(self.frac) * c).div_ceil(u128::from(self.den.get()))
         };
         u128::from(self.whole.get()) * c + frac
     }
 
-    fn from_scaled(scaled: u128, params: &ThrottleParams) -> ThrottleState {
+    fn from_scaled(scaled: u128, params: &ThrottleParams) -> Tat {
         let c = u128::from(params.count);
-        ThrottleState {
+        Tat {
             whole: Nanos::saturating_from_u128(scaled / c),
             // The remainder is below `count`, which is a u32.
             frac: u32::try_from(scaled % c).unwrap_or(u32::MAX),
-            den: params.count,
-            blocked: Nanos::ZERO,
+            den: params.den(),
         }
     }
 
     /// The TAT `ahead` scaled units after `now` (exactly: `now` is whole).
-    fn after(now: Nanos, ahead: u128, params: &ThrottleParams) -> ThrottleState {
+    fn after(now: Nanos, ahead: u128, params: &ThrottleParams) -> Tat {
         let c = params.count;
         let (whole, frac) = match u64::try_from(ahead) {
             Ok(small) => (
@@ -194,47 +272,43 @@ impl ThrottleState {
                 )
             }
         };
-        ThrottleState {
+        Tat {
             whole,
             frac,
-            den: params.count,
-            blocked: Nanos::ZERO,
+            den: params.den(),
         }
     }
 
-    /// A TAT of whole nanoseconds, as redis-cell stores it.
-    pub fn from_nanos(whole: Nanos) -> ThrottleState {
-        ThrottleState {
-            whole,
-            frac: 0,
-            den: 1,
-            blocked: Nanos::ZERO,
-        }
+    /// The TAT rounded up to whole ns: within a nanosecond, never early.
+    fn ceil(&self) -> Nanos {
+        self.whole
+            .saturating_add(Nanos::new(u64::from(self.frac > 0)))
     }
 }
 
 #[cfg(test)]
 impl ThrottleState {
-    /// A TAT of these parts, even parts no valid state holds.
+    /// A TAT of these parts, even parts no valid state holds but a zero
+    /// denominator.
     pub(super) fn from_parts(whole: Nanos, frac: u32, den: u32) -> ThrottleState {
-        ThrottleState {
+        ThrottleState::of(Tat {
             whole,
             frac,
-            den,
-            blocked: Nanos::ZERO,
-        }
+            den: NonZeroU32::new(den).expect("a test's denominator is not zero"),
+        })
     }
 
     /// The parts: `(whole, frac, den)`.
     pub(super) fn parts(&self) -> (Nanos, u32, u32) {
-        (self.whole, self.frac, self.den)
+        let tat = self.tat();
+        (tat.whole, tat.frac, tat.den.get())
     }
 }
 
 impl Kind for ThrottleState {
     type Params = ThrottleParams;
     /// The TAT to store.
-    type Update = ThrottleState;
+    type Update = Tat;
 
     const NAME: &'static str = "THROTTLE";
     const TYPE_NAME: &'static str = "rl-gcra--";
@@ -261,26 +335,35 @@ impl Kind for ThrottleState {
 
     fn params(values: &[Value<'_>]) -> Result<ThrottleParams, ParamError> {
         let [max_burst, count, period] = Value::numbers(values)?;
-        let params =
+        let mut params =
             ThrottleParams::new(max_burst, count, Nanos::new(period)).map_err(|e| match e {
                 ThrottleParamError::MaxBurst => ParamError::Param(0),
                 ThrottleParamError::Count => ParamError::Param(1),
                 ThrottleParamError::Period => ParamError::Param(2),
                 ThrottleParamError::Tolerance => ParamError::Joint(TOLERANCE_RULE),
             })?;
-        Ok(params.with_block(block::option(values, 3)))
+        params.block = block::option(values, 3);
+        Ok(params)
     }
 
     fn block_of(params: &ThrottleParams) -> Option<Nanos> {
-        params.block
+        params.block.get()
     }
 
+    #[inline(always)]
     fn blocked_until(&self) -> Nanos {
-        self.blocked
+        match &self.0 {
+            Repr::Open(_) => Nanos::ZERO,
+            Repr::Blocked(both) => both.1,
+        }
     }
 
     fn set_blocked_until(&mut self, end: Nanos) {
-        self.blocked = end;
+        let tat = *self.tat();
+        self.0 = match end {
+            Nanos::ZERO => Repr::Open(tat),
+            end => Repr::Blocked(Box::new((tat, end))),
+        };
     }
 
     /// Decides a request against this TAT (the default, 0, for a missing
@@ -291,7 +374,7 @@ impl Kind for ThrottleState {
         now: Nanos,
         params: &ThrottleParams,
         quantity: u64,
-    ) -> (Decision, Option<ThrottleState>) {
+    ) -> (Decision, Option<Tat>) {
         let now_s = params.scale(now);
         let tat_s = self.scaled(params);
         let ttl_before = tat_s.saturating_sub(now_s);
@@ -316,9 +399,8 @@ impl Kind for ThrottleState {
         // rounded up to whole nanoseconds, is reached: from the TAT's own
         // quotient and remainder, one division instead of two.
         let (reset_at, update) = if !limited && quantity > 0 {
-            let tat = ThrottleState::after(now, ttl_after, params);
-            let rounded_up = Nanos::new(u64::from(tat.frac > 0));
-            (tat.whole.saturating_add(rounded_up), Some(tat))
+            let tat = Tat::after(now, ttl_after, params);
+            (tat.ceil(), Some(tat))
         } else {
             (now.saturating_add(params.unscale_ceil(ttl)), None)
         };
@@ -365,7 +447,7 @@ impl Kind for ThrottleState {
         at: Nanos,
         params: &ThrottleParams,
         quantity: u64,
-    ) -> (Decision, Option<ThrottleState>) {
+    ) -> (Decision, Option<Tat>) {
         let Some(own) = self.turn(now, params, quantity) else {
             return self.decide(now, params, quantity);
         };
@@ -384,8 +466,7 @@ impl Kind for ThrottleState {
         // quantity <= capacity (`turn` answered): the increment is at most τ.
         let ahead = start_s + u128::from(quantity) * u128::from(params.period) - now_s;
         let remaining = params.intervals(params.tolerance.saturating_sub(ahead));
-        let tat = ThrottleState::after(now, ahead, params);
-        let rounded_up = Nanos::new(u64::from(tat.frac > 0));
+        let tat = Tat::after(now, ahead, params);
         let decision = Decision {
             limited: false,
             limit: params.capacity,
@@ -393,13 +474,15 @@ impl Kind for ThrottleState {
                 .unwrap_or(u64::MAX)
                 .min(params.capacity),
             retry: Retry::Turn(own),
-            reset_at: tat.whole.saturating_add(rounded_up),
+            reset_at: tat.ceil(),
         };
         (decision, Some(tat))
     }
 
-    fn apply(&mut self, update: ThrottleState) {
-        *self = update;
+    /// Stores the new TAT; a block that has ended goes (an update is made
+    /// only on a key not blocked).
+    fn apply(&mut self, update: Tat) {
+        *self = ThrottleState::of(update);
     }
 
     /// Moves the TAT back by `quantity × T`, never before `now`.
@@ -410,7 +493,10 @@ impl Kind for ThrottleState {
             return;
         }
         let back = u128::from(quantity.min(params.capacity)) * u128::from(params.period);
-        *self = ThrottleState::from_scaled(tat_s.saturating_sub(back).max(now_s), params);
+        self.with_tat(Tat::from_scaled(
+            tat_s.saturating_sub(back).max(now_s),
+            params,
+        ));
     }
 
     /// Moves the TAT to `max(now, TAT) + quantity × T`, past the tolerance
@@ -431,17 +517,14 @@ impl Kind for ThrottleState {
             // Nor past the last instant a TAT holds (in 2554).
             .filter(|&ahead| now_s + ahead <= params.scale(Nanos::MAX))
             .ok_or(ChargeError(CHARGE_RULE))?;
-        *self = ThrottleState::after(now, ahead, params);
+        self.with_tat(Tat::after(now, ahead, params));
         Ok(())
     }
 
     /// `tat_ahead_ms`: how far the TAT is ahead of now, which is the time
     /// until the limiter is full again (0: it is); `tat_unix_ms`: the TAT.
     fn inspect(&self, now: Nanos) -> Vec<(&'static str, Detail)> {
-        // The TAT rounded up to whole ns: within a nanosecond, never early.
-        let tat = self
-            .whole
-            .saturating_add(Nanos::new(u64::from(self.frac > 0)));
+        let tat = self.tat().ceil();
         vec![
             (
                 "tat_ahead_ms",
@@ -455,31 +538,33 @@ impl Kind for ThrottleState {
     /// (u32), little-endian: 16 bytes.
     fn encode(&self) -> Vec<u8> {
         let mut w = Writer::with_capacity(16);
-        w.u64(self.whole.get()).u32(self.frac).u32(self.den);
+        let tat = self.tat();
+        w.u64(tat.whole.get()).u32(tat.frac).u32(tat.den.get());
         w.into_bytes()
     }
 
     fn decode(bytes: &[u8]) -> Result<ThrottleState, DecodeError> {
         let mut r = Reader::new(bytes);
-        let tat = ThrottleState {
-            whole: Nanos::new(r.u64()?),
-            frac: r.u32()?,
-            den: r.u32()?,
-            blocked: Nanos::ZERO,
-        };
+        let (whole, frac, den) = (Nanos::new(r.u64()?), r.u32()?, r.u32()?);
         r.finish()?;
-        if tat.den == 0 {
+        let Some(den) = NonZeroU32::new(den) else {
             return Err(DecodeError::Invalid("denominator is zero"));
-        }
-        if tat.frac >= tat.den {
+        };
+        let tat = Tat { whole, frac, den };
+        if tat.frac >= tat.den.get() {
             return Err(DecodeError::Invalid(
                 "fraction is not below its denominator",
             ));
         }
-        Ok(tat)
+        Ok(ThrottleState::of(tat))
     }
 
+    /// The state, and for a blocked key its box.
     fn mem_usage(&self) -> usize {
-        std::mem::size_of::<ThrottleState>()
+        let boxed = match self.0 {
+            Repr::Open(_) => 0,
+            Repr::Blocked(_) => std::mem::size_of::<(Tat, Nanos)>(),
+        };
+        std::mem::size_of::<ThrottleState>() + boxed
     }
 }

@@ -83,7 +83,7 @@ pub struct QuotaParams {
     pub unit: CalendarUnit,
     pub zone: Zone,
     /// BLOCK: how long a refusal blocks the key.
-    pub block: Option<Nanos>,
+    pub block: block::Penalty,
 }
 
 /// What a calendar-quota key holds. The default, nothing used, is a
@@ -429,7 +429,7 @@ impl Kind for QuotaState {
     }
 
     fn block_of(params: &QuotaParams) -> Option<Nanos> {
-        params.block
+        params.block.get()
     }
 
     fn blocked_until(&self) -> Nanos {

@@ -76,7 +76,7 @@ pub struct SlideParams {
     window: Nanos,
     precision: Nanos,
     /// BLOCK: how long a refusal blocks the key.
-    block: Option<Nanos>,
+    block: block::Penalty,
 }
 
 /// The rule PRECISION's value breaks above the window.
@@ -91,13 +91,17 @@ impl SlideParams {
             limit,
             window,
             precision: Nanos::ZERO,
-            block: None,
+            block: block::Penalty::NONE,
         })
     }
 
     /// The same parameters with the BLOCK option (`None`: without).
+    #[cfg(test)]
     pub fn with_block(self, block: Option<Nanos>) -> SlideParams {
-        SlideParams { block, ..self }
+        SlideParams {
+            block: block::Penalty::new(block),
+            ..self
+        }
     }
 
     /// The same with PRECISION `d`: `None` unless `d <= window` and `d` is
@@ -228,14 +232,15 @@ impl Kind for SlideState {
         if precision > window {
             return Err(ParamError::Joint(PRECISION_RULE));
         }
-        let params = params
+        let mut params = params
             .with_precision(Nanos::new(precision))
             .ok_or(ParamError::Param(2))?;
-        Ok(params.with_block(block::option(values, 3)))
+        params.block = block::option(values, 3);
+        Ok(params)
     }
 
     fn block_of(params: &SlideParams) -> Option<Nanos> {
-        params.block
+        params.block.get()
     }
 
     fn blocked_until(&self) -> Nanos {

@@ -156,7 +156,7 @@ fn blocked_states() -> (ThrottleState, SlideState, SliceState, QuotaState) {
         limit: 2,
         unit: CalendarUnit::Day,
         zone: Zone::UTC,
-        block: hour,
+        block: crate::core::block::Penalty::new(hour),
     };
     assert_eq!(request(&mut t, now, &tp, 2)[0], 0);
     assert_eq!(request(&mut t, now, &tp, 1), [1, 2, 0, 3600, 3600]);
@@ -247,7 +247,7 @@ proptest! {
         for (dt, quantity, blocking) in steps {
             now = now.saturating_add(Nanos::new(dt * S));
             let p = if blocking { &with } else { &without };
-            let before = k;
+            let before = k.clone();
             let d = block::decide(&k, now, p, quantity, b"");
             if d.blocked {
                 prop_assert!(d.update.is_none() && d.starts.is_none());

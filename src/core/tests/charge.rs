@@ -155,7 +155,7 @@ proptest! {
         charges in proptest::collection::vec((0u64..40_000, 1u64..60), 1..10),
         ask in 1u64..4,
     ) {
-        let params = QuotaParams { limit, unit: CalendarUnit::Hour, zone: Zone::UTC, block: None };
+        let params = QuotaParams { limit, unit: CalendarUnit::Hour, zone: Zone::UTC, block: crate::core::block::Penalty::NONE };
         let mut state = QuotaState::default();
         let mut now = 1_000 * 3_600 * S;
         for (dt, q) in charges {
@@ -178,7 +178,7 @@ fn charges_past_a_counters_maximum_are_refused_and_record_nothing() {
     assert!(state.charge(now, &params, max + 1).is_err());
     assert_eq!(state, ThrottleState::default());
     assert_eq!(state.charge(now, &params, max), Ok(()));
-    let full = state;
+    let full = state.clone();
     assert!(state.charge(now, &params, 1).is_err());
     assert_eq!(state, full);
     // Time pays the debt back, and then a charge fits again.
@@ -208,7 +208,7 @@ fn charges_past_a_counters_maximum_are_refused_and_record_nothing() {
         limit: 5,
         unit: CalendarUnit::Day,
         zone: Zone::UTC,
-        block: None,
+        block: crate::core::block::Penalty::NONE,
     };
     let mut used = QuotaState::default();
     assert_eq!(
@@ -248,7 +248,7 @@ fn charged_states_encode_and_decode() {
         limit: 5,
         unit: CalendarUnit::Month,
         zone: Zone::UTC,
-        block: None,
+        block: crate::core::block::Penalty::NONE,
     };
     Kind::charge(&mut quota, now, &params, MAX_USED).unwrap();
     assert_eq!(QuotaState::decode(&quota.encode()), Ok(quota));

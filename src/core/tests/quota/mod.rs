@@ -49,7 +49,7 @@ fn params(limit: u64, unit: CalendarUnit, name: &str) -> QuotaParams {
         limit,
         unit,
         zone: zone(name),
-        block: None,
+        block: crate::core::block::Penalty::NONE,
     }
 }
 

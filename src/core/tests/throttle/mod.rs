@@ -11,14 +11,23 @@ use crate::core::throttle::{
 };
 use crate::core::{Decision, DecodeError, Kind, Nanos, Retry, TimeUnit, MAX_DURATION};
 
-/// Decides against a stored TAT, or a missing key (`None`).
+/// Decides against a stored TAT, or a missing key (`None`); the update as
+/// the state it stores.
 fn decide(
     tat: Option<&ThrottleState>,
     now: Nanos,
     p: &ThrottleParams,
     quantity: u64,
 ) -> (Decision, Option<ThrottleState>) {
-    tat.copied().unwrap_or_default().decide(now, p, quantity)
+    let (decision, update) = tat.cloned().unwrap_or_default().decide(now, p, quantity);
+    (decision, update.map(stored))
+}
+
+/// The state an update stores.
+pub(crate) fn stored(update: crate::core::throttle::Tat) -> ThrottleState {
+    let mut state = ThrottleState::default();
+    state.apply(update);
+    state
 }
 
 const MS: u64 = 1_000_000;
@@ -210,7 +219,7 @@ fn parameters_out_of_range_are_refused() {
 #[test]
 fn decode_refuses_what_no_state_holds() {
     let tat = ThrottleState::from_parts(Nanos::new(5), 1, 3);
-    assert_eq!(ThrottleState::decode(&tat.encode()), Ok(tat));
+    assert_eq!(ThrottleState::decode(&tat.encode()), Ok(tat.clone()));
     let bytes = tat.encode();
     assert_eq!(
         ThrottleState::decode(&bytes[..15]),
@@ -220,7 +229,8 @@ fn decode_refuses_what_no_state_holds() {
         ThrottleState::decode(&[bytes.as_slice(), &[0]].concat()),
         Err(DecodeError::Length)
     );
-    let zero_den = ThrottleState::from_parts(Nanos::new(5), 0, 0).encode();
+    // whole 5, frac 0, den 0: no state holds a zero denominator.
+    let zero_den = [&5u64.to_le_bytes()[..], &[0; 8]].concat();
     assert!(matches!(
         ThrottleState::decode(&zero_den),
         Err(DecodeError::Invalid(_))
