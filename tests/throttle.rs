@@ -319,8 +319,8 @@ fn memory_usage_is_computed() {
     // A TAT with a fraction of a ns, under another count.
     five(&mut con, &["RL.THROTTLE", "g2", "999", "7", "1", "500"]);
     // Ten units at once: one counted entry, in the log's struct (72
-    // bytes), a side table (56 bytes) of 4 eight-byte records.  (Each
-    // state holds the end of a block, 8 bytes: docs/DESIGN.md#block.)
+    // bytes), a side table (56 bytes) of 4 eight-byte records.  (SLIDE and
+    // SLICE states hold the end of a block, 8 bytes: docs/DESIGN.md#block.)
     five(&mut con, &["RL.SLIDE", "l", "10", "60", "10"]);
     // Six slices: seven 4-byte counters.
     five(&mut con, &["RL.SLICE", "s", "10", "60", "6"]);

@@ -172,7 +172,7 @@ fn decide_in<L: Listed>(
     request: &Asked<'_>,
 ) -> (Decision, Option<L::Update>) {
     let (quantity, id) = (request.quantity, request.id);
-    // A blocked key refuses whatever MAXWAIT says (`block::decide_from`
+    // A blocked key refuses whatever MAXWAIT says (`block::check`
     // holds the kind's own decision).
     if let Some(max_wait) = request
         .max_wait

@@ -4,7 +4,7 @@
 //! A kind that takes the option lists [`BLOCK`] among its `OPTIONS`, keeps
 //! the end of its block in its state (`Kind::blocked_until`) and gives the
 //! option's value back through `Kind::block_of`. Everything else is here,
-//! the same for every kind: [`decide`] wraps the kind's own decision, the
+//! the same for every kind: [`check`] applies the block to the kind's own decision, the
 //! `refund` and `charge` wrappers keep a block, and the block trailer
 //! carries it in saved payloads. Worked example: `RL.THROTTLE k 0 1 60
 //! BLOCK 600` (one unit a minute) at `now` = 0 takes the unit; at 10 s the
