@@ -446,6 +446,7 @@ fn expects(row: &Row) -> String {
 /// several-limit call, 0 for RL.REFUND's one spec; `blocks` whether the
 /// command takes BLOCK in a spec (RL.REFUND and RL.CHARGE do not: there
 /// the word is left for the caller).
+#[inline(always)]
 fn find_spec<'w, 'a>(
     args: &'w [&'a [u8]],
     at: usize,

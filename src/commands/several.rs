@@ -10,7 +10,7 @@ use super::single::{
     ReplicateState, StartBlock, TurnKey,
 };
 use crate::args::{self, LimitSpec, MAX_KEYS};
-use crate::core::{block, wait, Decision, Nanos, Retry};
+use crate::core::{wait, Decision, Nanos, Retry};
 use crate::kinds::{Row, Staged, KINDS};
 use crate::server::{
     handler, Access, ArgType, Argv, Command, CommandDef, Ctx, DocArg, Handler, Key, Keys,
@@ -147,8 +147,9 @@ struct Limit<'a> {
     staged: Staged,
     /// Whether the call changed the key.
     changed: bool,
-    /// What the key's block made of its decision, if anything.
-    blocked: Option<block::Held>,
+    /// What the key's block made of its decision, if anything: the end
+    /// of the block the refusal starts (`block::Held::starts`).
+    blocked: Option<Option<Nanos>>,
 }
 
 /// The flow of RL.ALLOW (`write`) and RL.PEEK: decide every limit at one
@@ -261,7 +262,7 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
             } else if quantity(spec) > 0 {
                 // Every refusing limit with BLOCK blocks its own key; the
                 // others only keep the expiry rule of a limited request.
-                if let Some(end) = limit.blocked.and_then(|b| b.starts) {
+                if let Some(Some(end)) = limit.blocked {
                     spec.spec.visit(StartBlock { key, end })?;
                     recorded(key, decision.reset_at);
                     limit.changed = true;
@@ -274,7 +275,7 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
                 }
             }
             if limit.blocked.is_some() && options.at.is_none() {
-                count_block(limit.blocked);
+                count_block(limit.blocked.map(|starts| starts.is_some()));
             }
         }
         if options.at.is_none() && (shadows != 0 || options.max_wait.is_some()) {
@@ -299,7 +300,11 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
     for decision in &decisions {
         fields.push(decision.reply(now, options.unit));
     }
-    let binding = crate::core::binding(&decisions, enforced)
+    let binding = match shadows == 0 && options.max_wait.is_none() {
+        true => crate::core::plain_binding(&decisions),
+        false => crate::core::binding(&decisions, enforced),
+    };
+    let binding = binding
         .and_then(|i| Some((i, fields.get(i)?)))
         .ok_or(Error::Internal(
             c"ERR internal error: no binding limit among the decisions (please report it)",

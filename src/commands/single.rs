@@ -222,7 +222,7 @@ fn limit<'a, L: Listed>(
                 }
                 (None, None) => decision.limited && takes && extend_expiry(&key, decision.reset_at),
             };
-            (decision, blocked, changed)
+            (decision, blocked.map(|b| b.starts.is_some()), changed)
         }
         held => {
             let other = matches!(held, Held::Other);
@@ -245,7 +245,7 @@ fn limit<'a, L: Listed>(
                 store(&mut key, state)?;
                 recorded(&key, decision.reset_at);
             }
-            (decision, blocked, changed)
+            (decision, blocked.map(|b| b.starts.is_some()), changed)
         }
     };
     if changed {
@@ -270,14 +270,13 @@ fn limit<'a, L: Listed>(
     Ok(Outcome::of(request.at, decision.limited))
 }
 
-/// Counts, in INFO, the block a client's refused request started or the
-/// refusal its key's block answered.
-pub(super) fn count_block(blocked: Option<block::Held>) {
+/// Counts, in INFO, the block a client's refused request started
+/// (`Some(true)`) or the refusal its key's block answered (`Some(false)`):
+/// what `block::check` held, if anything.
+pub(super) fn count_block(blocked: Option<bool>) {
     match blocked {
-        Some(block::Held {
-            starts: Some(_), ..
-        }) => info::block_started(),
-        Some(_) => info::blocked_refusal(),
+        Some(true) => info::block_started(),
+        Some(false) => info::blocked_refusal(),
         None => {}
     }
 }
@@ -286,8 +285,9 @@ pub(super) fn count_block(blocked: Option<block::Held>) {
 /// nothing (with `book`, booked for a turn at that instant: MAXWAIT); the
 /// update it would record when the whole call is allowed is written to
 /// `stage` (when given), not applied, and what the key's block made of
-/// the decision to `blocked` (left as it is when the block changed
-/// nothing).
+/// the decision to `blocked`: the end of the block the refusal starts, or
+/// `Some(None)` on a key blocked already (left as it is when the block
+/// changed nothing).
 pub(super) struct DecideKey<'k, 'a, 'i> {
     pub key: &'k mut Key<'a>,
     pub ask: Ask<'k, 'i>,
@@ -300,7 +300,7 @@ pub(super) struct Ask<'k, 'i> {
     pub id: &'i [u8],
     pub book: Option<Nanos>,
     pub stage: Option<&'k mut Staged>,
-    pub blocked: &'k mut Option<block::Held>,
+    pub blocked: &'k mut Option<Option<Nanos>>,
 }
 
 impl Visit for DecideKey<'_, '_, '_> {
@@ -329,7 +329,7 @@ fn decide_one<L: Listed>(state: &L, params: &L::Params, d: Ask<'_, '_>) -> Decis
         _ => state.decide_as(now, params, quantity, d.id),
     };
     if let Some(b) = block::check(state, now, params, quantity, d.id, &decision) {
-        *d.blocked = Some(b);
+        *d.blocked = Some(b.starts);
         return b.decision;
     }
     if let (Some(update), Some(stage)) = (update, d.stage) {

@@ -68,6 +68,23 @@ impl Decision {
 /// Further ties go to the lower index. `None` when no limit is enforced.
 #[inline(always)]
 pub fn binding(decisions: &[Decision], enforced: impl Fn(usize) -> bool) -> Option<usize> {
+    binding_of::<true>(decisions, enforced)
+}
+
+/// [`binding`] of a call without SHADOW limits or MAXWAIT (every limit
+/// enforced, none waits for a turn): the same rules, without the steps
+/// that cannot change its answer.
+#[inline(always)]
+pub fn plain_binding(decisions: &[Decision]) -> Option<usize> {
+    binding_of::<false>(decisions, |_| true)
+}
+
+/// [`binding`]; `EXTRAS`: whether some limit may be SHADOW or wait.
+#[inline(always)]
+fn binding_of<const EXTRAS: bool>(
+    decisions: &[Decision],
+    enforced: impl Fn(usize) -> bool,
+) -> Option<usize> {
     let any_limited = decisions
         .iter()
         .enumerate()
@@ -81,7 +98,10 @@ pub fn binding(decisions: &[Decision], enforced: impl Fn(usize) -> bool) -> Opti
             None => true,
             Some(b) if any_limited => retry_rank(d.retry) > retry_rank(b.retry),
             Some(b) => {
-                let (dw, bw) = (turn(d.retry), turn(b.retry));
+                let (dw, bw) = match EXTRAS {
+                    true => (turn(d.retry), turn(b.retry)),
+                    false => (Nanos::ZERO, Nanos::ZERO),
+                };
                 dw > bw
                     || (dw == bw
                         && (d.remaining < b.remaining
@@ -205,6 +225,7 @@ mod tests {
         ];
         for (i, (decisions, expected)) in cases.iter().enumerate() {
             assert_eq!(binding(decisions, |_| true), *expected, "case {i}");
+            assert_eq!(plain_binding(decisions), *expected, "case {i}");
         }
     }
 

@@ -25,7 +25,7 @@ pub mod time;
 pub mod top;
 pub mod wait;
 
-pub use decision::{binding, Decision, Retry};
+pub use decision::{binding, plain_binding, Decision, Retry};
 pub use time::{Nanos, TimeUnit};
 
 /// The longest period or window any algorithm accepts: ten years of 365
