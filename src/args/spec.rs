@@ -294,6 +294,7 @@ pub fn id(word: &[u8]) -> Result<&[u8], ArgError> {
 pub const MAX_ID: usize = 128;
 
 /// The typed parameters of `L` from a spec's words, in `unit`.
+#[inline(always)]
 pub fn params<L: Kind>(
     raw: &RawSpec<'_, '_>,
     unit: TimeUnit,
@@ -621,9 +622,10 @@ pub fn several<'a>(
             return Err(ArgError::RepeatedKey(printable(key)));
         }
     }
-    let mut found: ArrayVec<(&'static Row, RawSpec<'_, 'a>), MAX_KEYS> = ArrayVec::new();
-    // Each spec's own options, apart: a single command's spec has none.
-    let mut own: ArrayVec<LimitOptions, MAX_KEYS> = ArrayVec::new();
+    // Each spec's kind, words and own options (a single command's spec
+    // has none of the last).
+    let mut found: ArrayVec<(&'static Row, RawSpec<'_, 'a>, LimitOptions), MAX_KEYS> =
+        ArrayVec::new();
     let mut at = 1 + count;
     for index in 1..=count {
         if at >= args.len() {
@@ -632,14 +634,13 @@ pub fn several<'a>(
         let mut limit = LimitOptions::default();
         let (row, raw, next) = find_spec(args, at, index, true, &mut limit)?;
         // `count` is at most MAX_KEYS.
-        found.push((row, raw));
-        own.push(limit);
+        found.push((row, raw, limit));
         at = next;
     }
     let options = tail(args, at, true, trusted)?;
     let bounds = options.bounds(bounds);
     specs.clear();
-    for (index, ((row, raw), limit)) in found.iter().zip(&own).enumerate() {
+    for (index, (row, raw, limit)) in found.iter().enumerate() {
         let spec = row
             .visit(ReadSpec {
                 raw,
@@ -654,16 +655,18 @@ pub fn several<'a>(
         });
     }
     if options.max_wait.is_some() {
-        if let Some((index, (row, _))) = found.iter().enumerate().find(|(_, (row, _))| !row.waits) {
+        if let Some((index, (row, _, _))) =
+            found.iter().enumerate().find(|(_, (row, _, _))| !row.waits)
+        {
             return Err(ArgError::WaitsOnly(Some((index + 1, row.name))));
         }
     }
-    if own.iter().all(|limit| limit.shadow) {
+    if found.iter().all(|(_, _, limit)| limit.shadow) {
         return Err(ArgError::AllShadow);
     }
-    let needs_id = found.iter().find(|(row, _)| row.takes_id);
+    let needs_id = found.iter().find(|(row, _, _)| row.takes_id);
     match (needs_id, options.id) {
-        (Some((row, _)), None) if write => return Err(ArgError::IdMissing(row.name)),
+        (Some((row, _, _)), None) if write => return Err(ArgError::IdMissing(row.name)),
         (None, Some(_)) => return Err(ArgError::IdUnused),
         _ => {}
     }

@@ -273,9 +273,9 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
                     key.notify(c"rl.limited");
                     super::top::refused(ctx, key, now);
                 }
-            }
-            if limit.blocked.is_some() && options.at.is_none() {
-                count_block(limit.blocked.map(|starts| starts.is_some()));
+                if limit.blocked.is_some() && options.at.is_none() {
+                    count_block(limit.blocked.map(|starts| starts.is_some()));
+                }
             }
         }
         if options.at.is_none() && (shadows != 0 || options.max_wait.is_some()) {
