@@ -57,7 +57,7 @@ def commands_of(rows) -> list:
     """What is counted: the floors, INCR, every single command, RL.LEASE
     renewing one of 10 leases held, RL.ALLOW and RL.PEEK of three limits,
     RL.THROTTLE with MAXWAIT and RL.ALLOW with a SHADOW limit, RL.REFUND
-    and RL.CHARGE of one unit on RL.THROTTLE's limit, and last RL.THROTTLE
+    and RL.CHARGE of one unit on a key holding units, and last RL.THROTTLE
     refused on its key; each on its hot key with the hot-key
     regimes' limit (1,000,000 per
     second), as [(name, args, required command or None, set-up commands)].
@@ -101,12 +101,16 @@ def commands_of(rows) -> list:
     shadow.insert(shadow.index("SLICE"), "SHADOW")
     probe = shadow[:2] + ["{b:probe}:t", "{b:probe}:l", "{b:probe}:s"] + shadow[5:]
     out.append(("RL.ALLOW SHADOW", shadow, probe, []))
-    # RL.REFUND and RL.CHARGE of one unit on RL.THROTTLE's hot-key limit,
-    # side by side (bench/results/2026-12-02-calls.md); left out (as
-    # "skipped") by a module without them.
-    spec = ["THROTTLE"] + hot(by["RL.THROTTLE"])[2:]
+    # RL.REFUND and RL.CHARGE of one unit, side by side, on a THROTTLE
+    # limit of a million a day whose key the set-up took 900,000 units of:
+    # every counted call changes the key (a refund has units to give back,
+    # a charge stays within the capacity) and is propagated
+    # (bench/results/2026-12-02-calls.md); left out (as "skipped") by a
+    # module without them.
+    spec = ["THROTTLE", "999999", "1000000", "86400"]
+    taken = [["RL.THROTTLE", HOT] + spec[1:] + ["900000"]]
     for name in ("RL.REFUND", "RL.CHARGE"):
-        out.append((name, [name, HOT] + spec + ["1"], name, []))
+        out.append((name, [name, HOT] + spec + ["1"], name, taken))
     # A refused call: RL.THROTTLE on a key whose one unit a day its set-up
     # took, so every counted call is limited (and counted by RL.TOP's
     # summary, where the module has one).
