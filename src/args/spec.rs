@@ -513,6 +513,7 @@ fn find_spec<'w, 'a>(
 
 /// Reads `UNITS n` (`value` the word after it) or `SHADOW` at `word`
 /// into `limit`: the number of words it took, 0 when `word` is neither.
+#[inline(always)]
 fn limit_option(limit: &mut LimitOptions, word: &[u8], value: &[u8]) -> Result<usize, ArgError> {
     if same_word(word, LIMIT_WORDS[0]) {
         if limit.units.is_some() {
