@@ -273,7 +273,7 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
                     key.notify(c"rl.limited");
                     super::top::refused(ctx, key, now);
                 }
-                if limit.blocked.is_some() && options.at.is_none() {
+                if options.at.is_none() {
                     count_block(limit.blocked.map(|starts| starts.is_some()));
                 }
             }
