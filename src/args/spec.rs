@@ -19,13 +19,15 @@ use crate::kinds::{self, Listed, Row, Spec, VisitKind};
 pub(super) const MAX_PARAMS: usize = 4;
 pub(super) const MAX_OPTIONS: usize = 2;
 
-/// A spec's words, found and not yet read: its parameters by position (a
-/// part of the command's words, not copied; a missing one reads as empty)
-/// and its options by keyword (`None` when not given).
+/// A spec's words, found and not yet read, as positions among the
+/// command's words (a spec is kept in 12 bytes, not copied as slices):
+/// its parameters from `params` on (a missing one reads as empty) and the
+/// values of its options by keyword (0 when not given: an option's value
+/// follows its keyword, so it is never the first word).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct RawSpec<'w, 'a> {
-    params: &'w [&'a [u8]],
-    options: [Option<&'a [u8]>; MAX_OPTIONS],
+pub struct RawSpec {
+    params: u32,
+    options: [u32; MAX_OPTIONS],
 }
 
 /// The options of a spec of RL.ALLOW / RL.PEEK that are no option of its
@@ -48,17 +50,10 @@ const LIMIT_WORDS: [&[u8]; 2] = [b"UNITS", b"SHADOW"];
 #[derive(Clone, Copy, Debug)]
 pub struct LimitSpec {
     pub spec: Spec,
-    pub units: Option<u64>,
-    pub shadow: bool,
-}
-
-impl LimitSpec {
     /// The units this limit decides and records: its own (`UNITS`), or
     /// the call's quantity.
-    #[inline]
-    pub fn quantity(&self, call: u64) -> u64 {
-        self.units.unwrap_or(call)
-    }
+    pub quantity: u64,
+    pub shadow: bool,
 }
 
 /// A single command's request: its parameters and the options every
@@ -88,6 +83,9 @@ pub struct Tail<'a> {
     /// `MAXWAIT w`, in ns: the longest wait for a turn (every spec of a
     /// kind that `WAITS`).
     pub max_wait: Option<Nanos>,
+    /// A several-limit call's SHADOW specs: bit `i` is set when spec `i`
+    /// (from 0) is SHADOW (there are at most 16).
+    pub shadows: u32,
 }
 
 /// A several-limit call's options.
@@ -100,6 +98,7 @@ impl<'a> Tail<'a> {
         at: None,
         id: None,
         max_wait: None,
+        shadows: 0,
     };
 
     /// The bounds the parameters are held to: the configured ones for a
@@ -183,17 +182,18 @@ fn is_block(word: &[u8]) -> bool {
     same_word(word, block::BLOCK.name.as_bytes())
 }
 
-impl<'a> RawSpec<'_, 'a> {
-    /// Records the option at `options[index]` with its value.
-    fn option(&mut self, options: &[Param], index: usize, value: &'a [u8]) -> Result<(), ArgError> {
+impl RawSpec {
+    /// Records the option at `options[index]` with its value, the word at
+    /// `value`.
+    fn option(&mut self, options: &[Param], index: usize, value: usize) -> Result<(), ArgError> {
         let slot = self
             .options
             .get_mut(index)
             .ok_or(ArgError::Joint("too many options"))?;
-        if slot.is_some() {
+        if *slot != 0 {
             return Err(ArgError::Repeated(options[index].name));
         }
-        *slot = Some(value);
+        *slot = position(value)?;
         Ok(())
     }
 
@@ -202,8 +202,15 @@ impl<'a> RawSpec<'_, 'a> {
         options
             .iter()
             .zip(&self.options)
-            .any(|(o, v)| o.name == block::BLOCK.name && v.is_some())
+            .any(|(o, &v)| o.name == block::BLOCK.name && v != 0)
     }
+}
+
+/// A word's position as a `RawSpec` keeps it. A command has far fewer
+/// words than `u32::MAX`, so the error is unreachable.
+#[inline(always)]
+fn position(i: usize) -> Result<u32, ArgError> {
+    u32::try_from(i).map_err(|_| ArgError::Joint("too many arguments"))
 }
 
 /// `RL.<NAME>`'s arguments after the key:
@@ -216,10 +223,7 @@ pub fn single<'a, L: Kind>(
     bounds: Bounds,
 ) -> Result<Request<'a, L::Params>, ArgError> {
     let n = L::PARAMS.len();
-    let mut raw = RawSpec {
-        params: args.get(..n).unwrap_or(args),
-        options: [None; MAX_OPTIONS],
-    };
+    let mut raw = RawSpec::default();
     let mut i = n;
     let id = match L::TAKES_ID {
         true => {
@@ -245,10 +249,10 @@ pub fn single<'a, L: Kind>(
             wait = Some(arg(args, i));
         } else if let Some(o) = option_index(L::OPTIONS, word) {
             i += 1;
-            let value = args
-                .get(i)
-                .ok_or_else(|| value_error(&L::OPTIONS[o], tail.unit, bounds))?;
-            raw.option(L::OPTIONS, o, value)?;
+            if i >= args.len() {
+                return Err(value_error(&L::OPTIONS[o], tail.unit, bounds));
+            }
+            raw.option(L::OPTIONS, o, i)?;
         } else if i == quantity_at
             && word
                 .first()
@@ -263,7 +267,7 @@ pub fn single<'a, L: Kind>(
         }
         i += 1;
     }
-    let params = params::<L>(&raw, tail.unit, tail.bounds(bounds))?;
+    let params = params::<L>(args, &raw, tail.unit, tail.bounds(bounds))?;
     let max_wait = match wait {
         Some(word) => Some(max_wait(word, tail.unit)?),
         None => None,
@@ -293,10 +297,12 @@ pub fn id(word: &[u8]) -> Result<&[u8], ArgError> {
 /// The longest id a request may name.
 pub const MAX_ID: usize = 128;
 
-/// The typed parameters of `L` from a spec's words, in `unit`.
+/// The typed parameters of `L` from a spec's words (`raw`, among `args`),
+/// in `unit`.
 #[inline(always)]
-pub fn params<L: Kind>(
-    raw: &RawSpec<'_, '_>,
+fn params<L: Kind>(
+    args: &[&[u8]],
+    raw: &RawSpec,
     unit: TimeUnit,
     bounds: Bounds,
 ) -> Result<L::Params, ArgError> {
@@ -306,12 +312,12 @@ pub fn params<L: Kind>(
     // not apply). Parameters first, then options, each in order; then the
     // options move up to follow the parameters, as `L::params` reads them.
     let mut values: [Value; MAX_PARAMS + MAX_OPTIONS] = [
-        param_value::<L, 0>(raw, unit, bounds)?,
-        param_value::<L, 1>(raw, unit, bounds)?,
-        param_value::<L, 2>(raw, unit, bounds)?,
-        param_value::<L, 3>(raw, unit, bounds)?,
-        option_value::<L, 0>(raw, unit, bounds)?,
-        option_value::<L, 1>(raw, unit, bounds)?,
+        param_value::<L, 0>(args, raw, unit, bounds)?,
+        param_value::<L, 1>(args, raw, unit, bounds)?,
+        param_value::<L, 2>(args, raw, unit, bounds)?,
+        param_value::<L, 3>(args, raw, unit, bounds)?,
+        option_value::<L, 0>(args, raw, unit, bounds)?,
+        option_value::<L, 1>(args, raw, unit, bounds)?,
     ];
     if L::PARAMS.len() < MAX_PARAMS {
         values.copy_within(MAX_PARAMS.., L::PARAMS.len());
@@ -333,12 +339,13 @@ pub fn params<L: Kind>(
 /// The value of parameter `I` of `L` (`Absent` past its last).
 #[inline(always)]
 fn param_value<'a, L: Kind, const I: usize>(
-    raw: &RawSpec<'_, 'a>,
+    args: &[&'a [u8]],
+    raw: &RawSpec,
     unit: TimeUnit,
     bounds: Bounds,
 ) -> Result<Value<'a>, ArgError> {
     match L::PARAMS.get(I) {
-        Some(param) => value(arg(raw.params, I), param, unit, bounds),
+        Some(param) => value(arg(args, raw.params as usize + I), param, unit, bounds),
         None => Ok(Value::Absent),
     }
 }
@@ -346,12 +353,13 @@ fn param_value<'a, L: Kind, const I: usize>(
 /// The value of option `I` of `L` (`Absent` when not given).
 #[inline(always)]
 fn option_value<'a, L: Kind, const I: usize>(
-    raw: &RawSpec<'_, 'a>,
+    args: &[&'a [u8]],
+    raw: &RawSpec,
     unit: TimeUnit,
     bounds: Bounds,
 ) -> Result<Value<'a>, ArgError> {
     match (L::OPTIONS.get(I), raw.options.get(I)) {
-        (Some(option), Some(Some(word))) => value(word, option, unit, bounds),
+        (Some(option), Some(&at)) if at != 0 => value(arg(args, at as usize), option, unit, bounds),
         _ => Ok(Value::Absent),
     }
 }
@@ -415,7 +423,8 @@ fn value_error(param: &Param, unit: TimeUnit, bounds: Bounds) -> ArgError {
 
 /// Reads a spec's words into its kind's typed parameters.
 struct ReadSpec<'r, 'w, 'a> {
-    raw: &'r RawSpec<'w, 'a>,
+    args: &'w [&'a [u8]],
+    raw: &'r RawSpec,
     unit: TimeUnit,
     bounds: Bounds,
 }
@@ -424,7 +433,7 @@ impl VisitKind for ReadSpec<'_, '_, '_> {
     type Out = Result<Spec, ArgError>;
 
     fn visit<L: Listed>(self) -> Self::Out {
-        params::<L>(self.raw, self.unit, self.bounds).map(L::spec)
+        params::<L>(self.args, self.raw, self.unit, self.bounds).map(L::spec)
     }
 }
 
@@ -448,13 +457,13 @@ fn expects(row: &Row) -> String {
 /// command takes BLOCK in a spec (RL.REFUND and RL.CHARGE do not: there
 /// the word is left for the caller).
 #[inline(always)]
-fn find_spec<'w, 'a>(
-    args: &'w [&'a [u8]],
+fn find_spec(
+    args: &[&[u8]],
     at: usize,
     index: usize,
     blocks: bool,
     limit: &mut LimitOptions,
-) -> Result<(&'static Row, RawSpec<'w, 'a>, usize), ArgError> {
+) -> Result<(&'static Row, RawSpec, usize), ArgError> {
     let word = arg(args, at);
     let row = kinds::by_word(word).ok_or_else(|| ArgError::UnknownKind {
         index,
@@ -469,8 +478,8 @@ fn find_spec<'w, 'a>(
         });
     }
     let mut raw = RawSpec {
-        params: args.get(at + 1..=at + n).unwrap_or_default(),
-        options: [None; MAX_OPTIONS],
+        params: position(at + 1)?,
+        options: [0; MAX_OPTIONS],
     };
     let mut next = at + 1 + n;
     loop {
@@ -478,14 +487,14 @@ fn find_spec<'w, 'a>(
         if let Some(o) = option_index(row.options, word)
             .filter(|&o| blocks || row.options[o].name != block::BLOCK.name)
         {
-            let value = args.get(next + 1).ok_or_else(|| {
-                in_spec(
+            if next + 1 >= args.len() {
+                return Err(in_spec(
                     index,
                     row,
                     value_error(&row.options[o], TimeUnit::Seconds, Bounds::DEFAULT),
-                )
-            })?;
-            raw.option(row.options, o, value)
+                ));
+            }
+            raw.option(row.options, o, next + 1)
                 .map_err(|e| in_spec(index, row, e))?;
             next += 2;
         } else if index > 0 {
@@ -625,8 +634,7 @@ pub fn several<'a>(
     }
     // Each spec's kind, words and own options (a single command's spec
     // has none of the last).
-    let mut found: ArrayVec<(&'static Row, RawSpec<'_, 'a>, LimitOptions), MAX_KEYS> =
-        ArrayVec::new();
+    let mut found: ArrayVec<(&'static Row, RawSpec, LimitOptions), MAX_KEYS> = ArrayVec::new();
     let mut at = 1 + count;
     for index in 1..=count {
         if at >= args.len() {
@@ -638,20 +646,22 @@ pub fn several<'a>(
         found.push((row, raw, limit));
         at = next;
     }
-    let options = tail(args, at, true, trusted)?;
+    let mut options = tail(args, at, true, trusted)?;
     let bounds = options.bounds(bounds);
     specs.clear();
     for (index, (row, raw, limit)) in found.iter().enumerate() {
         let spec = row
             .visit(ReadSpec {
+                args,
                 raw,
                 unit: options.unit,
                 bounds,
             })
             .map_err(|e| in_spec(index + 1, row, e))?;
+        options.shadows |= u32::from(limit.shadow) << index;
         specs.push(LimitSpec {
             spec,
-            units: limit.units,
+            quantity: limit.units.unwrap_or(options.quantity),
             shadow: limit.shadow,
         });
     }
@@ -662,7 +672,7 @@ pub fn several<'a>(
             return Err(ArgError::WaitsOnly(Some((index + 1, row.name))));
         }
     }
-    if found.iter().all(|(_, _, limit)| limit.shadow) {
+    if options.shadows == (1 << count) - 1 {
         return Err(ArgError::AllShadow);
     }
     let needs_id = found.iter().find(|(row, _, _)| row.takes_id);
@@ -725,6 +735,7 @@ fn one_spec<'a>(
     let mut tail = tail(args, next + 1, false, trusted)?;
     tail.quantity = quantity;
     let spec = row.visit(ReadSpec {
+        args,
         raw: &raw,
         unit: tail.unit,
         bounds: tail.bounds(bounds),

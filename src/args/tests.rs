@@ -320,10 +320,9 @@ fn units_and_shadow_in_specs() {
     ])
     .unwrap();
     assert_eq!(options.quantity, 1);
-    let own: Vec<(Option<u64>, bool)> = specs.iter().map(|l| (l.units, l.shadow)).collect();
-    assert_eq!(own, [(None, false), (None, true), (Some(1500), false)]);
-    assert_eq!(specs[2].quantity(options.quantity), 1500);
-    assert_eq!(specs[0].quantity(7), 7);
+    let own: Vec<(u64, bool)> = specs.iter().map(|l| (l.quantity, l.shadow)).collect();
+    assert_eq!(own, [(1, false), (1, true), (1500, false)]);
+    assert_eq!(options.shadows, 0b010);
     // Any order, any case, with the kind's own options.
     let (options, specs) = allow(&[
         "2",
@@ -345,9 +344,9 @@ fn units_and_shadow_in_specs() {
         "2",
     ])
     .unwrap();
-    assert_eq!((specs[0].units, specs[0].shadow), (Some(0), true));
-    assert_eq!((specs[1].units, specs[1].shadow), (None, false));
-    assert_eq!(specs[1].quantity(options.quantity), 2);
+    assert_eq!((specs[0].quantity, specs[0].shadow), (0, true));
+    assert_eq!((specs[1].quantity, specs[1].shadow), (2, false));
+    assert_eq!((options.quantity, options.shadows), (2, 0b01));
 
     // arguments => reply
     #[rustfmt::skip]

@@ -181,15 +181,10 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
         config::bounds(),
         &mut specs,
     )?;
-    let quantity = |l: &LimitSpec| l.quantity(options.quantity);
-    let takes = write && specs.iter().any(|l| quantity(l) > 0);
+    let takes = write && specs.iter().any(|l| l.quantity > 0);
     let now = options.at.unwrap_or_else(clock::now);
     let id = options.id.unwrap_or_default();
-    // Bit i: spec i is SHADOW (there are at most 16).
-    let shadows = specs
-        .iter()
-        .enumerate()
-        .fold(0u32, |m, (i, l)| m | (u32::from(l.shadow) << i));
+    let shadows = options.shadows;
     let enforced = |i: usize| shadows & (1 << i) == 0;
 
     // Open every key and ask for its value's memory, so that the waits
@@ -216,7 +211,7 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
             turns.push(spec.spec.visit(TurnKey {
                 key: &mut limit.key,
                 now,
-                quantity: quantity(spec),
+                quantity: spec.quantity,
             })?);
         }
         let call = wait::call_turn(
@@ -238,7 +233,7 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
             key: &mut limit.key,
             ask: Ask {
                 now,
-                quantity: quantity(spec),
+                quantity: spec.quantity,
                 id,
                 book: bookings.get(i).copied().flatten(),
                 stage: takes.then_some(&mut limit.staged),
@@ -259,7 +254,7 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
                     recorded(key, decision.reset_at);
                     limit.changed = true;
                 }
-            } else if quantity(spec) > 0 {
+            } else if spec.quantity > 0 {
                 // Every refusing limit with BLOCK blocks its own key; the
                 // others only keep the expiry rule of a limited request.
                 if let Some(Some(end)) = limit.blocked {

@@ -666,10 +666,10 @@ pub fn args_several(data: &[u8]) {
     let id = options.id.unwrap_or_default();
     let now = options.at.unwrap_or(Nanos::new(TODAY));
     for limit in &specs {
-        assert!(limit.units.is_none_or(|n| n <= MAX_QUANTITY));
+        assert!(limit.quantity <= MAX_QUANTITY);
         limit.spec.visit(DecideNew {
             now,
-            quantity: limit.quantity(options.quantity),
+            quantity: limit.quantity,
             id,
         });
     }
