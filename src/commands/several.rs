@@ -6,7 +6,7 @@ use arrayvec::ArrayVec;
 use super::flow::{arg_bytes, entry, propagate, recorded, Error, Outcome};
 use super::info::{self, Stat, Tally};
 use super::single::{
-    count_block, doc_options, doc_param, Ask, Commit, DecideKey, ExtendKey, PrefetchKey,
+    count_block, doc_options, doc_param, Ask, BookKey, Commit, DecideKey, ExtendKey, PrefetchKey,
     ReplicateState, StartBlock, TurnKey,
 };
 use crate::args::{self, LimitSpec, MAX_KEYS};
@@ -229,17 +229,18 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
     }
     let mut decisions: ArrayVec<Decision, MAX_KEYS> = ArrayVec::new();
     for (i, (limit, spec)) in limits.iter_mut().zip(&specs).enumerate() {
-        decisions.push(spec.spec.visit(DecideKey {
-            key: &mut limit.key,
-            ask: Ask {
-                now,
-                quantity: spec.quantity,
-                id,
-                book: bookings.get(i).copied().flatten(),
-                stage: takes.then_some(&mut limit.staged),
-                blocked: &mut limit.blocked,
-            },
-        })?);
+        let key = &mut limit.key;
+        let ask = Ask {
+            now,
+            quantity: spec.quantity,
+            id,
+            stage: takes.then_some(&mut limit.staged),
+            blocked: &mut limit.blocked,
+        };
+        decisions.push(match bookings.get(i).copied().flatten() {
+            None => spec.spec.visit(DecideKey { key, ask }),
+            Some(at) => spec.spec.visit(BookKey { key, ask, at }),
+        }?);
     }
     let allowed = decisions
         .iter()
@@ -296,7 +297,7 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
         fields.push(decision.reply(now, options.unit));
     }
     let binding = match shadows == 0 && options.max_wait.is_none() {
-        true => crate::core::plain_binding(&decisions),
+        true => crate::core::plain_binding(&decisions, !allowed),
         false => crate::core::binding(&decisions, enforced),
     };
     let binding = binding

@@ -282,15 +282,23 @@ pub(super) fn count_block(blocked: Option<bool>) {
 }
 
 /// Decides one limit of a several-limit call on its open key, changing
-/// nothing (with `book`, booked for a turn at that instant: MAXWAIT); the
-/// update it would record when the whole call is allowed is written to
-/// `stage` (when given), not applied, and what the key's block made of
-/// the decision to `blocked`: the end of the block the refusal starts, or
-/// `Some(None)` on a key blocked already (left as it is when the block
-/// changed nothing).
+/// nothing; the update it would record when the whole call is allowed is
+/// written to `stage` (when given), not applied, and what the key's block
+/// made of the decision to `blocked`: the end of the block the refusal
+/// starts, or `Some(None)` on a key blocked already (left as it is when
+/// the block changed nothing).
 pub(super) struct DecideKey<'k, 'a, 'i> {
     pub key: &'k mut Key<'a>,
     pub ask: Ask<'k, 'i>,
+}
+
+/// `DecideKey` with MAXWAIT: booked for a turn at `at` (a key blocked at
+/// `now` refuses as without MAXWAIT). A visitor of its own, so that a call
+/// without MAXWAIT decides as it did before the option came.
+pub(super) struct BookKey<'k, 'a, 'i> {
+    pub key: &'k mut Key<'a>,
+    pub ask: Ask<'k, 'i>,
+    pub at: Nanos,
 }
 
 /// What `DecideKey` decides, and where its results go.
@@ -298,7 +306,6 @@ pub(super) struct Ask<'k, 'i> {
     pub now: Nanos,
     pub quantity: u64,
     pub id: &'i [u8],
-    pub book: Option<Nanos>,
     pub stage: Option<&'k mut Staged>,
     pub blocked: &'k mut Option<Option<Nanos>>,
 }
@@ -308,21 +315,42 @@ impl Visit for DecideKey<'_, '_, '_> {
 
     fn visit<L: Listed>(self, params: &L::Params) -> Self::Out {
         match self.key.value(L::module_type()) {
-            Held::Ours(state) => Ok(decide_one(state, params, self.ask)),
+            Held::Ours(state) => Ok(decide_one(state, params, self.ask, None)),
             held => {
                 let other = matches!(held, Held::Other);
                 let state = new_state::<L>(self.key, other)?;
-                Ok(decide_one(&state, params, self.ask))
+                Ok(decide_one(&state, params, self.ask, None))
             }
         }
     }
 }
 
-/// `DecideKey` on the key's state (or a new one).
+impl Visit for BookKey<'_, '_, '_> {
+    type Out = Result<Decision, Error>;
+
+    fn visit<L: Listed>(self, params: &L::Params) -> Self::Out {
+        match self.key.value(L::module_type()) {
+            Held::Ours(state) => Ok(decide_one(state, params, self.ask, Some(self.at))),
+            held => {
+                let other = matches!(held, Held::Other);
+                let state = new_state::<L>(self.key, other)?;
+                Ok(decide_one(&state, params, self.ask, Some(self.at)))
+            }
+        }
+    }
+}
+
+/// `DecideKey` (`book`: `BookKey`'s turn) on the key's state (or a new
+/// one).
 #[inline(always)]
-fn decide_one<L: Listed>(state: &L, params: &L::Params, d: Ask<'_, '_>) -> Decision {
+fn decide_one<L: Listed>(
+    state: &L,
+    params: &L::Params,
+    d: Ask<'_, '_>,
+    book: Option<Nanos>,
+) -> Decision {
     let (now, quantity) = (d.now, d.quantity);
-    let (decision, update) = match d.book {
+    let (decision, update) = match book {
         Some(at) if block::blocked_at(state, now).is_none() => {
             state.book(now, at, params, quantity)
         }

@@ -68,27 +68,30 @@ impl Decision {
 /// Further ties go to the lower index. `None` when no limit is enforced.
 #[inline(always)]
 pub fn binding(decisions: &[Decision], enforced: impl Fn(usize) -> bool) -> Option<usize> {
-    binding_of::<true>(decisions, enforced)
+    let refused = decisions
+        .iter()
+        .enumerate()
+        .any(|(i, d)| d.limited && enforced(i));
+    binding_of::<true>(decisions, enforced, refused)
 }
 
 /// [`binding`] of a call without SHADOW limits or MAXWAIT (every limit
-/// enforced, none waits for a turn): the same rules, without the steps
+/// enforced, none waits for a turn), `refused` whether some limit refused
+/// (which the caller knows already): the same rules, without the steps
 /// that cannot change its answer.
 #[inline(always)]
-pub fn plain_binding(decisions: &[Decision]) -> Option<usize> {
-    binding_of::<false>(decisions, |_| true)
+pub fn plain_binding(decisions: &[Decision], refused: bool) -> Option<usize> {
+    binding_of::<false>(decisions, |_| true, refused)
 }
 
-/// [`binding`]; `EXTRAS`: whether some limit may be SHADOW or wait.
+/// [`binding`]; `EXTRAS`: whether some limit may be SHADOW or wait;
+/// `any_limited`: whether some enforced limit refused.
 #[inline(always)]
 fn binding_of<const EXTRAS: bool>(
     decisions: &[Decision],
     enforced: impl Fn(usize) -> bool,
+    any_limited: bool,
 ) -> Option<usize> {
-    let any_limited = decisions
-        .iter()
-        .enumerate()
-        .any(|(i, d)| d.limited && enforced(i));
     let mut best: Option<usize> = None;
     for (i, d) in decisions.iter().enumerate() {
         if !enforced(i) || (any_limited && !d.limited) {
@@ -225,7 +228,8 @@ mod tests {
         ];
         for (i, (decisions, expected)) in cases.iter().enumerate() {
             assert_eq!(binding(decisions, |_| true), *expected, "case {i}");
-            assert_eq!(plain_binding(decisions), *expected, "case {i}");
+            let refused = decisions.iter().any(|d| d.limited);
+            assert_eq!(plain_binding(decisions, refused), *expected, "case {i}");
         }
     }
 
