@@ -177,6 +177,48 @@ fn same_word(word: &[u8], name: &[u8]) -> bool {
         && word.eq_ignore_ascii_case(name)
 }
 
+/// A word's signature, for a quick test that it is none of the words a
+/// spec's own loop takes: its length and first letter (upper case),
+/// folded into `0..64`. Two words may share one; the full comparison
+/// follows.
+#[inline(always)]
+const fn signature(len: usize, first: u8) -> u32 {
+    (len as u32).wrapping_mul(31).wrapping_add(first as u32) % 64
+}
+
+/// The signatures of the words after a spec's parameters that belong to
+/// the spec: every kind's options, and `LIMIT_WORDS`. Most words there
+/// are the next spec's kind or one of the call's options, and one look
+/// at this mask turns them away.
+const SPEC_WORDS: u64 = {
+    let mut mask = 0u64;
+    let mut i = 0;
+    while i < kinds::KINDS.len() {
+        let options = kinds::KINDS[i].options;
+        let mut j = 0;
+        while j < options.len() {
+            let name = options[j].name.as_bytes();
+            mask |= 1 << signature(name.len(), name[0]);
+            j += 1;
+        }
+        i += 1;
+    }
+    let mut j = 0;
+    while j < LIMIT_WORDS.len() {
+        mask |= 1 << signature(LIMIT_WORDS[j].len(), LIMIT_WORDS[j][0]);
+        j += 1;
+    }
+    mask
+};
+
+/// Whether `word` may be one of the words of `SPEC_WORDS` (false: it is
+/// none of them).
+#[inline(always)]
+fn may_be_spec_word(word: &[u8]) -> bool {
+    let first = word.first().map_or(0, u8::to_ascii_uppercase);
+    SPEC_WORDS & (1 << signature(word.len(), first)) != 0
+}
+
 /// Whether `word` is the BLOCK keyword (any case).
 fn is_block(word: &[u8]) -> bool {
     same_word(word, block::BLOCK.name.as_bytes())
@@ -484,6 +526,9 @@ fn find_spec(
     let mut next = at + 1 + n;
     loop {
         let word = arg(args, next);
+        if !may_be_spec_word(word) {
+            break;
+        }
         if let Some(o) = option_index(row.options, word)
             .filter(|&o| blocks || row.options[o].name != block::BLOCK.name)
         {
@@ -741,4 +786,34 @@ fn one_spec<'a>(
         bounds: tail.bounds(bounds),
     })?;
     Ok((spec, tail))
+}
+
+#[cfg(test)]
+mod quick_test {
+    use super::{may_be_spec_word, LIMIT_WORDS};
+    use crate::kinds::KINDS;
+
+    /// The quick test never turns away a word a spec takes, in any case;
+    /// and it turns away the words that most often follow a spec (the
+    /// kinds' names, the call's options, the end of the call).
+    #[test]
+    fn signature_mask() {
+        let ours = KINDS
+            .iter()
+            .flat_map(|k| k.options.iter().map(|o| o.name.as_bytes()))
+            .chain(LIMIT_WORDS);
+        for word in ours {
+            assert!(may_be_spec_word(word), "{word:?}");
+            assert!(may_be_spec_word(&word.to_ascii_lowercase()), "{word:?}");
+        }
+        for word in KINDS.iter().map(|k| k.name) {
+            if word != "LEASE" {
+                // LEASE shares PRECISION's signature.
+                assert!(!may_be_spec_word(word.as_bytes()), "{word}");
+            }
+        }
+        for word in ["QUANTITY", "MS", "maxwait", "ID", "AT", ""] {
+            assert!(!may_be_spec_word(word.as_bytes()), "{word}");
+        }
+    }
 }
