@@ -6,7 +6,7 @@ use arrayvec::ArrayVec;
 use super::flow::{arg_bytes, entry, propagate, recorded, Error, Outcome};
 use super::info::{self, Stat, Tally};
 use super::single::{
-    count_block, doc_options, doc_param, Ask, BookKey, Commit, DecideKey, ExtendKey, PrefetchKey,
+    count_block, doc_options, doc_param, Ask, BlockRecord, BookKey, Commit, DecideKey, ExtendKey, PrefetchKey,
     ReplicateState, StartBlock, TurnKey,
 };
 use crate::args::{self, LimitSpec, MAX_KEYS};
@@ -149,7 +149,7 @@ struct Limit<'a> {
     changed: bool,
     /// What the key's block made of its decision, if anything: the end
     /// of the block the refusal starts (`block::Held::starts`).
-    blocked: Option<Option<Nanos>>,
+    blocked: BlockRecord,
 }
 
 /// The flow of RL.ALLOW (`write`) and RL.PEEK: decide every limit at one
@@ -199,7 +199,7 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
             key,
             staged: Staged::Nothing,
             changed: false,
-            blocked: None,
+            blocked: BlockRecord::NONE,
         });
     }
     // With MAXWAIT, the instant each limit books the request at (none:
@@ -258,7 +258,7 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
             } else if spec.quantity > 0 {
                 // Every refusing limit with BLOCK blocks its own key; the
                 // others only keep the expiry rule of a limited request.
-                if let Some(Some(end)) = limit.blocked {
+                if let Some(end) = limit.blocked.starts() {
                     spec.spec.visit(StartBlock { key, end })?;
                     recorded(key, decision.reset_at);
                     limit.changed = true;
@@ -270,7 +270,7 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
                     super::top::refused(ctx, key, now);
                 }
                 if options.at.is_none() {
-                    count_block(limit.blocked.map(|starts| starts.is_some()));
+                    count_block(limit.blocked.held());
                 }
             }
         }

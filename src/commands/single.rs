@@ -281,6 +281,47 @@ pub(super) fn count_block(blocked: Option<bool>) {
     }
 }
 
+/// What the key's block made of one limit's decision in a several-limit
+/// call, in 8 bytes (a limit's record is moved a few times per call):
+/// nothing, the refusal of a key blocked already, or the end of the block
+/// its refusal starts. A block that starts ends at least a millisecond
+/// after the call's instant, so neither 0 nor 1 is ever an end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct BlockRecord(u64);
+
+impl BlockRecord {
+    /// The block changed nothing.
+    pub const NONE: BlockRecord = BlockRecord(0);
+    /// The key was blocked already.
+    const ALREADY: BlockRecord = BlockRecord(1);
+
+    /// `block::Held::starts`'s record.
+    #[inline(always)]
+    pub fn of(starts: Option<Nanos>) -> BlockRecord {
+        match starts {
+            Some(end) => BlockRecord(end.get().max(2)),
+            None => BlockRecord::ALREADY,
+        }
+    }
+
+    /// The end of the block the refusal starts, if it starts one.
+    #[inline(always)]
+    pub fn starts(self) -> Option<Nanos> {
+        (self.0 > 1).then_some(Nanos::new(self.0))
+    }
+
+    /// What `count_block` counts: `Some(true)` for a block started,
+    /// `Some(false)` for a key blocked already, `None` for nothing.
+    #[inline(always)]
+    pub fn held(self) -> Option<bool> {
+        match self.0 {
+            0 => None,
+            1 => Some(false),
+            _ => Some(true),
+        }
+    }
+}
+
 /// Decides one limit of a several-limit call on its open key, changing
 /// nothing; the update it would record when the whole call is allowed is
 /// written to `stage` (when given), not applied, and what the key's block
@@ -307,7 +348,7 @@ pub(super) struct Ask<'k, 'i> {
     pub quantity: u64,
     pub id: &'i [u8],
     pub stage: Option<&'k mut Staged>,
-    pub blocked: &'k mut Option<Option<Nanos>>,
+    pub blocked: &'k mut BlockRecord,
 }
 
 impl Visit for DecideKey<'_, '_, '_> {
@@ -357,7 +398,7 @@ fn decide_one<L: Listed>(
         _ => state.decide_as(now, params, quantity, d.id),
     };
     if let Some(b) = block::check(state, now, params, quantity, d.id, &decision) {
-        *d.blocked = Some(b.starts);
+        *d.blocked = BlockRecord::of(b.starts);
         return b.decision;
     }
     if let (Some(update), Some(stage)) = (update, d.stage) {
