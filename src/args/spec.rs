@@ -20,14 +20,63 @@ pub(super) const MAX_PARAMS: usize = 4;
 pub(super) const MAX_OPTIONS: usize = 2;
 
 /// A spec's words, found and not yet read, as positions among the
-/// command's words (a spec is kept in 12 bytes, not copied as slices):
-/// its parameters from `params` on (a missing one reads as empty) and the
-/// values of its options by keyword (0 when not given: an option's value
-/// follows its keyword, so it is never the first word).
+/// command's words (a several-limit call keeps one per spec, so they are
+/// positions, not slices): its parameters from `params` on (a missing one
+/// reads as empty) and the values of its options by keyword (0 when not
+/// given: an option's value follows its keyword, so it is never the first
+/// word).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RawSpec {
-    params: u32,
-    options: [u32; MAX_OPTIONS],
+    params: usize,
+    options: [usize; MAX_OPTIONS],
+}
+
+/// Where `params` reads a spec's words from.
+trait SpecWords<'a> {
+    /// Parameter `i`'s word (empty when missing).
+    fn param(&self, i: usize) -> &'a [u8];
+    /// Option `i`'s value, if the option was given.
+    fn option(&self, i: usize) -> Option<&'a [u8]>;
+}
+
+/// A `RawSpec` among the command's words.
+struct AmongArgs<'r, 'w, 'a> {
+    args: &'w [&'a [u8]],
+    raw: &'r RawSpec,
+}
+
+impl<'a> SpecWords<'a> for AmongArgs<'_, '_, 'a> {
+    #[inline(always)]
+    fn param(&self, i: usize) -> &'a [u8] {
+        arg(self.args, self.raw.params + i)
+    }
+
+    #[inline(always)]
+    fn option(&self, i: usize) -> Option<&'a [u8]> {
+        match self.raw.options.get(i) {
+            Some(&at) if at != 0 => Some(arg(self.args, at)),
+            _ => None,
+        }
+    }
+}
+
+/// A single command's spec: its parameters, the first words (not copied),
+/// and its options' values.
+struct SingleWords<'w, 'a> {
+    params: &'w [&'a [u8]],
+    options: [Option<&'a [u8]>; MAX_OPTIONS],
+}
+
+impl<'a> SpecWords<'a> for SingleWords<'_, 'a> {
+    #[inline(always)]
+    fn param(&self, i: usize) -> &'a [u8] {
+        arg(self.params, i)
+    }
+
+    #[inline(always)]
+    fn option(&self, i: usize) -> Option<&'a [u8]> {
+        self.options.get(i).copied().flatten()
+    }
 }
 
 /// The options of a spec of RL.ALLOW / RL.PEEK that are no option of its
@@ -235,7 +284,7 @@ impl RawSpec {
         if *slot != 0 {
             return Err(ArgError::Repeated(options[index].name));
         }
-        *slot = position(value)?;
+        *slot = value;
         Ok(())
     }
 
@@ -248,24 +297,21 @@ impl RawSpec {
     }
 }
 
-/// A word's position as a `RawSpec` keeps it. A command has far fewer
-/// words than `u32::MAX`, so the error is unreachable.
-#[inline(always)]
-fn position(i: usize) -> Result<u32, ArgError> {
-    u32::try_from(i).map_err(|_| ArgError::Joint("too many arguments"))
-}
-
 /// `RL.<NAME>`'s arguments after the key:
 /// `p1 .. pN [id] [quantity] [MS] [options] [AT ns]`. `trusted` answers
 /// whether the call came from the master or the AOF (asked only when `AT`
 /// is there); `bounds` are the configured ones.
+#[inline(always)]
 pub fn single<'a, L: Kind>(
     args: &[&'a [u8]],
     trusted: impl FnOnce() -> bool,
     bounds: Bounds,
 ) -> Result<Request<'a, L::Params>, ArgError> {
     let n = L::PARAMS.len();
-    let mut raw = RawSpec::default();
+    let mut raw = SingleWords {
+        params: args.get(..n).unwrap_or(args),
+        options: [None; MAX_OPTIONS],
+    };
     let mut i = n;
     let id = match L::TAKES_ID {
         true => {
@@ -294,7 +340,14 @@ pub fn single<'a, L: Kind>(
             if i >= args.len() {
                 return Err(value_error(&L::OPTIONS[o], tail.unit, bounds));
             }
-            raw.option(L::OPTIONS, o, i)?;
+            let slot = raw
+                .options
+                .get_mut(o)
+                .ok_or(ArgError::Joint("too many options"))?;
+            if slot.is_some() {
+                return Err(ArgError::Repeated(L::OPTIONS[o].name));
+            }
+            *slot = args.get(i).copied();
         } else if i == quantity_at
             && word
                 .first()
@@ -309,7 +362,7 @@ pub fn single<'a, L: Kind>(
         }
         i += 1;
     }
-    let params = params::<L>(args, &raw, tail.unit, tail.bounds(bounds))?;
+    let params = params::<L>(&raw, tail.unit, tail.bounds(bounds))?;
     let max_wait = match wait {
         Some(word) => Some(max_wait(word, tail.unit)?),
         None => None,
@@ -339,12 +392,10 @@ pub fn id(word: &[u8]) -> Result<&[u8], ArgError> {
 /// The longest id a request may name.
 pub const MAX_ID: usize = 128;
 
-/// The typed parameters of `L` from a spec's words (`raw`, among `args`),
-/// in `unit`.
+/// The typed parameters of `L` from a spec's words, in `unit`.
 #[inline(always)]
-fn params<L: Kind>(
-    args: &[&[u8]],
-    raw: &RawSpec,
+fn params<'a, L: Kind>(
+    raw: &impl SpecWords<'a>,
     unit: TimeUnit,
     bounds: Bounds,
 ) -> Result<L::Params, ArgError> {
@@ -354,12 +405,12 @@ fn params<L: Kind>(
     // not apply). Parameters first, then options, each in order; then the
     // options move up to follow the parameters, as `L::params` reads them.
     let mut values: [Value; MAX_PARAMS + MAX_OPTIONS] = [
-        param_value::<L, 0>(args, raw, unit, bounds)?,
-        param_value::<L, 1>(args, raw, unit, bounds)?,
-        param_value::<L, 2>(args, raw, unit, bounds)?,
-        param_value::<L, 3>(args, raw, unit, bounds)?,
-        option_value::<L, 0>(args, raw, unit, bounds)?,
-        option_value::<L, 1>(args, raw, unit, bounds)?,
+        param_value::<L, 0>(raw, unit, bounds)?,
+        param_value::<L, 1>(raw, unit, bounds)?,
+        param_value::<L, 2>(raw, unit, bounds)?,
+        param_value::<L, 3>(raw, unit, bounds)?,
+        option_value::<L, 0>(raw, unit, bounds)?,
+        option_value::<L, 1>(raw, unit, bounds)?,
     ];
     if L::PARAMS.len() < MAX_PARAMS {
         values.copy_within(MAX_PARAMS.., L::PARAMS.len());
@@ -381,13 +432,12 @@ fn params<L: Kind>(
 /// The value of parameter `I` of `L` (`Absent` past its last).
 #[inline(always)]
 fn param_value<'a, L: Kind, const I: usize>(
-    args: &[&'a [u8]],
-    raw: &RawSpec,
+    raw: &impl SpecWords<'a>,
     unit: TimeUnit,
     bounds: Bounds,
 ) -> Result<Value<'a>, ArgError> {
     match L::PARAMS.get(I) {
-        Some(param) => value(arg(args, raw.params as usize + I), param, unit, bounds),
+        Some(param) => value(raw.param(I), param, unit, bounds),
         None => Ok(Value::Absent),
     }
 }
@@ -395,13 +445,12 @@ fn param_value<'a, L: Kind, const I: usize>(
 /// The value of option `I` of `L` (`Absent` when not given).
 #[inline(always)]
 fn option_value<'a, L: Kind, const I: usize>(
-    args: &[&'a [u8]],
-    raw: &RawSpec,
+    raw: &impl SpecWords<'a>,
     unit: TimeUnit,
     bounds: Bounds,
 ) -> Result<Value<'a>, ArgError> {
-    match (L::OPTIONS.get(I), raw.options.get(I)) {
-        (Some(option), Some(&at)) if at != 0 => value(arg(args, at as usize), option, unit, bounds),
+    match (L::OPTIONS.get(I), raw.option(I)) {
+        (Some(option), Some(word)) => value(word, option, unit, bounds),
         _ => Ok(Value::Absent),
     }
 }
@@ -475,7 +524,11 @@ impl VisitKind for ReadSpec<'_, '_, '_> {
     type Out = Result<Spec, ArgError>;
 
     fn visit<L: Listed>(self) -> Self::Out {
-        params::<L>(self.args, self.raw, self.unit, self.bounds).map(L::spec)
+        let words = AmongArgs {
+            args: self.args,
+            raw: self.raw,
+        };
+        params::<L>(&words, self.unit, self.bounds).map(L::spec)
     }
 }
 
@@ -520,7 +573,7 @@ fn find_spec(
         });
     }
     let mut raw = RawSpec {
-        params: position(at + 1)?,
+        params: at + 1,
         options: [0; MAX_OPTIONS],
     };
     let mut next = at + 1 + n;

@@ -6,8 +6,8 @@ use arrayvec::ArrayVec;
 use super::flow::{arg_bytes, entry, propagate, recorded, Error, Outcome};
 use super::info::{self, Stat, Tally};
 use super::single::{
-    count_block, doc_options, doc_param, Ask, BlockRecord, BookKey, Commit, DecideKey, ExtendKey, PrefetchKey,
-    ReplicateState, StartBlock, TurnKey,
+    count_block, doc_options, doc_param, Ask, BlockRecord, BookKey, Commit, DecideKey, ExtendKey,
+    PrefetchKey, ReplicateState, StartBlock, TurnKey,
 };
 use crate::args::{self, LimitSpec, MAX_KEYS};
 use crate::core::{wait, Decision, Nanos, Retry};
