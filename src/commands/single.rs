@@ -391,19 +391,26 @@ fn decide_one<L: Listed>(
     book: Option<Nanos>,
 ) -> Decision {
     let (now, quantity) = (d.now, d.quantity);
-    let (decision, update) = match book {
+    let (mut decision, update) = match book {
         Some(at) if block::blocked_at(state, now).is_none() => {
             state.book(now, at, params, quantity)
         }
         _ => state.decide_as(now, params, quantity, d.id),
     };
-    if let Some(b) = block::check(state, now, params, quantity, d.id, &decision) {
-        *d.blocked = BlockRecord::of(b.starts);
-        return b.decision;
-    }
-    if let (Some(update), Some(stage)) = (update, d.stage) {
-        // Written in place: the enum is as large as the largest update.
-        *stage = L::staged(update);
+    // The block's decision replaces the kind's in place (one return
+    // value: the usual case moves nothing).
+    match block::check(state, now, params, quantity, d.id, &decision) {
+        Some(b) => {
+            *d.blocked = BlockRecord::of(b.starts);
+            decision = b.decision;
+        }
+        None => {
+            if let (Some(update), Some(stage)) = (update, d.stage) {
+                // Written in place: the enum is as large as the largest
+                // update.
+                *stage = L::staged(update);
+            }
+        }
     }
     decision
 }
