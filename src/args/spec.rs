@@ -81,15 +81,29 @@ impl<'a> SpecWords<'a> for SingleWords<'_, 'a> {
 
 /// The options of a spec of RL.ALLOW / RL.PEEK that are no option of its
 /// kind: `UNITS n` and `SHADOW`, any order, each at most once.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LimitOptions {
     /// `UNITS n`: the limit decides and records `n` units instead of the
-    /// call's quantity.
-    pub units: Option<u64>,
+    /// call's quantity; `NO_UNITS` when not given (8 bytes, not 16: one
+    /// is kept per spec while the call's options are read).
+    pub units: u64,
     /// `SHADOW`: decided, shown, recorded when it would allow, and never
     /// refusing the call.
     pub shadow: bool,
 }
+
+impl Default for LimitOptions {
+    fn default() -> LimitOptions {
+        LimitOptions {
+            units: NO_UNITS,
+            shadow: false,
+        }
+    }
+}
+
+/// `LimitOptions::units` without `UNITS`: above any quantity allowed.
+const NO_UNITS: u64 = u64::MAX;
+const _: () = assert!(MAX_QUANTITY < NO_UNITS);
 
 /// The words of [`LimitOptions`], which only a several-limit call's specs
 /// take (elsewhere they are unknown arguments).
@@ -623,10 +637,10 @@ fn find_spec(
 #[inline(always)]
 fn limit_option(limit: &mut LimitOptions, word: &[u8], value: &[u8]) -> Result<usize, ArgError> {
     if same_word(word, LIMIT_WORDS[0]) {
-        if limit.units.is_some() {
+        if limit.units != NO_UNITS {
             return Err(ArgError::Repeated("UNITS"));
         }
-        limit.units = Some(integer(value, "UNITS", 0, MAX_QUANTITY, None)?);
+        limit.units = integer(value, "UNITS", 0, MAX_QUANTITY, None)?;
         Ok(2)
     } else if same_word(word, LIMIT_WORDS[1]) {
         if limit.shadow {
@@ -759,7 +773,10 @@ pub fn several<'a>(
         options.shadows |= u32::from(limit.shadow) << index;
         specs.push(LimitSpec {
             spec,
-            quantity: limit.units.unwrap_or(options.quantity),
+            quantity: match limit.units {
+                NO_UNITS => options.quantity,
+                units => units,
+            },
             shadow: limit.shadow,
         });
     }
