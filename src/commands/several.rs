@@ -147,8 +147,9 @@ struct Limit<'a> {
     staged: Staged,
     /// Whether the call changed the key.
     changed: bool,
-    /// What the key's block made of its decision, if anything: the end
-    /// of the block the refusal starts (`block::Held::starts`).
+    /// What the key's block made of its decision, if anything: a key
+    /// blocked already, or the end of the block the refusal starts
+    /// (`block::Held::starts`).
     blocked: BlockRecord,
 }
 

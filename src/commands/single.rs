@@ -325,9 +325,8 @@ impl BlockRecord {
 /// Decides one limit of a several-limit call on its open key, changing
 /// nothing; the update it would record when the whole call is allowed is
 /// written to `stage` (when given), not applied, and what the key's block
-/// made of the decision to `blocked`: the end of the block the refusal
-/// starts, or `Some(None)` on a key blocked already (left as it is when
-/// the block changed nothing).
+/// made of the decision to `blocked` (left as it is when the block
+/// changed nothing).
 pub(super) struct DecideKey<'k, 'a, 'i> {
     pub key: &'k mut Key<'a>,
     pub ask: Ask<'k, 'i>,
@@ -540,5 +539,22 @@ impl Visit for ExtendKey<'_, '_> {
             _ => return false,
         };
         extend_expiry(self.key, reset_at)
+    }
+}
+
+#[cfg(test)]
+mod block_record_test {
+    use super::BlockRecord;
+    use crate::core::Nanos;
+
+    #[test]
+    fn block_record_keeps_what_the_block_made() {
+        assert_eq!(BlockRecord::NONE.held(), None);
+        assert_eq!(BlockRecord::NONE.starts(), None);
+        let already = BlockRecord::of(None);
+        assert_eq!((already.held(), already.starts()), (Some(false), None));
+        let end = Nanos::new(1_764_633_600_000_000_000);
+        let starts = BlockRecord::of(Some(end));
+        assert_eq!((starts.held(), starts.starts()), (Some(true), Some(end)));
     }
 }
