@@ -6,7 +6,7 @@ use arrayvec::ArrayVec;
 use super::flow::{arg_bytes, entry, propagate, recorded, Error, Outcome};
 use super::info::{self, Stat, Tally};
 use super::single::{
-    count_block, doc_options, doc_param, Ask, BlockRecord, BookKey, Commit, DecideKey, ExtendKey,
+    count_block, doc_options, doc_param, Ask, BlockRecord, Commit, DecideKey, ExtendKey,
     PrefetchKey, ReplicateState, StartBlock, TurnKey,
 };
 use crate::args::{self, LimitSpec, MAX_KEYS};
@@ -238,10 +238,8 @@ fn several<'a>(ctx: Ctx<'a>, argv: Argv<'a>, write: bool) -> Result<Outcome, Err
             stage: takes.then_some(&mut limit.staged),
             blocked: &mut limit.blocked,
         };
-        decisions.push(match bookings.get(i).copied().flatten() {
-            None => spec.spec.visit(DecideKey { key, ask }),
-            Some(at) => spec.spec.visit(BookKey { key, ask, at }),
-        }?);
+        let book = bookings.get(i).copied().flatten();
+        decisions.push(spec.spec.visit(DecideKey { key, ask, book })?);
     }
     let allowed = decisions
         .iter()

@@ -323,22 +323,15 @@ impl BlockRecord {
 }
 
 /// Decides one limit of a several-limit call on its open key, changing
-/// nothing; the update it would record when the whole call is allowed is
-/// written to `stage` (when given), not applied, and what the key's block
-/// made of the decision to `blocked` (left as it is when the block
-/// changed nothing).
+/// nothing (with `book`, booked for a turn at that instant: MAXWAIT; a
+/// key blocked at `now` refuses as without it); the update it would
+/// record when the whole call is allowed is written to `stage` (when
+/// given), not applied, and what the key's block made of the decision to
+/// `blocked` (left as it is when the block changed nothing).
 pub(super) struct DecideKey<'k, 'a, 'i> {
     pub key: &'k mut Key<'a>,
     pub ask: Ask<'k, 'i>,
-}
-
-/// `DecideKey` with MAXWAIT: booked for a turn at `at` (a key blocked at
-/// `now` refuses as without MAXWAIT). A visitor of its own, so that a call
-/// without MAXWAIT decides as it did before the option came.
-pub(super) struct BookKey<'k, 'a, 'i> {
-    pub key: &'k mut Key<'a>,
-    pub ask: Ask<'k, 'i>,
-    pub at: Nanos,
+    pub book: Option<Nanos>,
 }
 
 /// What `DecideKey` decides, and where its results go.
@@ -355,33 +348,17 @@ impl Visit for DecideKey<'_, '_, '_> {
 
     fn visit<L: Listed>(self, params: &L::Params) -> Self::Out {
         match self.key.value(L::module_type()) {
-            Held::Ours(state) => Ok(decide_one(state, params, self.ask, None)),
+            Held::Ours(state) => Ok(decide_one(state, params, self.ask, self.book)),
             held => {
                 let other = matches!(held, Held::Other);
                 let state = new_state::<L>(self.key, other)?;
-                Ok(decide_one(&state, params, self.ask, None))
+                Ok(decide_one(&state, params, self.ask, self.book))
             }
         }
     }
 }
 
-impl Visit for BookKey<'_, '_, '_> {
-    type Out = Result<Decision, Error>;
-
-    fn visit<L: Listed>(self, params: &L::Params) -> Self::Out {
-        match self.key.value(L::module_type()) {
-            Held::Ours(state) => Ok(decide_one(state, params, self.ask, Some(self.at))),
-            held => {
-                let other = matches!(held, Held::Other);
-                let state = new_state::<L>(self.key, other)?;
-                Ok(decide_one(&state, params, self.ask, Some(self.at)))
-            }
-        }
-    }
-}
-
-/// `DecideKey` (`book`: `BookKey`'s turn) on the key's state (or a new
-/// one).
+/// `DecideKey` on the key's state (or a new one).
 #[inline(always)]
 fn decide_one<L: Listed>(
     state: &L,
