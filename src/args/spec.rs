@@ -287,19 +287,31 @@ fn is_block(word: &[u8]) -> bool {
     same_word(word, block::BLOCK.name.as_bytes())
 }
 
+/// Records the value of the option at `options[index]` in its slot of
+/// `slots` (`empty` until it is given), once.
+#[inline(always)]
+fn record_option<T: Copy + PartialEq>(
+    slots: &mut [T; MAX_OPTIONS],
+    empty: T,
+    options: &[Param],
+    index: usize,
+    value: T,
+) -> Result<(), ArgError> {
+    let slot = slots
+        .get_mut(index)
+        .ok_or(ArgError::Joint("too many options"))?;
+    if *slot != empty {
+        return Err(ArgError::Repeated(options[index].name));
+    }
+    *slot = value;
+    Ok(())
+}
+
 impl RawSpec {
     /// Records the option at `options[index]` with its value, the word at
     /// `value`.
     fn option(&mut self, options: &[Param], index: usize, value: usize) -> Result<(), ArgError> {
-        let slot = self
-            .options
-            .get_mut(index)
-            .ok_or(ArgError::Joint("too many options"))?;
-        if *slot != 0 {
-            return Err(ArgError::Repeated(options[index].name));
-        }
-        *slot = value;
-        Ok(())
+        record_option(&mut self.options, 0, options, index, value)
     }
 
     /// Whether the spec was given its kind's BLOCK option.
@@ -351,17 +363,10 @@ pub fn single<'a, L: Kind>(
             wait = Some(arg(args, i));
         } else if let Some(o) = option_index(L::OPTIONS, word) {
             i += 1;
-            if i >= args.len() {
-                return Err(value_error(&L::OPTIONS[o], tail.unit, bounds));
-            }
-            let slot = raw
-                .options
-                .get_mut(o)
-                .ok_or(ArgError::Joint("too many options"))?;
-            if slot.is_some() {
-                return Err(ArgError::Repeated(L::OPTIONS[o].name));
-            }
-            *slot = args.get(i).copied();
+            let value = args
+                .get(i)
+                .ok_or_else(|| value_error(&L::OPTIONS[o], tail.unit, bounds))?;
+            record_option(&mut raw.options, None, L::OPTIONS, o, Some(*value))?;
         } else if i == quantity_at
             && word
                 .first()
